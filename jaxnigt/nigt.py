@@ -122,9 +122,7 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
 
     def update_fn(updates, state, params=None):
         del params
-        direction, normalized = _momentum_step(
-            updates, state.direction, state.count, eta, eps
-        )
+        direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
         out = jax.tree.map(
             lambda n, n_prev: (n / eta - (1.0 - eta) / eta * n_prev).astype(n.dtype),
             normalized,
@@ -184,13 +182,9 @@ def nigt(
         if params is None:
             raise ValueError("nigt: update() needs params (the extrapolated point y_t).")
         lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
-        direction, normalized = _momentum_step(
-            updates, state.direction, state.count, eta, eps
-        )
+        direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
         new_x = jax.tree.map(lambda x, n: (x - lr * n).astype(x.dtype), state.iterate, normalized)
-        new_y = jax.tree.map(
-            lambda xn, x: xn + (1.0 - eta) / eta * (xn - x), new_x, state.iterate
-        )
+        new_y = jax.tree.map(lambda xn, x: xn + (1.0 - eta) / eta * (xn - x), new_x, state.iterate)
         out = jax.tree.map(lambda y, p: (y - p).astype(p.dtype), new_y, params)
         return out, NigtState(new_x, direction, optax.safe_increment(state.count))
 

@@ -5,6 +5,8 @@ import pathlib
 
 import jax
 
-_CACHE = pathlib.Path(os.environ.get("JAXNIGT_TEST_CACHE", pathlib.Path(__file__).parent.parent / ".jax_cache"))
+_CACHE = pathlib.Path(
+    os.environ.get("JAXNIGT_TEST_CACHE", pathlib.Path(__file__).parent.parent / ".jax_cache")
+)
 jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

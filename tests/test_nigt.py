@@ -10,7 +10,6 @@ import pytest
 from absl.testing import parameterized
 
 import jaxnigt
-from jaxnigt.nigt import NigtState
 
 # A small nested pytree and a fixed gradient sequence (numpy, float64 reference).
 _PARAMS = {"a": np.array([1.0, -2.0, 0.5]), "b": {"c": np.array([[0.3, -0.1], [2.0, 1.0]])}}
@@ -247,7 +246,7 @@ def _run_scan(f, x0, lr, eta, steps):
         updates, state = opt.update(jax.grad(f)(y), state, y)
         return (optax.apply_updates(y, updates), state), None
 
-    (y, state), _ = jax.lax.scan(body, (x0, opt.init(x0)), None, length=steps)
+    (_, state), _ = jax.lax.scan(body, (x0, opt.init(x0)), None, length=steps)
     return jaxnigt.nigt_eval_params(state)
 
 

@@ -1,0 +1,28 @@
+"""Algorithms: each a short composition of schedule, aggregator weights and optax update.
+
+``REGISTRY`` maps an algorithm name to its spec: a :class:`~jaxnigt.algorithms.base.RoundSpec`
+(round-based, AllReduce) or an :class:`~jaxnigt.algorithms.base.AsyncSpec` (per-arrival).
+"""
+
+from jaxnigt.algorithms import (
+    afedpg,
+    asgd,
+    malenia_nigt,
+    rennala_nigt,
+    rennala_pg,
+    sync_nigt,
+    sync_pg,
+)
+from jaxnigt.algorithms.base import AsyncSpec, RoundSpec, Setup, TrainState
+
+REGISTRY = {
+    "rennala_nigt": rennala_nigt.SPEC,
+    "malenia_nigt": malenia_nigt.SPEC,
+    "sync_nigt": sync_nigt.SPEC,
+    "sync_pg": sync_pg.SPEC,
+    "rennala_pg": rennala_pg.SPEC,
+    "afedpg": afedpg.SPEC,
+    "asgd": asgd.SPEC,
+}
+
+__all__ = ["REGISTRY", "AsyncSpec", "RoundSpec", "Setup", "TrainState"]

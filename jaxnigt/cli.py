@@ -1,0 +1,127 @@
+"""The ``jaxnigt`` command: ``run``, ``plot``, ``list`` and ``clock``.
+
+Errors in user input (bad config values, bad flags, an existing run directory) print one
+line naming the problem and exit with status 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _error(message: str) -> int:
+    print(f"jaxnigt: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from jaxnigt import config as config_lib
+
+    overrides = list(args.set or [])
+    if args.seeds is not None:
+        overrides.append(f"seeds={args.seeds}")
+    try:
+        cfg = config_lib.load(args.config, overrides)
+    except config_lib.ConfigError as e:
+        return _error(str(e))
+    out = Path(args.out) if args.out else Path("runs") / cfg.name
+    from jaxnigt import runner
+
+    try:
+        runner.prepare_run_dir(out, args.overwrite)
+    except FileExistsError as e:
+        return _error(str(e))
+    try:
+        summary = runner.run_experiment(
+            cfg, out, overwrite=True, progress=not args.no_progress, plot=True
+        )
+    except runner.RunError as e:
+        print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
+        return 1
+    print(f"[jaxnigt] wrote {out}/metrics.csv, summary.json, curves.png")
+    for name, entry in summary.items():
+        final = entry["final_median_return"]
+        line = f"  {name:<14} final median eval return {final:10.3f}" if final is not None else name
+        if entry.get("time_to_target") is not None:
+            line += f"   time to target {entry['time_to_target']:.1f}"
+        print(line)
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from jaxnigt.plotting import X_AXES, plot_runs
+
+    if args.x not in X_AXES:
+        return _error(f"--x: got {args.x!r}; expected one of {sorted(X_AXES)}")
+    for d in args.dirs:
+        if not (Path(d) / "metrics.csv").is_file():
+            return _error(f"{d!r} is not a run directory (no metrics.csv)")
+    out = args.out or str(Path(args.dirs[0]) / f"curves_{args.x}.png")
+    path = plot_runs(args.dirs, x=args.x, y=args.y, out=out)
+    print(f"[jaxnigt] wrote {path}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    del args
+    from jaxnigt import envs
+    from jaxnigt.config import ALGORITHMS
+
+    print("environments:", ", ".join(envs.list_envs()))
+    print("algorithms:  ", ", ".join(ALGORITHMS))
+    configs = sorted(p.name for p in CONFIG_DIR.glob("*.yaml")) if CONFIG_DIR.is_dir() else []
+    print("configs:     ", ", ".join(configs) if configs else "(none found)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jaxnigt import clock
+
+    parser = argparse.ArgumentParser(
+        prog="jaxnigt",
+        description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an experiment config and write a run directory")
+    run.add_argument("config", help="YAML config (see configs/)")
+    run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    run.add_argument("--out", help="run directory (default runs/<config name>)")
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set budget=500 --set hparams.eta=0.1 "
+        "--set algorithms=[rennala_nigt,afedpg] (repeatable; VALUE is YAML)",
+    )
+    run.add_argument("--overwrite", action="store_true", help="reuse an existing run directory")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+
+    plot = sub.add_parser("plot", help="plot return against time/steps/comms")
+    plot.add_argument("dirs", nargs="+", help="run directories")
+    plot.add_argument("--x", default="time", help="x-axis: time, steps or comms")
+    plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
+    plot.add_argument("--out", help="PNG path (default <dir>/curves_<x>.png)")
+    plot.set_defaults(func=_cmd_plot)
+
+    lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
+    lst.set_defaults(func=_cmd_list)
+
+    clock.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

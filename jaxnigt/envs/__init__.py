@@ -1,0 +1,146 @@
+"""Environments: brax MJX envs by name, pure-JAX toy envs, heterogeneous worker types.
+
+Every environment is wrapped in a :class:`TaskEnv`, which fixes the horizon and the
+observation transforms that define the worker types (SPEC §7). Example::
+
+    task = make_env("reacher")                       # H = 50, homogeneous
+    het = make_heterogeneous(task, "sign_flip")      # V = 2: (s, 0) and (-s, 1)
+    types = worker_types(10, het.num_types)          # i mod V
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from jaxnigt.envs import toy
+from jaxnigt.envs.hetero import SignFlip, make_heterogeneous, worker_types
+from jaxnigt.envs.mjx import brax_default_horizon, brax_env_names, make_brax_env
+
+
+def identity(obs: jax.Array) -> jax.Array:
+    """The observation transform of a homogeneous task."""
+    return obs
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskEnv:
+    """An environment, its horizon, and the observation transforms of its worker types.
+
+    Hashable (frozen, compared by field; the env object by identity), so it can be a static
+    argument of ``jax.jit``.
+
+    Attributes:
+      name: registry name of the underlying environment.
+      env: object with ``reset(key) -> brax.envs.base.State`` and
+        ``step(state, action) -> State`` (a brax MJX env or a toy env).
+      horizon: H, the static number of steps per trajectory.
+      obs_size: observation size as the policy sees it (after the type transform).
+      action_size: action dimension.
+      action_scale: actions passed to ``env.step`` lie in ``[-action_scale, action_scale]``
+        (brax: 1.0).
+      obs_transforms: length-V tuple of callables ``obs -> obs'`` (all the same output size);
+        ``(identity,)`` when homogeneous. Worker type v sees ``obs_transforms[v](obs)``.
+      raw_obs_size: the environment's own observation size (before the transform).
+    """
+
+    name: str
+    env: Any
+    horizon: int
+    obs_size: int
+    action_size: int
+    action_scale: float = 1.0
+    obs_transforms: tuple[Callable[[jax.Array], jax.Array], ...] = (identity,)
+    raw_obs_size: int | None = None
+
+    def __post_init__(self):
+        if self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {self.horizon}")
+        if len(self.obs_transforms) < 1:
+            raise ValueError("obs_transforms must hold at least one transform")
+        if self.raw_obs_size is None:
+            object.__setattr__(self, "raw_obs_size", self.obs_size)
+
+    @property
+    def num_types(self) -> int:
+        """V, the number of worker types."""
+        return len(self.obs_transforms)
+
+
+def list_envs() -> list[str]:
+    """Names accepted by :func:`make_env`: brax env names, then the toy env names."""
+    return brax_env_names() + sorted(toy.TOY_ENVS)
+
+
+def default_horizon(name: str) -> int:
+    """Reacher 50, other brax envs 1000 (locomotion), toy envs their own."""
+    if name in toy.TOY_ENVS:
+        return toy.TOY_ENVS[name][1]
+    if name in brax_env_names():
+        return brax_default_horizon(name)
+    raise ValueError(f"unknown environment {name!r}; available: {', '.join(list_envs())}")
+
+
+def make_env(
+    name: str,
+    *,
+    horizon: int | None = None,
+    solver_iterations: int | None = None,
+    ls_iterations: int | None = None,
+    **kwargs: Any,
+) -> TaskEnv:
+    """Builds a homogeneous :class:`TaskEnv` by name.
+
+    Args:
+      name: a brax env name (created with ``backend="mjx"``) or a toy env name
+        (``lqr1d``, ``point_mass``); see :func:`list_envs`.
+      horizon: H; defaults to :func:`default_horizon`.
+      solver_iterations: MJX constraint-solver iterations (``sys.opt.iterations``); ``None``
+        keeps brax's default. Ignored-with-error for toy envs.
+      ls_iterations: MJX line-search iterations (``sys.opt.ls_iterations``).
+      **kwargs: forwarded to the env constructor.
+
+    Raises:
+      ValueError: unknown name (the message lists the available ones).
+    """
+    if horizon is None:
+        horizon = default_horizon(name)
+    if name in toy.TOY_ENVS:
+        if solver_iterations is not None or ls_iterations is not None:
+            raise ValueError(f"toy env {name!r} has no MJX solver settings")
+        cls, _, scale = toy.TOY_ENVS[name]
+        env = cls(**kwargs)
+        return TaskEnv(
+            name=name,
+            env=env,
+            horizon=int(horizon),
+            obs_size=env.observation_size,
+            action_size=env.action_size,
+            action_scale=scale,
+        )
+    env, obs_size, action_size = make_brax_env(
+        name, solver_iterations=solver_iterations, ls_iterations=ls_iterations, **kwargs
+    )
+    return TaskEnv(
+        name=name,
+        env=env,
+        horizon=int(horizon),
+        obs_size=obs_size,
+        action_size=action_size,
+        action_scale=1.0,
+    )
+
+
+__all__ = [
+    "SignFlip",
+    "TaskEnv",
+    "default_horizon",
+    "identity",
+    "list_envs",
+    "make_env",
+    "make_heterogeneous",
+    "worker_types",
+]

@@ -1,0 +1,158 @@
+"""Batched, fixed-horizon rollouts: one ``lax.scan`` over time, ``vmap`` over slots.
+
+Each slot runs one episode of exactly H steps with no auto-reset. An episode is *alive* at
+step t until the step that terminates it; the action of that last step still counts::
+
+    mask_t    = alive_t
+    reward_t  = alive_t · r_t          (0 after termination)
+    alive_t+1 = alive_t · (1 − done_t) · finite_t
+
+A non-finite observation or reward is treated as termination (its reward is 0), and once a
+slot is dead its environment state is frozen, so NaNs never reach the policy or the
+gradient. The observations and pre-squash actions stored for dead steps are zeroed.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxnigt.policy import GaussianPolicy
+
+
+class Trajectories(NamedTuple):
+    """A batch of S fixed-horizon trajectories.
+
+    Attributes:
+      obs: ``[S, H, obs_size]`` transformed observations the policy saw.
+      u: ``[S, H, action_size]`` pre-squash actions.
+      rewards: ``[S, H]`` rewards (0 after termination).
+      mask: ``[S, H]`` float32, 1.0 while the episode is alive at step t.
+      returns: ``[S]`` undiscounted return within the horizon.
+      lengths: ``[S]`` int32 number of alive steps.
+    """
+
+    obs: jax.Array
+    u: jax.Array
+    rewards: jax.Array
+    mask: jax.Array
+    returns: jax.Array
+    lengths: jax.Array
+
+
+def _transform(task: Any, obs: jax.Array, type_: jax.Array) -> jax.Array:
+    transforms = task.obs_transforms
+    if len(transforms) == 1:
+        return transforms[0](obs)
+    return jax.lax.switch(type_, transforms, obs)
+
+
+def _all_finite(x: jax.Array) -> jax.Array:
+    return jnp.all(jnp.isfinite(x))
+
+
+@functools.partial(jax.jit, static_argnames=("task", "policy", "per_slot_params", "deterministic"))
+def rollout(
+    task: Any,
+    policy: GaussianPolicy,
+    params: Any,
+    keys: jax.Array,
+    types: jax.Array,
+    *,
+    per_slot_params: bool = False,
+    deterministic: bool = False,
+) -> Trajectories:
+    """Rolls out ``S = len(keys)`` episodes of ``task.horizon`` steps.
+
+    Args:
+      task: a ``TaskEnv`` (static).
+      policy: a :class:`GaussianPolicy` (static).
+      params: policy parameters, or with ``per_slot_params`` a pytree with a leading ``[S]``
+        axis (each slot at its own, possibly stale, point).
+      keys: ``[S]`` PRNG keys (``jax.random.key``); slot s uses only ``keys[s]``.
+      types: ``[S]`` int32 environment type of each slot (index into ``obs_transforms``).
+      per_slot_params: see ``params``.
+      deterministic: act with ``policy.mode`` (u = mean) instead of sampling.
+
+    Returns:
+      :class:`Trajectories`.
+    """
+    num_slots = keys.shape[0]
+    horizon = task.horizon
+    env = task.env
+    types = jnp.asarray(types, jnp.int32)
+    if types.shape != (num_slots,):
+        raise ValueError(f"types must have shape ({num_slots},), got {types.shape}")
+
+    def split(key):
+        k_reset, k_steps = jax.random.split(key)
+        return k_reset, jax.random.split(k_steps, horizon)
+
+    reset_keys, step_keys = jax.vmap(split)(keys)  # [S], [S, H]
+    state0 = jax.vmap(env.reset)(reset_keys)
+    alive0 = jnp.ones((num_slots,), jnp.float32)
+
+    def slot_step(p, state, alive, key, type_):
+        is_alive = alive > 0
+        obs = jnp.where(is_alive, _transform(task, state.obs, type_), 0.0)
+        if deterministic:
+            u, _ = policy.distribution(p, obs)
+        else:
+            u, _ = policy.sample(p, obs, key)
+        u = jnp.where(is_alive, u, 0.0)
+        action = policy.to_action(u).astype(state.obs.dtype)
+        nxt = env.step(state, action)
+        finite = _all_finite(nxt.obs) & jnp.isfinite(nxt.reward)
+        reward = jnp.where(is_alive & finite, nxt.reward, 0.0).astype(jnp.float32)
+        alive_next = alive * (1.0 - nxt.done.astype(jnp.float32)) * finite
+        # Freeze dead slots: a non-finite or terminated physics state never propagates.
+        nxt = jax.tree.map(lambda a, b: jnp.where(alive_next > 0, a, b), nxt, state)
+        return nxt, alive_next, (obs, u, reward, alive)
+
+    params_axis = 0 if per_slot_params else None
+    batched_step = jax.vmap(slot_step, in_axes=(params_axis, 0, 0, 0, 0))
+
+    def body(carry, key_t):
+        state, alive = carry
+        state, alive, out = batched_step(params, state, alive, key_t, types)
+        return (state, alive), out
+
+    _, (obs, u, rewards, mask) = jax.lax.scan(body, (state0, alive0), jnp.swapaxes(step_keys, 0, 1))
+    obs, u, rewards, mask = (jnp.swapaxes(x, 0, 1) for x in (obs, u, rewards, mask))
+    return Trajectories(
+        obs=obs,
+        u=u,
+        rewards=rewards,
+        mask=mask,
+        returns=jnp.sum(rewards, axis=1),
+        lengths=jnp.sum(mask, axis=1).astype(jnp.int32),
+    )
+
+
+def evaluate(
+    task: Any,
+    policy: GaussianPolicy,
+    params: Any,
+    key: jax.Array,
+    episodes: int,
+    *,
+    deterministic: bool = True,
+    types: jax.Array | None = None,
+) -> jax.Array:
+    """Undiscounted returns ``[episodes]`` of fresh episodes (episode e has type e mod V).
+
+    Args:
+      task, policy, params: as in :func:`rollout` (shared params).
+      key: PRNG key; split into one key per episode.
+      episodes: number of episodes.
+      deterministic: act with ``policy.mode`` (default) or sample.
+      types: optional ``[episodes]`` int32 types.
+    """
+    if types is None:
+        types = jnp.arange(episodes, dtype=jnp.int32) % task.num_types
+    keys = jax.random.split(key, episodes)
+    traj = rollout(task, policy, params, keys, types, deterministic=deterministic)
+    return traj.returns

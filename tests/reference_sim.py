@@ -1,0 +1,180 @@
+"""Independent plain-Python discrete-event simulator of the simulated cluster (no jax).
+
+It replays the compute times ``tau`` that the jax code sampled (passed as numpy arrays) with
+a ``heapq`` event queue, one completion at a time, and recomputes what
+``jaxnigt.schedules`` computes with array math: counts, collection end ``T``, round end,
+busy-until times, wasted time and trajectories, Malenia's overflow flag, and the sequence
+of asynchronous arrivals.
+
+Arithmetic follows the same float32 conventions as the jax code so that ties resolve the
+same way: completion times are relative to the round start ``t0``, built by sequential
+float32 sums ``off_i + (tau_{i,0} + ... + tau_{i,k})``; absolute times are ``t0 + rel``.
+Ties pop in (time, worker, k) order: lower worker id first, then lower k.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+f32 = np.float32
+MALENIA_RTOL = 1e-5
+
+
+def _prefix(tau_row: np.ndarray) -> list[np.float32]:
+    out, acc = [], f32(0.0)
+    for t in tau_row:
+        acc = f32(acc + f32(t))
+        out.append(acc)
+    return out
+
+
+def simulate_round(
+    rule: str,
+    tau: np.ndarray,
+    kappa: np.ndarray,
+    t0: float,
+    busy_until: np.ndarray,
+    *,
+    M: int = 1,
+    capacity: int = 1,
+    per_worker: int = 1,
+    inflight: str = "cancel",
+) -> dict:
+    """One round of ``rule`` (rennala | malenia | sync) on compute times ``tau`` ``[n, K]``."""
+    n = tau.shape[0]
+    t0 = f32(t0)
+    if inflight == "cancel":
+        off = [f32(0.0)] * n
+    else:
+        off = [max(f32(f32(b) - t0), f32(0.0)) for b in busy_until]
+    cum = [_prefix(tau[i]) for i in range(n)]
+    limit = {"rennala": M, "malenia": capacity, "sync": per_worker}[rule]
+
+    def completion(i, k):
+        return f32(off[i] + cum[i][k])
+
+    heap = [(completion(i, 0), i, 0) for i in range(n)]
+    heapq.heapify(heap)
+    counts = [0] * n
+    slots: list[tuple[int, int]] = []
+    t_rel = f32(0.0)
+    holds = False
+
+    def pop():
+        t, i, k = heapq.heappop(heap)
+        counts[i] += 1
+        slots.append((i, k))
+        if k + 1 < limit:
+            heapq.heappush(heap, (completion(i, k + 1), i, k + 1))
+        return t
+
+    if rule == "rennala":
+        for _ in range(M):
+            t_rel = pop()
+    elif rule == "sync":
+        while heap:
+            t_rel = pop()
+    elif rule == "malenia":
+        threshold = n * n / M * (1.0 + MALENIA_RTOL)
+        while heap:
+            t_rel = pop()
+            if heap and heap[0][0] == t_rel:
+                continue  # b_i counts every completion <= T: finish the tie group first
+            if min(counts) >= 1 and sum(1.0 / b for b in counts) <= threshold:
+                holds = True
+                break
+    else:
+        raise ValueError(rule)
+
+    overflow = False
+    if rule == "malenia":
+        overflow = (not holds) or any(completion(i, capacity) <= t_rel for i in range(n))
+
+    t_collect_end = f32(t0 + t_rel)
+    comm = f32(np.max(kappa))
+    t_end = f32(t_collect_end + comm)
+    wasted = traj = 0.0
+    busy = []
+    used = 0.0
+    for i in range(n):
+        b = counts[i]
+        done = cum[i][b - 1] if b > 0 else f32(0.0)
+        used += float(done)
+        if rule == "sync":
+            busy.append(t_end if inflight == "cancel" else f32(t0 + f32(off[i] + done)))
+            continue
+        started = off[i] < t_rel
+        if inflight == "cancel":
+            busy.append(t_end)
+            if started:
+                w = float(f32(t_rel - f32(off[i] + done)))
+                wasted += w
+                tb = float(tau[i, b])
+                traj += min(max(w / tb, 0.0), 1.0) if tb > 0 else 0.0
+        else:
+            if started:
+                wasted += float(tau[i, b])
+                traj += 1.0
+                busy.append(f32(t0 + completion(i, b)))
+            else:
+                busy.append(f32(busy_until[i]))
+    return {
+        "counts": np.array(counts),
+        "slots": slots,
+        "t_collect_end": float(t_collect_end),
+        "t_end": float(t_end),
+        "busy_until": np.array(busy, np.float64),
+        "time_wasted": wasted,
+        "traj_wasted": traj,
+        "time_used": used,
+        "overflow": overflow,
+    }
+
+
+def simulate_rounds(rule: str, taus: list[np.ndarray], kappa: np.ndarray, **kw) -> list[dict]:
+    """Consecutive rounds from time 0: round ``r`` uses ``taus[r]``, starts at the last end."""
+    t0, busy = 0.0, np.zeros(taus[0].shape[0])
+    out = []
+    for tau in taus:
+        res = simulate_round(rule, tau, kappa, t0, busy, **kw)
+        out.append(res)
+        t0, busy = res["t_end"], res["busy_until"]
+    return out
+
+
+def simulate_async(
+    first_tau: np.ndarray, next_tau: np.ndarray, h: np.ndarray, kappa: np.ndarray, t0: float
+) -> list[dict]:
+    """Asynchronous arrivals: every worker dispatched at ``t0``; on each arrival (earliest
+    first, ties by lower worker id) the server version increments and the worker is
+    re-dispatched with compute time ``h_w * next_tau[j]`` at arrival ``j``."""
+    n = first_tau.shape[0]
+    t0 = f32(t0)
+    heap = [(f32(f32(t0 + f32(first_tau[i])) + f32(kappa[i])), i) for i in range(n)]
+    heapq.heapify(heap)
+    version = 0
+    disp_version = [0] * n
+    grads = [0] * n
+    tau_now = [f32(t) for t in first_tau]
+    arrivals = []
+    for j in range(next_tau.shape[0]):
+        t, w = heapq.heappop(heap)
+        arrivals.append(
+            {
+                "worker": w,
+                "time": float(t),
+                "dispatch_version": disp_version[w],
+                "staleness": version - disp_version[w],
+                "compute_time": float(tau_now[w]),
+                "grad_index": grads[w],
+            }
+        )
+        version += 1
+        tau = f32(f32(h[w]) * f32(next_tau[j]))
+        tau_now[w] = tau
+        disp_version[w] = version
+        grads[w] += 1
+        heapq.heappush(heap, (f32(f32(t + tau) + f32(kappa[w])), w))
+    return arrivals

@@ -1,0 +1,111 @@
+"""Tests for jaxnigt.aggregators."""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnigt import aggregators as A
+from jaxnigt import schedules as S
+from jaxnigt.timing import make_time_model
+
+C = np.array([[1.0, -2.0], [5.0, 4.0]], np.float32)  # constant "gradient" of worker 0 and 1
+M, CAP = 20, 120
+
+
+@jax.jit
+def _two_worker_round(key):
+    tm = make_time_model(2, h=[1.0, 10.0])
+    busy = jnp.zeros(2)
+    return (
+        S.rennala(tm, key, 0.0, busy, M=M),
+        S.malenia(tm, key, 0.0, busy, M=M, capacity=CAP),
+        S.sync(tm, key, 0.0, busy, per_worker=3),
+    )
+
+
+def _weighted(w, sched):
+    return np.einsum("s,sd->d", np.asarray(w), C[np.asarray(sched.slot_worker)])
+
+
+def _sums(counts):
+    """Per-worker gradient sums as a pytree with leaves [n, ...] of different shapes."""
+    b = np.asarray(counts, np.float32)
+    return {"a": jnp.asarray(b[:, None] * C), "b": jnp.asarray(b * C[:, 0])}
+
+
+def test_bias_two_heterogeneous_workers():
+    ren, mal, syn = _two_worker_round(jax.random.key(0))
+    # deterministic h = (1, 10): Rennala's first 20 completions are 19 from worker 0 and one
+    # from worker 1 (the tie at t = 10 goes to worker 0 first).  Malenia waits until
+    # 1/b_0 + 1/b_1 <= n^2/M = 0.2: first at t = 60 with b = (60, 6).
+    np.testing.assert_array_equal(ren.counts, [19, 1])
+    np.testing.assert_array_equal(mal.counts, [60, 6])
+    assert float(mal.t_collect_end) == 60.0
+    np.testing.assert_allclose(_weighted(A.malenia_weights(mal), mal), C.mean(0), rtol=1e-6)
+    b = np.asarray(ren.counts, np.float32)
+    count_mean = (b[:, None] * C).sum(0) / b.sum()
+    np.testing.assert_allclose(_weighted(A.rennala_weights(ren), ren), count_mean, rtol=1e-6)
+    assert not np.allclose(count_mean, C.mean(0))  # Rennala is biased toward the fast worker
+    np.testing.assert_allclose(_weighted(A.sync_weights(syn), syn), C.mean(0), rtol=1e-6)
+
+
+def test_weights_sum_to_one_and_vanish_on_invalid_slots():
+    for sched, fn in zip(
+        _two_worker_round(jax.random.key(1)),
+        (A.rennala_weights, A.malenia_weights, A.sync_weights),
+        strict=True,
+    ):
+        w = fn(sched)
+        chex.assert_shape(w, sched.slot_worker.shape)
+        chex.assert_type(w, jnp.float32)
+        np.testing.assert_allclose(jnp.sum(w), 1.0, rtol=1e-6)
+        assert bool(jnp.all(jnp.where(sched.slot_valid, w > 0, w == 0)))
+    _, mal, _ = _two_worker_round(jax.random.key(1))
+    w = np.asarray(A.malenia_weights(mal))
+    for i in range(2):
+        on_i = np.asarray(mal.slot_valid) & (np.asarray(mal.slot_worker) == i)
+        np.testing.assert_allclose(w[on_i], 1.0 / (2 * int(mal.counts[i])), rtol=1e-6)
+
+
+def test_reduce_form_matches_weights_form():
+    ren, mal, syn = _two_worker_round(jax.random.key(2))
+    for sched, wfn, rfn in (
+        (ren, A.rennala_weights, A.rennala_reduce),
+        (mal, A.malenia_weights, A.malenia_reduce),
+        (syn, A.sync_weights, A.sync_reduce),
+    ):
+        reduced = rfn(_sums(sched.counts), sched.counts)
+        expected = _weighted(wfn(sched), sched)
+        np.testing.assert_allclose(reduced["a"], expected, rtol=1e-5)
+        np.testing.assert_allclose(reduced["b"], expected[0], rtol=1e-5)
+
+
+def test_reduce_with_named_axis_matches_batched():
+    counts = jnp.array([3, 1, 6, 2], jnp.int32)
+    rng = np.random.default_rng(0)
+    sums = {"w": jnp.asarray(rng.normal(size=(4, 3, 2)), jnp.float32), "b": jnp.arange(4.0)}
+    for fn in (A.rennala_reduce, A.malenia_reduce, A.sync_reduce):
+        batched = fn(sums, counts)
+        named = jax.vmap(lambda s, b, fn=fn: fn(s, b, axis_name="worker"), axis_name="worker")(
+            sums, counts
+        )
+        # every worker receives the same all-reduced value
+        chex.assert_trees_all_close(jax.tree.map(lambda x: x[0], named), batched, rtol=1e-6)
+        chex.assert_trees_all_close(jax.tree.map(lambda x: x[-1], named), batched, rtol=1e-6)
+    np.testing.assert_allclose(
+        A.malenia_reduce(sums, counts)["b"], np.mean(np.arange(4.0) / np.array([3, 1, 6, 2]))
+    )
+    np.testing.assert_allclose(A.rennala_reduce(sums, counts)["b"], 6.0 / 12.0)
+
+
+def test_low_level_weights():
+    worker = jnp.array([1, 0, 1, 0, 0])
+    valid = jnp.array([True, True, True, False, False])
+    counts = jnp.array([1, 2])
+    np.testing.assert_allclose(A.mean_weights(valid), [1 / 3, 1 / 3, 1 / 3, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(
+        A.per_worker_mean_weights(worker, valid, counts), [0.25, 0.5, 0.25, 0, 0], rtol=1e-6
+    )

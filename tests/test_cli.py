@@ -1,0 +1,105 @@
+"""End-to-end tests of the ``jaxnigt`` command on a tiny toy config (in-process)."""
+
+import csv
+import json
+
+import pytest
+
+from jaxnigt import cli
+
+TINY = """
+name: tiny
+algorithms: [rennala_nigt, afedpg]
+seeds: 2
+budget: 40.0
+env: {name: point_mass}
+cluster: {n: 3, h: sqrt, kappa: 1.0}
+hparams: {M: 6, learning_rate: 0.05, eta: 0.3}
+per_algorithm: {afedpg: {learning_rate: 0.02}}
+eval: {every: 4, episodes: 4}
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    cfg = root / "tiny.yaml"
+    cfg.write_text(TINY)
+    out = root / "run"
+    code = cli.main(["run", str(cfg), "--out", str(out), "--no-progress"])
+    return code, cfg, out
+
+
+def test_run_writes_run_directory(tiny_run):
+    code, _, out = tiny_run
+    assert code == 0
+    for name in ("config.yaml", "metrics.csv", "summary.json", "curves.png"):
+        assert (out / name).is_file(), name
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    for col in (
+        "algorithm",
+        "seed",
+        "round",
+        "sim_time",
+        "env_steps",
+        "comms",
+        "train_return",
+        "eval_return",
+    ):
+        assert col in rows[0]
+    assert {r["algorithm"] for r in rows} == {"rennala_nigt", "afedpg"}
+    assert {r["seed"] for r in rows} == {"0", "1"}
+    for algo in ("rennala_nigt", "afedpg"):
+        for seed in ("0", "1"):
+            mine = [r for r in rows if r["algorithm"] == algo and r["seed"] == seed]
+            times = [float(r["sim_time"]) for r in mine]
+            assert times == sorted(times) and times[0] == 0.0
+            assert times[-2] < 40.0 <= times[-1]  # stops at the first round past the budget
+            assert mine[-1]["eval_return"] != ""  # the final state is evaluated
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"rennala_nigt", "afedpg"}
+    assert isinstance(summary["rennala_nigt"]["final_median_return"], float)
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_refuses_existing_directory(tiny_run, capsys):
+    _, cfg, out = tiny_run
+    before = (out / "metrics.csv").read_bytes()
+    assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--overwrite" in err[0]
+    assert (out / "metrics.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("x", ["time", "steps", "comms"])
+def test_plot(tiny_run, tmp_path, x):
+    _, _, out = tiny_run
+    png = tmp_path / f"p_{x}.png"
+    assert cli.main(["plot", str(out), "--x", x, "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_errors(tiny_run, tmp_path, capsys):
+    _, _, out = tiny_run
+    assert cli.main(["plot", str(out), "--x", "wall"]) == 2
+    assert "--x" in capsys.readouterr().err
+    assert cli.main(["plot", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_bad_config_exits_2_and_writes_nothing(tmp_path, capsys):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(TINY.replace("n: 3", "n: 0"))
+    out = tmp_path / "never"
+    assert cli.main(["run", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cluster.n" in err[0]
+    assert not out.exists()
+    assert cli.main(["run", str(cfg), "--out", str(out), "--set", "nokey"]) == 2
+    assert not out.exists()
+
+
+def test_list(capsys):
+    assert cli.main(["list"]) == 0
+    text = capsys.readouterr().out
+    assert "reacher" in text and "rennala_nigt" in text and "demo.yaml" in text

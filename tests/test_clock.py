@@ -1,0 +1,133 @@
+"""Tests for the `jaxnigt clock` command (run in-process through jaxnigt.clock.main)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+
+import numpy as np
+import pytest
+
+from jaxnigt import clock
+
+BASE = ["--n", "3", "--M", "4", "--rounds", "3", "--seed", "1"]
+
+
+def _read(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], [[float(x) for x in r] for r in rows[1:]]
+
+
+def _run(argv, capsys):
+    try:
+        status = clock.main(argv)
+    except SystemExit as e:  # argparse-level errors
+        status = e.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_writes_csv_deterministic_rennala_with_theory(tmp_path, capsys):
+    out = tmp_path / "c.csv"
+    status, stdout, err = _run([*BASE, "--h", "1,2,3", "--kappa", "0.5", "--out", str(out)], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    assert header == [
+        "round", "t_start", "t_collect_end", "t_end", "grads_used", "time_wasted", "comms",
+        "b_0", "b_1", "b_2",
+    ]  # fmt: skip
+    assert len(rows) == 3
+    a = np.array(rows)
+    np.testing.assert_array_equal(a[:, 0], [0, 1, 2])
+    # h = (1, 2, 3), M = 4: completions 1, 2 (w0), 2 (w1), 3 (w0) -> T = 3, b = (3, 1, 0).
+    np.testing.assert_allclose(a[:, 2] - a[:, 1], 3.0)
+    np.testing.assert_allclose(a[:, 3] - a[:, 2], 0.5)
+    np.testing.assert_allclose(a[1:, 1], a[:-1, 3])  # next round starts at the previous end
+    np.testing.assert_array_equal(a[:, 7:], [[3, 1, 0]] * 3)
+    np.testing.assert_array_equal(a[:, 4], a[:, 7:].sum(1))
+    np.testing.assert_array_equal(a[:, 6], 1)
+    np.testing.assert_allclose(a[:, 5], 1.0 + 3.0)  # w1 one unit into its 2nd, w2 3 units
+    assert len(stdout.strip().splitlines()) == 1
+    assert "theory_collect=3.81818" in stdout and "mean_collect=3 " in stdout
+    assert clock.rennala_theory_time(np.array([3.0, 1.0, 2.0]), 4) == pytest.approx(7 / (11 / 6))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--rule", "malenia", "--noise", "exponential", "--inflight", "discard"],
+        ["--rule", "sync", "--noise", "lognormal:0.5", "--h", "sqrt", "--kappa", "sqrt"],
+        ["--noise", "straggler:0.2:5", "--dim", "16", "--kappa", "equal", "--per-step",
+         "--horizon", "10"],
+    ],
+)  # fmt: skip
+def test_rules_and_options(tmp_path, capsys, extra):
+    out = tmp_path / "c.csv"
+    status, stdout, err = _run([*BASE, *extra, "--out", str(out)], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    a = np.array(rows)
+    assert a.shape == (3, 10) and header[-1] == "b_2"
+    assert np.all(a[:, 2] > a[:, 1]) and np.all(a[:, 3] >= a[:, 2])
+    assert "theory" not in stdout
+    if "sync" in extra:
+        np.testing.assert_array_equal(a[:, 7:], 2)  # ceil(4 / 3)
+    if "--dim" in extra:
+        np.testing.assert_allclose(a[:, 3] - a[:, 2], 2.0, rtol=1e-6)  # kappa = 1 * 16^(1/4)
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["--n", "0"], "--n"),
+        (["--n", "two"], "--n"),
+        (["--M", "0"], "--M"),
+        (["--rounds", "-1"], "--rounds"),
+        (["--seed", "x"], "--seed"),
+        (["--h", "fast"], "--h"),
+        (["--h", "1,2"], "--h"),
+        (["--h", "1,0,2"], "--h"),
+        (["--kappa", "1,-1,0"], "--kappa"),
+        (["--kappa", "sometimes"], "--kappa"),
+        (["--noise", "gamma:2"], "--noise"),
+        (["--noise", "uniform:2:1"], "--noise"),
+        (["--rule", "fedavg"], "--rule"),
+        (["--inflight", "keep"], "--inflight"),
+        (["--dim", "0"], "--dim"),
+        (["--per-step"], "--horizon"),
+        (["--capacity", "0"], "--capacity"),
+        (["--per-worker", "0"], "--per-worker"),
+        (["--out", "/nonexistent/dir/c.csv"], "--out"),
+        (["--bogus", "1"], "--bogus"),
+        (["--n"], "--n"),
+    ],
+)
+def test_bad_flags(tmp_path, capsys, argv, flag):
+    out = tmp_path / "c.csv"
+    argv = [*BASE, *argv] if "--out" in argv else [*BASE, "--out", str(out), *argv]
+    status, stdout, err = _run(argv, capsys)
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0], err
+    assert not out.exists() and not list(tmp_path.iterdir())
+    assert stdout == ""
+
+
+def test_unknown_values_list_allowed_ones(tmp_path, capsys):
+    _, _, err = _run([*BASE, "--rule", "x", "--out", str(tmp_path / "c.csv")], capsys)
+    assert "rennala, malenia, sync" in err
+    _, _, err = _run([*BASE, "--h", "x", "--out", str(tmp_path / "c.csv")], capsys)
+    assert "equal" in err and "decreasing" in err
+    _, _, err = _run([*BASE, "--noise", "x", "--out", str(tmp_path / "c.csv")], capsys)
+    assert "straggler:P:FACTOR" in err
+
+
+def test_add_parser_registers_subcommand(tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="jaxnigt")
+    clock.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["clock", *BASE, "--h", "1,2,3", "--out", str(tmp_path / "c.csv")])
+    assert args.func is clock.run
+    assert args.func(args) == 0
+    assert (tmp_path / "c.csv").exists()
+    capsys.readouterr()

@@ -1,0 +1,125 @@
+"""Tests for jaxnigt.config: loading, overrides, and one clear error per bad field."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from jaxnigt import config as config_lib
+from jaxnigt.config import ConfigError
+
+CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
+
+_BASE = {
+    "env": {"name": "point_mass"},
+    "cluster": {"n": 4, "h": "sqrt"},
+    "algorithms": ["rennala_nigt"],
+    "budget": 10.0,
+}
+
+
+def _with(**changes):
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in _BASE.items()}
+    for dotted, value in changes.items():
+        parts = dotted.split("__")
+        node = raw
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return raw
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_bundled_configs_load(path):
+    cfg = config_lib.load(path)
+    assert cfg.algorithms
+    assert cfg.budget is not None or cfg.max_rounds is not None
+    # The resolved YAML round-trips.
+    again = config_lib.from_dict(config_lib.yaml.safe_load(config_lib.dump(cfg)))
+    assert again == cfg
+
+
+def test_config_is_frozen_and_overrides_do_not_mutate():
+    raw = _with()
+    cfg = config_lib.from_dict(config_lib.apply_overrides(raw, ["hparams.eta=0.5"]))
+    assert cfg.hparams.eta == 0.5
+    assert "hparams" not in raw
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.seeds = 7
+
+
+def test_overrides_parse_yaml_values():
+    raw = config_lib.apply_overrides(
+        _with(), ["algorithms=[sync_nigt, afedpg]", "cluster.kappa=[1, 2, 3, 4]", "budget=5"]
+    )
+    cfg = config_lib.from_dict(raw)
+    assert cfg.algorithms == ("sync_nigt", "afedpg")
+    assert cfg.cluster.kappa == (1.0, 2.0, 3.0, 4.0)
+    assert cfg.budget == 5.0
+
+
+def test_per_algorithm_overrides_inherit_hparams():
+    cfg = config_lib.from_dict(
+        _with(hparams={"M": 7, "eta": 0.2}, per_algorithm={"afedpg": {"learning_rate": 0.01}})
+    )
+    hp = cfg.hparams_for("afedpg")
+    assert (hp.M, hp.eta, hp.learning_rate) == (7, 0.2, 0.01)
+    assert cfg.hparams_for("rennala_nigt") == cfg.hparams
+
+
+@pytest.mark.parametrize(
+    "changes, field, allowed",
+    [
+        ({"bogus": 1}, "config.bogus", "allowed keys"),
+        ({"cluster__bogus": 1}, "cluster.bogus", "allowed keys"),
+        ({"cluster__n": 0}, "cluster.n", ">= 1"),
+        ({"cluster__n": "ten"}, "cluster.n", "integer"),
+        ({"hparams__M": 0}, "hparams.M", ">= 1"),
+        ({"hparams__M_init": 0}, "hparams.M_init", ">= 1"),
+        ({"hparams__eta": 0.0}, "hparams.eta", "(0, 1]"),
+        ({"hparams__eta": 1.5}, "hparams.eta", "(0, 1]"),
+        ({"cluster__h": [1.0, -1.0, 1.0, 1.0]}, "cluster.h", "> 0"),
+        ({"cluster__h": 0.0}, "cluster.h", "> 0"),
+        ({"cluster__h": [1.0, 2.0]}, "cluster.h", "n = 4"),
+        ({"cluster__h": "fastest"}, "cluster.h", "equal, sqrt"),
+        ({"cluster__kappa": -1.0}, "cluster.kappa", ">= 0"),
+        ({"cluster__noise": "gaussian"}, "cluster.noise", "lognormal"),
+        ({"cluster__inflight": "pause"}, "cluster.inflight", "cancel"),
+        ({"env__name": "atari"}, "env.name", "reacher"),
+        ({"env__horizon": 0}, "env.horizon", ">= 1"),
+        ({"env__heterogeneous": "sign_flip", "cluster__n": 1}, "env.heterogeneous", "n >= 2"),
+        ({"env__types": [0, 1, 0]}, "env.types", "one per worker"),
+        ({"algorithms": ["rennala_nigt", "ppo"]}, "algorithms[1]", "malenia_nigt"),
+        ({"budget": 0}, "budget", "> 0"),
+        ({"budget": -3.0}, "budget", "> 0"),
+        ({"seeds": 0}, "seeds", ">= 1"),
+        ({"eval__every": 0}, "eval.every", ">= 1"),
+        ({"per_algorithm": {"ppo": {}}}, "per_algorithm.ppo", "rennala_nigt"),
+    ],
+)
+def test_bad_values_name_field_and_allowed(changes, field, allowed):
+    with pytest.raises(ConfigError) as err:
+        config_lib.from_dict(_with(**changes))
+    message = str(err.value)
+    assert message.startswith(field), message
+    assert allowed in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("text", ["budget", "=3", "a..b=1", "budget=[1,"])
+def test_malformed_set(text):
+    with pytest.raises(ConfigError, match="--set"):
+        config_lib.apply_overrides(_with(), [text])
+
+
+def test_unreadable_and_malformed_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        config_lib.load(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algorithms: [a, b\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        config_lib.load(bad)
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        config_lib.load(lst)

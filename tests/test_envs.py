@@ -1,0 +1,123 @@
+"""Tests for jaxnigt.envs: registry, toy envs, heterogeneous types, worker types."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxnigt.envs import (
+    SignFlip,
+    TaskEnv,
+    default_horizon,
+    identity,
+    list_envs,
+    make_env,
+    make_heterogeneous,
+    worker_types,
+)
+from jaxnigt.envs.toy import LinearGaussian1D
+
+
+def test_list_envs_and_default_horizons():
+    names = list_envs()
+    for name in ("humanoid", "hopper", "walker2d", "reacher", "lqr1d", "point_mass"):
+        assert name in names
+    assert default_horizon("reacher") == 50
+    for name in ("hopper", "walker2d", "humanoid", "ant", "halfcheetah"):
+        assert default_horizon(name) == 1000
+    assert default_horizon("lqr1d") == 5
+    assert default_horizon("point_mass") == 30
+
+
+def test_unknown_env_lists_available():
+    with pytest.raises(ValueError, match="available") as err:
+        make_env("no_such_env")
+    assert "hopper" in str(err.value) and "point_mass" in str(err.value)
+    with pytest.raises(ValueError, match="toy env"):
+        make_env("lqr1d", solver_iterations=1)
+
+
+def test_toy_task_fields_and_step_types():
+    task = make_env("point_mass", horizon=12)
+    assert (task.horizon, task.obs_size, task.action_size, task.num_types) == (12, 4, 2, 1)
+    assert task.obs_transforms == (identity,)
+    s0 = jax.jit(task.env.reset)(jax.random.key(0))
+    s1 = jax.jit(task.env.step)(s0, jnp.ones(2))
+    # reset and step produce the same pytree types, so a scan carry never retraces
+    chex.assert_trees_all_equal_dtypes(s0, s1)
+    chex.assert_trees_all_equal_shapes(s0, s1)
+    # p' = p + 0.2 a, reward = -|g - p'|
+    p, g = s0.pipeline_state[:2], s0.pipeline_state[2:]
+    np.testing.assert_allclose(s1.pipeline_state[:2], p + 0.2, rtol=1e-6)
+    np.testing.assert_allclose(s1.reward, -np.linalg.norm(g - (p + 0.2)), rtol=1e-5)
+    # legacy uint32 keys are accepted too
+    jax.jit(task.env.reset)(jax.random.PRNGKey(0))
+
+
+def test_lqr_dynamics():
+    env = LinearGaussian1D(noise_std=0.0)
+    s0 = env.reset(jax.random.key(0))
+    s1 = env.step(s0, jnp.array([0.4]))
+    s = float(s0.obs[0])
+    np.testing.assert_allclose(s1.obs[0], 0.9 * s + 0.5 * 0.4, rtol=1e-6)
+    np.testing.assert_allclose(s1.reward, -(s**2 + 0.1 * 0.4**2), rtol=1e-6)
+
+
+def test_sign_flip_transforms():
+    task = make_heterogeneous(make_env("point_mass"), "sign_flip")
+    assert task.num_types == 2 and task.obs_size == 5 and task.raw_obs_size == 4
+    s = jnp.arange(4.0) + 1
+    np.testing.assert_array_equal(task.obs_transforms[0](s), [1, 2, 3, 4, 0])
+    np.testing.assert_array_equal(task.obs_transforms[1](s), [-1, -2, -3, -4, 1])
+    batch = jnp.ones((3, 2, 4))
+    chex.assert_shape(task.obs_transforms[1](batch), (3, 2, 5))
+    # value-hashable: two constructions are equal, so jit caches are shared
+    again = make_heterogeneous(make_env("point_mass"), "sign_flip")
+    assert again == task and hash(again) == hash(task)
+    assert SignFlip(-1.0, 1.0) == task.obs_transforms[1]
+
+
+def test_general_transform_list_and_errors():
+    base = make_env("point_mass")
+    three = make_heterogeneous(base, [identity, lambda s: 2 * s, lambda s: s[::-1]])
+    assert three.num_types == 3 and three.obs_size == 4
+    with pytest.raises(ValueError, match="common"):
+        make_heterogeneous(base, [identity, lambda s: s[:2]])
+    with pytest.raises(ValueError):
+        make_heterogeneous(base, "rotate")
+    with pytest.raises(ValueError):
+        make_heterogeneous(base, [])
+    with pytest.raises(ValueError, match="already"):
+        make_heterogeneous(three, "sign_flip")
+
+
+def test_worker_types():
+    np.testing.assert_array_equal(worker_types(5, 2), [0, 1, 0, 1, 0])
+    np.testing.assert_array_equal(worker_types(4, 1), [0, 0, 0, 0])
+    out = worker_types(3, 3, [2, 2, 0])
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [2, 2, 0])
+    for bad in ([0, 1], [0, 1, 3], [0, -1, 1], [0.5, 1, 1]):
+        with pytest.raises(ValueError):
+            worker_types(3, 3, bad)
+    with pytest.raises(ValueError):
+        worker_types(0, 2)
+    with pytest.raises(ValueError):
+        worker_types(3, 0)
+
+
+def test_task_env_validation():
+    with pytest.raises(ValueError):
+        TaskEnv("x", None, horizon=0, obs_size=1, action_size=1)
+    with pytest.raises(ValueError):
+        TaskEnv("x", None, horizon=3, obs_size=1, action_size=1, obs_transforms=())
+
+
+def test_mjx_solver_settings_applied():
+    task = make_env("reacher", solver_iterations=1, ls_iterations=4)
+    assert task.env.sys.opt.iterations == 1
+    assert task.env.sys.opt.ls_iterations == 4
+    assert (task.obs_size, task.action_size, task.horizon) == (11, 2, 50)
+    # cached: same args -> same env object (shared compilations)
+    assert make_env("reacher", solver_iterations=1, ls_iterations=4).env is task.env
