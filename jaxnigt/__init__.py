@@ -4,6 +4,7 @@ Rennala NIGT and Malenia NIGT (and the paper's baselines) on a simulated cluster
 MuJoCo-MJX workers, with NIGT as a reusable optax transformation.
 """
 
+from jaxnigt import aggregators, config, envs, schedules, timing
 from jaxnigt.nigt import (
     NigtState,
     ScaleByNigtState,
@@ -11,6 +12,7 @@ from jaxnigt.nigt import (
     nigt_eval_params,
     scale_by_nigt,
 )
+from jaxnigt.trainer import build_trainer, make_trainer
 
 __version__ = "0.1.0"
 
@@ -18,7 +20,14 @@ __all__ = [
     "NigtState",
     "ScaleByNigtState",
     "__version__",
+    "aggregators",
+    "build_trainer",
+    "config",
+    "envs",
+    "make_trainer",
     "nigt",
     "nigt_eval_params",
     "scale_by_nigt",
+    "schedules",
+    "timing",
 ]

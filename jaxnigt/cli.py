@@ -117,9 +117,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def enable_compilation_cache() -> None:
+    """Persistent XLA cache (``$JAXNIGT_CACHE_DIR``, default ``~/.cache/jaxnigt/xla``).
+
+    MJX programs take tens of seconds to compile on a CPU; the cache makes a second run of
+    the same shapes start in about a second. Set ``JAXNIGT_CACHE_DIR=`` (empty) to disable.
+    """
+    import os
+
+    import jax
+
+    path = os.environ.get("JAXNIGT_CACHE_DIR", str(Path.home() / ".cache" / "jaxnigt" / "xla"))
+    if path and jax.config.jax_compilation_cache_dir is None:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("run", "clock"):
+        enable_compilation_cache()
     return int(args.func(args) or 0)
 
 

@@ -87,7 +87,7 @@ def plot_runs(
       x: ``time`` (simulated time), ``steps`` (environment steps) or ``comms``.
       y: a metrics column (``eval_return``, ``train_return``, ``eval_type0``, ...).
       out: PNG path (default ``<first run dir>/curves.png``).
-      budget: clip the time axis at this simulated time.
+      budget: mark this simulated-time budget (each seed stops at its first round past it).
       title: figure title (default: the run directory names).
 
     Returns:
@@ -107,8 +107,6 @@ def plot_runs(
         rows = read_metrics(run_dir)
         for (algorithm, grid), seeds in sorted(group_curves(rows, x=xcol, y=y).items()):
             xs = np.unique(np.concatenate([a for a, _ in seeds.values()]))
-            if budget is not None and xcol == "sim_time":
-                xs = xs[xs <= budget * 1.0001]
             ys = np.stack([resample(a, b, xs) for a, b in seeds.values()])
             med = np.nanmedian(ys, axis=0)
             lo, hi = np.nanquantile(ys, 0.2, axis=0), np.nanquantile(ys, 0.8, axis=0)
@@ -117,6 +115,8 @@ def plot_runs(
                 label = f"{Path(run_dir).name}: {label}"
             (line,) = ax.step(xs, med, where="post", label=f"{label} ({len(seeds)} seeds)")
             ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
+    if budget is not None and xcol == "sim_time":
+        ax.axvline(budget, color="0.5", lw=0.8, ls=":", label="budget")
     ax.set_xlabel(X_LABELS[xcol])
     ax.set_ylabel(y.replace("_", " "))
     ax.set_title(title or ", ".join(Path(d).name for d in run_dirs))
