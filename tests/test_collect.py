@@ -35,9 +35,7 @@ def test_chunked_malenia_gradient_equals_single_batch():
     assert num > 4  # several chunks of 4 below
 
     chunked, stats = jax.jit(
-        lambda p: gradient_from_schedule(
-            task, policy, p, sched, w, key, types, 0.99, chunk=4
-        )
+        lambda p: gradient_from_schedule(task, policy, p, sched, w, key, types, 0.99, chunk=4)
     )(params)
     # Reference: the valid slots as one batch.
     keys = slot_keys(key, sched.slot_worker[:num], sched.slot_rank[:num])
