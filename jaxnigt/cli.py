@@ -29,16 +29,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cfg = config_lib.load(args.config, overrides)
     except config_lib.ConfigError as e:
         return _error(str(e))
-    out = Path(args.out) if args.out else Path("runs") / cfg.name
     from jaxnigt import runner
 
-    try:
-        runner.prepare_run_dir(out, args.overwrite)
-    except FileExistsError as e:
-        return _error(str(e))
+    if args.resume:
+        if args.out and Path(args.out) != Path(args.resume):
+            return _error("--out and --resume name different directories; give one")
+        out = Path(args.resume)
+        try:
+            runner.check_resumable(cfg, out)
+        except config_lib.ConfigError as e:
+            return _error(str(e))
+    else:
+        out = Path(args.out) if args.out else Path("runs") / cfg.name
+        try:
+            runner.prepare_run_dir(out, args.overwrite)
+        except FileExistsError as e:
+            return _error(str(e))
     try:
         summary = runner.run_experiment(
-            cfg, out, overwrite=True, progress=not args.no_progress, plot=True
+            cfg,
+            out,
+            overwrite=True,
+            resume=bool(args.resume),
+            progress=not args.no_progress,
+            plot=True,
         )
     except runner.RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
@@ -100,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--set algorithms=[rennala_nigt,afedpg] (repeatable; VALUE is YAML)",
     )
     run.add_argument("--overwrite", action="store_true", help="reuse an existing run directory")
+    run.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue an interrupted run in DIR (same config and overrides) from its checkpoints",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 

@@ -42,8 +42,10 @@ ALGORITHMS = (
     "rennala_pg",
     "afedpg",
     "asgd",
+    "admm_pg",
 )
 INFLIGHT = ("cancel", "discard")
+ON_NONFINITE = ("stop", "mark")
 
 
 class ConfigError(ValueError):
@@ -112,6 +114,11 @@ class HParams:
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
+      admm_rho: ``admm_pg``'s penalty ρ > 0 of the augmented Lagrangian
+        J_i(θ_i) − λ_iᵀ(θ_i − z) − (ρ/2)‖θ_i − z‖² (also the dual step size).
+      admm_local_steps: ``admm_pg``'s local policy-gradient steps K per round (≥ 1).
+      admm_local_batch: ``admm_pg``'s trajectories B per local step and worker; default
+        max(1, ceil(M/n)), so one local step collects about M trajectories in all.
     """
 
     learning_rate: float = 2.0**-5
@@ -122,6 +129,9 @@ class HParams:
     per_worker_batch: int | None = None
     malenia_capacity: int | None = None
     async_block: int | None = None
+    admm_rho: float = 1.0
+    admm_local_steps: int = 1
+    admm_local_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,22 @@ class GridConfig:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """A whole scenario: several algorithms × seeds on one simulated cluster."""
+    """A whole scenario: several algorithms × seeds on one simulated cluster.
+
+    Attributes:
+      name: run name (default run directory ``runs/<name>``).
+      algorithms: algorithms to run, one compiled program each.
+      seeds: seeds per algorithm (and grid point), vmapped in one program.
+      seed: base seed; seed s uses ``fold_in(key(seed), s)``.
+      budget: simulated-time budget; every seed stops at its first round past it.
+      max_rounds: optional cap on rounds (arrival blocks for asynchronous methods).
+      target_return: optional return whose first simulated time the summary reports.
+      env, cluster, hparams, per_algorithm, eval, grid: the sections above.
+      checkpoint_every: chunks between checkpoints (0 disables); see ``--resume``.
+      on_nonfinite: ``stop`` (stop the run, keep the last good checkpoint, exit non-zero)
+        or ``mark`` (freeze the diverged seed, report it, continue the others).
+      devices: number of local devices to shard over (``null`` = all).
+    """
 
     name: str = "experiment"
     algorithms: tuple[str, ...] = ("rennala_nigt",)
@@ -164,6 +189,9 @@ class ExperimentConfig:
     per_algorithm: Mapping[str, HParams] = field(default_factory=dict)
     eval: EvalConfig = field(default_factory=EvalConfig)
     grid: GridConfig = field(default_factory=GridConfig)
+    checkpoint_every: int = 10
+    on_nonfinite: str = "stop"
+    devices: int | None = None
 
     def hparams_for(self, algorithm: str) -> HParams:
         """The hyperparameters of one algorithm (per-algorithm overrides applied)."""
@@ -337,6 +365,11 @@ def _parse_hparams(path: str, raw: Any, base: HParams) -> HParams:
             f"{path}.malenia_capacity", get("malenia_capacity"), minimum=1, optional=True
         ),
         async_block=_int(f"{path}.async_block", get("async_block"), minimum=1, optional=True),
+        admm_rho=_float(f"{path}.admm_rho", get("admm_rho"), positive=True),
+        admm_local_steps=_int(f"{path}.admm_local_steps", get("admm_local_steps"), minimum=1),
+        admm_local_batch=_int(
+            f"{path}.admm_local_batch", get("admm_local_batch"), minimum=1, optional=True
+        ),
     )
 
 
@@ -435,6 +468,9 @@ def from_dict(raw: Any) -> ExperimentConfig:
         per_algorithm=per_algorithm,
         eval=eval_cfg,
         grid=grid,
+        checkpoint_every=_int("checkpoint_every", d.get("checkpoint_every", 10), minimum=0),
+        on_nonfinite=_str("on_nonfinite", d.get("on_nonfinite", "stop"), ON_NONFINITE),
+        devices=_int("devices", d.get("devices"), minimum=1, optional=True),
     )
 
 

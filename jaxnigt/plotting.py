@@ -23,6 +23,15 @@ X_LABELS = {
 }
 
 
+def read_metrics_raw(run_dir: str | Path) -> list[dict]:
+    """Rows of ``run_dir/metrics.csv`` exactly as written (strings)."""
+    path = Path(run_dir) / "metrics.csv"
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def read_metrics(run_dir: str | Path) -> list[dict]:
     """Rows of ``run_dir/metrics.csv`` as dicts (numbers parsed, empty cells → NaN)."""
     path = Path(run_dir) / "metrics.csv"

@@ -125,38 +125,53 @@ def run_algorithm(
     num_seeds: int | None = None,
     progress: bool = True,
     trainer: Trainer | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    log: Callable[[str], None] = print,
 ) -> dict[str, np.ndarray]:
     """Runs one algorithm for all seeds and grid points; returns stacked metrics.
+
+    With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
+    kept when the run stops on non-finite values); ``resume=True`` continues from the newest
+    checkpoint there, giving the same metrics as an uninterrupted run.
 
     Returns:
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = rounds
       including round 0) plus ``eval_return`` (NaN where not evaluated), ``eval_type{v}``
       for heterogeneous tasks, and ``[B]`` arrays ``grid``, ``seed``, ``learning_rate``,
-      ``eta``.
+      ``eta``, ``diverged``.
     """
+    from jaxnigt import checkpoint
+
     num_seeds = num_seeds or config.seeds
     tr = trainer or make_trainer(config, algorithm)
     points = grid_points(config, algorithm)
     keys1 = seed_keys(config, num_seeds)
     keys = jnp.concatenate([keys1] * len(points))
+    batch = len(keys)
     hyper = {
         k: jnp.asarray([p[k] for p in points for _ in range(num_seeds)], jnp.float32)
         for k in ("learning_rate", "eta")
     }
-    hyper["gamma"] = jnp.full((len(keys),), tr.hparams.gamma, jnp.float32)
+    hyper["gamma"] = jnp.full((batch,), tr.hparams.gamma, jnp.float32)
     every = config.eval.every
     budget = config.budget if config.budget is not None else math.inf
     max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
+    checkpoint_every = config.checkpoint_every
+    mark_diverged = config.on_nonfinite == "mark"
     num_types = tr.setup.task.num_types
     init = jax.jit(jax.vmap(tr.init))
+    # Per-seed budgets: a diverged seed (on_nonfinite: mark) gets -inf and stops stepping.
     program = jax.jit(
         jax.vmap(
-            lambda s, k, train: tr.chunk_and_evaluate(
-                s, k, train, every, budget=budget, max_rounds=max_rounds
+            lambda s, k, train, b: tr.chunk_and_evaluate(
+                s, k, train, every, budget=b, max_rounds=max_rounds
             ),
-            in_axes=(0, 0, None),
+            in_axes=(0, 0, None, 0),
         )
     )
+    budgets = np.full(batch, budget, np.float32)
+    diverged = np.zeros(batch, bool)
 
     history: list[dict[str, np.ndarray]] = []
     evals: list[tuple[np.ndarray, np.ndarray]] = []  # ([B] column of each seed's eval, [B, E])
@@ -164,28 +179,54 @@ def run_algorithm(
     t_start = time.perf_counter()
     try:
         state = init(keys, hyper)
-        # Evaluation of x_0 at time 0 (the training part of the program is skipped).
-        state, _, returns = program(state, _eval_keys(keys, 0), False)
-        history.append(_initial_metrics(state))
-        evals.append((np.zeros(len(keys), np.int64), np.asarray(returns)))
-        if tr.first_step is not None:  # round 0 with M_init != M: its own compiled shape
-            state, m0 = jax.jit(jax.vmap(tr.first_step))(state)
-            m0 = {**m0, "active": np.ones(len(keys), bool)}
-            history.append(jax.tree.map(lambda x: np.asarray(x)[:, None], m0))
+        found = checkpoint.latest(run_dir, algorithm) if (resume and run_dir) else None
+        if found is not None:
+            state, restored, evals, chunks = checkpoint.restore(found, state)
+            history.append(restored)
+            diverged = np.asarray(restored.pop("diverged_flag", np.zeros((batch, 1))))[:, 0] > 0
+            budgets[diverged] = -np.inf
+            log(f"[jaxnigt] {algorithm}: resumed from {found}")
+        else:
+            chunks = 0
+            # Evaluation of x_0 at time 0 (the training part of the program is skipped).
+            state, _, returns = program(state, _eval_keys(keys, 0), False, budgets)
+            history.append(_initial_metrics(state))
+            evals.append((np.zeros(batch, np.int64), np.asarray(returns)))
+            if tr.first_step is not None:  # round 0 with M_init != M: its own compiled shape
+                state, m0 = jax.jit(jax.vmap(tr.first_step))(state)
+                m0 = {**m0, "active": np.ones(batch, bool)}
+                history.append(jax.tree.map(lambda x: np.asarray(x)[:, None], m0))
         columns = sum(h["sim_time"].shape[1] for h in history)
-        chunks = 0
         while True:
-            sim_time = float(np.min(np.asarray(state.clock.time)))
-            rounds_done = int(np.min(np.asarray(state.round)))
-            _check_health(history[-1], algorithm, points, num_seeds)
+            bad = _check_health(history[-1], algorithm, points, num_seeds, raise_=not mark_diverged)
+            if bad.any():
+                newly = bad & ~diverged
+                for b in np.nonzero(newly)[0]:
+                    seed = b % num_seeds
+                    log(f"[jaxnigt] {algorithm}: seed {seed} diverged (marked, others go on)")
+                diverged |= bad
+                budgets[diverged] = -np.inf
+            running = ~diverged
+            if not running.any():
+                break
+            times = np.asarray(state.clock.time)[running]
+            sim_time = float(np.min(times))
+            rounds_done = int(np.min(np.asarray(state.round)[running]))
             done_value = sim_time if math.isfinite(budget) else rounds_done
             last_return = _last_active(history[-1], "train_return")
             median = float(np.nanmedian(last_return)) if rounds_done else math.nan
             bar.update(done_value, round=rounds_done, median_return=f"{median:.2f}")
             if sim_time >= budget or rounds_done >= max_rounds:
                 break
+            if (
+                run_dir is not None
+                and checkpoint_every
+                and chunks
+                and chunks % checkpoint_every == 0
+            ):
+                checkpoint.save(run_dir, algorithm, state, _stack(history, diverged), evals, chunks)
             chunks += 1
-            state, ms, returns = program(state, _eval_keys(keys, chunks), True)
+            state, ms, returns = program(state, _eval_keys(keys, chunks), True, budgets)
             ms = jax.tree.map(np.asarray, ms)
             history.append(ms)
             # Each seed's evaluation belongs to its last active round of the chunk.
@@ -199,7 +240,7 @@ def run_algorithm(
         bar.close()
     wall = time.perf_counter() - t_start
 
-    out = {k: np.concatenate([h[k] for h in history], axis=1) for k in history[0]}
+    out = _stack(history)
     num_rounds = out["sim_time"].shape[1]
     ev = np.full((len(keys), num_rounds), np.nan, np.float32)
     ev_types = np.full((num_types, len(keys), num_rounds), np.nan, np.float32)
@@ -217,6 +258,15 @@ def run_algorithm(
     out["learning_rate"] = np.asarray(hyper["learning_rate"])
     out["eta"] = np.asarray(hyper["eta"])
     out["wall_seconds"] = np.asarray(wall)
+    out["diverged"] = diverged
+    return out
+
+
+def _stack(history: list[dict[str, np.ndarray]], diverged: np.ndarray | None = None):
+    """Concatenates chunk metrics along the round axis (optionally with the divergence flags)."""
+    out = {k: np.concatenate([h[k] for h in history], axis=1) for k in history[0]}
+    if diverged is not None:
+        out["diverged_flag"] = diverged.astype(np.float32)[:, None]
     return out
 
 
@@ -252,14 +302,20 @@ def _last_active(metrics: dict[str, np.ndarray], key: str) -> np.ndarray:
     return out
 
 
-def _check_health(last, algorithm, points, num_seeds) -> None:
+def _check_health(last, algorithm, points, num_seeds, raise_: bool = True) -> np.ndarray:
+    """Per batch element, whether a step of ``last`` saw non-finite values or an overflow.
+
+    Raises :class:`RunError` naming algorithm, seed and round when ``raise_``; a capacity
+    overflow always raises (it would silently drop trajectories).
+    """
+    found = np.zeros(np.asarray(last["sim_time"]).shape[0], bool)
     for flag, what in (
-        ("nonfinite", "non-finite parameters, gradients or returns"),
         ("overflow", "Malenia capacity overflow (raise hparams.malenia_capacity)"),
+        ("nonfinite", "non-finite parameters, gradients or returns"),
     ):
         flags = np.asarray(last[flag]) & np.asarray(last.get("active", True))
         bad = flags.any(axis=1)
-        if bad.any():
+        if bad.any() and (raise_ or flag == "overflow"):
             b = int(np.argmax(bad))
             rnd = int(last["round"][b][np.argmax(flags[b])])
             p = points[b // num_seeds]
@@ -267,6 +323,8 @@ def _check_health(last, algorithm, points, num_seeds) -> None:
                 f"{algorithm}: {what} at round {rnd}, seed {b % num_seeds} "
                 f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
             )
+        found |= bad
+    return found
 
 
 def metric_rows(algorithm: str, m: dict[str, np.ndarray]) -> list[dict]:
@@ -337,12 +395,16 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
             (
                 float(r["learning_rate"])
                 for r in rows
-                if r["algorithm"] == algorithm and r["grid"] == grid
+                if r["algorithm"] == algorithm and int(r["grid"]) == grid
             ),
             None,
         )
         entry["eta"] = next(
-            (float(r["eta"]) for r in rows if r["algorithm"] == algorithm and r["grid"] == grid),
+            (
+                float(r["eta"])
+                for r in rows
+                if r["algorithm"] == algorithm and int(r["grid"]) == grid
+            ),
             None,
         )
         if target is not None:
@@ -370,31 +432,71 @@ def prepare_run_dir(out: Path, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def check_resumable(config: ExperimentConfig, run_dir: str | Path) -> None:
+    """Raises ConfigError unless ``run_dir`` holds a run of exactly this config."""
+    run_dir = Path(run_dir)
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise config_lib.ConfigError(
+            f"--resume: {str(run_dir)!r} is not a run directory (no config.yaml)"
+        )
+    previous = config_lib.from_dict(config_lib.read_yaml(path))
+    if previous != config:
+        old, new = previous.to_dict(), config.to_dict()
+        differs = sorted(k for k in new if old.get(k) != new.get(k))
+        raise config_lib.ConfigError(
+            f"--resume: {str(run_dir)!r} was written by a different config "
+            f"(differs in: {', '.join(differs)})"
+        )
+
+
 def run_experiment(
     config: ExperimentConfig,
     out: str | Path,
     *,
     overwrite: bool = False,
+    resume: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = print,
     plot: bool = True,
 ) -> dict[str, Any]:
-    """Runs every algorithm of ``config`` and writes the run directory; returns the summary."""
+    """Runs every algorithm of ``config`` and writes the run directory; returns the summary.
+
+    With ``resume=True`` (``out`` must hold a run of the same config), algorithms already
+    finished keep their rows in ``metrics.csv`` and the one in progress continues from its
+    newest checkpoint.
+    """
+    from jaxnigt import checkpoint
+    from jaxnigt.plotting import read_metrics_raw
+
     out = Path(out)
-    prepare_run_dir(out, overwrite)
-    atomic_write_text(out / "config.yaml", config_lib.dump(config))
-    rows: list[dict] = []
+    if resume:
+        check_resumable(config, out)
+        done = checkpoint.done_algorithms(out)
+        rows = [r for r in read_metrics_raw(out) if r["algorithm"] in done]
+    else:
+        prepare_run_dir(out, overwrite)
+        atomic_write_text(out / "config.yaml", config_lib.dump(config))
+        done, rows = [], []
     timings = {}
     for algorithm in config.algorithms:
+        if algorithm in done:
+            log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
+            continue
         tr = make_trainer(config, algorithm)
         log(
             f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
             f"d={tr.dim} seeds={config.seeds} grid={len(grid_points(config, algorithm))}"
         )
-        m = run_algorithm(config, algorithm, progress=progress, trainer=tr)
+        m = run_algorithm(
+            config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume, log=log
+        )
         rows.extend(metric_rows(algorithm, m))
         timings[algorithm] = float(m["wall_seconds"])
         write_csv(out / "metrics.csv", rows)
+        checkpoint.mark_done(out, algorithm)
+        if m["diverged"].any():
+            log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")
     summary = summarize(rows, config.target_return)
     for name, wall in timings.items():
         if name in summary:

@@ -30,6 +30,7 @@ import numpy as np
 from jaxnigt import envs, schedules, timing
 from jaxnigt.algorithms import REGISTRY
 from jaxnigt.algorithms import base as engine
+from jaxnigt.algorithms.admm_pg import AdmmSpec
 from jaxnigt.config import ExperimentConfig, HParams
 from jaxnigt.policy import make_policy, num_params
 from jaxnigt.rollout import evaluate as evaluate_returns
@@ -220,6 +221,8 @@ def build_trainer(
         step = functools.partial(engine.round_step, setup, spec)
         if setup.M_init != setup.M:
             first_step = functools.partial(engine.round_first_step, setup, spec)
+    elif isinstance(spec, AdmmSpec):
+        init, step = spec.make(setup, hparams)
     else:
         init = functools.partial(engine.async_init, setup, spec)
         step = functools.partial(engine.async_step, setup, spec)

@@ -32,6 +32,7 @@ _LR = {
     "sync_pg": 3e-4,
     "rennala_pg": 3e-4,
     "asgd": 3e-5,
+    "admm_pg": 3e-4,
 }
 
 

@@ -103,3 +103,95 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     text = capsys.readouterr().out
     assert "reacher" in text and "rennala_nigt" in text and "demo.yaml" in text
+
+
+# --- reliability: resume after SIGKILL, non-finite values, resume from another config ---
+
+LONG = """
+name: long
+algorithms: [rennala_nigt, afedpg]
+seeds: 2
+budget: 150.0
+checkpoint_every: 1
+env: {name: point_mass}
+cluster: {n: 3, h: sqrt, kappa: 1.0, noise: exponential}
+hparams: {M: 6, learning_rate: 0.05, eta: 0.3}
+per_algorithm: {afedpg: {learning_rate: 0.02}}
+eval: {every: 2, episodes: 2}
+"""
+
+
+def test_sigkill_then_resume_gives_identical_metrics(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text(LONG)
+    reference = tmp_path / "reference"
+    assert cli.main(["run", str(cfg), "--out", str(reference), "--no-progress"]) == 0
+
+    killed = tmp_path / "killed"
+    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jaxnigt.cli",
+            "run",
+            str(cfg),
+            "--out",
+            str(killed),
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    # Kill once the second algorithm has checkpointed a few chunks (the first is then done).
+    deadline = time.time() + 240
+    ckpts = killed / "checkpoints" / "afedpg"
+    while time.time() < deadline and proc.poll() is None:
+        if ckpts.is_dir() and len(list(ckpts.glob("chunk_*"))) >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "summary.json").exists()
+
+    assert cli.main(["run", str(cfg), "--resume", str(killed), "--no-progress"]) == 0
+    assert (killed / "metrics.csv").read_text() == (reference / "metrics.csv").read_text()
+
+
+def test_resume_from_a_different_config_is_refused(tiny_run, capsys):
+    _, cfg, out = tiny_run
+    code = cli.main(["run", str(cfg), "--resume", str(out), "--set", "seeds=3"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "different config" in err[0] and "seeds" in err[0]
+
+
+def test_nonfinite_stops_with_message_or_marks_seed(tmp_path, capsys):
+    cfg = tmp_path / "nan.yaml"
+    # Plain single-trajectory SGD with a huge step overflows within a few arrivals.
+    cfg.write_text(
+        TINY.replace("algorithms: [rennala_nigt, afedpg]", "algorithms: [asgd]")
+        .replace("learning_rate: 0.05", "learning_rate: 1.0e+6")
+        .replace("budget: 40.0", "budget: 400.0")
+    )
+    out = tmp_path / "stop"
+    assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "asgd: non-finite" in err and "seed" in err and "round" in err
+    assert not (out / "summary.json").exists()
+
+    marked = tmp_path / "mark"
+    code = cli.main(
+        ["run", str(cfg), "--out", str(marked), "--no-progress", "--set", "on_nonfinite=mark"]
+    )
+    assert code == 0
+    assert "diverged" in capsys.readouterr().out
+    assert (marked / "summary.json").is_file()

@@ -58,9 +58,14 @@ def test_health_check_names_algorithm_seed_and_round():
         "overflow": np.zeros((2, 2), bool),
         "active": np.ones((2, 2), bool),
         "round": np.array([[3, 4], [3, 4]]),
+        "sim_time": np.zeros((2, 2)),
     }
     points = [{"learning_rate": 0.1, "eta": 0.5}]
     with pytest.raises(runner.RunError, match=r"afedpg: non-finite .* round 4, seed 1"):
         runner._check_health(last, "afedpg", points, num_seeds=2)
+    # on_nonfinite: mark -> the flags come back instead of an error.
+    np.testing.assert_array_equal(
+        runner._check_health(last, "afedpg", points, num_seeds=2, raise_=False), [False, True]
+    )
     last["active"][1, 1] = False  # a no-op step after the budget does not count
-    runner._check_health(last, "afedpg", points, num_seeds=2)
+    assert not runner._check_health(last, "afedpg", points, num_seeds=2).any()

@@ -1,10 +1,12 @@
 """Algorithms: each a short composition of schedule, aggregator weights and optax update.
 
 ``REGISTRY`` maps an algorithm name to its spec: a :class:`~jaxnigt.algorithms.base.RoundSpec`
-(round-based, AllReduce) or an :class:`~jaxnigt.algorithms.base.AsyncSpec` (per-arrival).
+(round-based, AllReduce), an :class:`~jaxnigt.algorithms.base.AsyncSpec` (per-arrival) or an
+:class:`~jaxnigt.algorithms.admm_pg.AdmmSpec` (consensus ADMM).
 """
 
 from jaxnigt.algorithms import (
+    admm_pg,
     afedpg,
     asgd,
     malenia_nigt,
@@ -23,6 +25,7 @@ REGISTRY = {
     "rennala_pg": rennala_pg.SPEC,
     "afedpg": afedpg.SPEC,
     "asgd": asgd.SPEC,
+    "admm_pg": admm_pg.SPEC,
 }
 
 __all__ = ["REGISTRY", "AsyncSpec", "RoundSpec", "Setup", "TrainState"]

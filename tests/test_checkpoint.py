@@ -1,0 +1,44 @@
+"""Tests for jaxnigt.checkpoint: exact round trip of a vmapped training state with keys."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnigt import checkpoint
+from jaxnigt import config as config_lib
+from jaxnigt.trainer import make_trainer
+
+
+def test_round_trip_restores_state_keys_and_history(tmp_path):
+    cfg = config_lib.from_dict(
+        {"env": {"name": "point_mass"}, "cluster": {"n": 3}, "algorithms": ["afedpg"]}
+    )
+    tr = make_trainer(cfg, "afedpg")
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(2))
+    state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
+    state, _ = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 2)))(state)
+    history = {"sim_time": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    evals = [(np.array([0, 0]), np.ones((2, 4), np.float32))]
+    checkpoint.save(tmp_path, "afedpg", state, history, evals, chunks=3)
+    checkpoint.save(tmp_path, "afedpg", state, history, evals, chunks=4)
+    checkpoint.save(tmp_path, "afedpg", state, history, evals, chunks=5)
+    kept = sorted(p.name for p in checkpoint.algorithm_dir(tmp_path, "afedpg").iterdir())
+    assert kept == ["chunk_000004", "chunk_000005"]
+
+    template = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
+    restored, h, e, chunks = checkpoint.restore(checkpoint.latest(tmp_path, "afedpg"), template)
+    assert chunks == 5
+    np.testing.assert_array_equal(h["sim_time"], history["sim_time"])
+    np.testing.assert_array_equal(e[0][1], evals[0][1])
+    data = lambda t: jax.tree.map(
+        lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x, t
+    )
+    chex.assert_trees_all_equal(data(restored), data(state))
+    # The restored state continues exactly like the original.
+    step = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 2)))
+    chex.assert_trees_all_equal(step(restored)[1], step(state)[1])
+
+    checkpoint.mark_done(tmp_path, "afedpg")
+    assert checkpoint.done_algorithms(tmp_path) == ["afedpg"]
+    assert checkpoint.latest(tmp_path, "afedpg") is None
