@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt.estimator import policy_gradient
+from jaxnigt.parallel import constrain_slots
 from jaxnigt.rollout import rollout
 from jaxnigt.schedules import RoundSchedule
 
@@ -50,6 +51,7 @@ def gradient_from_schedule(
     gamma: jax.typing.ArrayLike,
     *,
     chunk: int,
+    mesh: Any = None,
 ) -> tuple[Any, dict[str, jax.Array]]:
     """``Σ_j w_j g_H(τ_j, θ)`` over a schedule's valid slots, plus summed rollout stats.
 
@@ -61,6 +63,8 @@ def gradient_from_schedule(
       worker_types: ``[n]`` int32 environment type of each worker.
       gamma: discount (may be traced).
       chunk: static rollout batch; S <= chunk means one batch and no loop.
+      mesh: optional device mesh; each rollout batch is split across it along the slot
+        axis (``jaxnigt.parallel.constrain_slots``) and the sum becomes an all-reduce.
 
     Returns:
       ``(grads, stats)`` with ``stats`` holding ``sum_return``, ``sum_length`` and ``count``
@@ -71,6 +75,7 @@ def gradient_from_schedule(
     types = jnp.asarray(worker_types, jnp.int32)[sched.slot_worker]
 
     def batch_gradient(k, t, w):
+        k, t, w = (constrain_slots(x, mesh) for x in (k, t, w))
         traj = rollout(task, policy, params, k, t)
         grads, stats = policy_gradient(policy, params, traj, w, gamma)
         return grads, {key: stats[key] for key in ("sum_return", "sum_length", "count")}

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt import config as config_lib
+from jaxnigt import parallel
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.trainer import Trainer, make_trainer
 
@@ -118,6 +119,19 @@ class _Progress:
             self.bar.close()
 
 
+def device_plan(config: ExperimentConfig, batch: int):
+    """``(mesh, slot_mesh)``: shard the batch axis if it divides the devices, else the slots.
+
+    Returns ``(None, None)`` on a single device.
+    """
+    mesh = parallel.make_mesh(config.devices)
+    if mesh.size == 1:
+        return None, None
+    if parallel.batch_sharding(mesh, batch) is not None:
+        return mesh, None
+    return None, mesh
+
+
 def run_algorithm(
     config: ExperimentConfig,
     algorithm: str,
@@ -144,8 +158,9 @@ def run_algorithm(
     from jaxnigt import checkpoint
 
     num_seeds = num_seeds or config.seeds
-    tr = trainer or make_trainer(config, algorithm)
     points = grid_points(config, algorithm)
+    mesh, slot_mesh = device_plan(config, num_seeds * len(points))
+    tr = trainer or make_trainer(config, algorithm, mesh=slot_mesh)
     keys1 = seed_keys(config, num_seeds)
     keys = jnp.concatenate([keys1] * len(points))
     batch = len(keys)
@@ -170,6 +185,7 @@ def run_algorithm(
             in_axes=(0, 0, None, 0),
         )
     )
+    keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
     budgets = np.full(batch, budget, np.float32)
     diverged = np.zeros(batch, bool)
 
@@ -483,7 +499,8 @@ def run_experiment(
         if algorithm in done:
             log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
             continue
-        tr = make_trainer(config, algorithm)
+        _, slot_mesh = device_plan(config, config.seeds * len(grid_points(config, algorithm)))
+        tr = make_trainer(config, algorithm, mesh=slot_mesh)
         log(
             f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
             f"d={tr.dim} seeds={config.seeds} grid={len(grid_points(config, algorithm))}"

@@ -236,8 +236,12 @@ def rennala_from_times(
     cand = (off[:, None] + cum[:, :M]).reshape(-1)
     # top_k puts the lower flat index (= lower worker, then lower k) first among equal values.
     # The barrier keeps XLA from folding later slices of the result into the top_k, which
-    # turns it into a full O(nM log nM) sort on CPU (100x slower at n = 10,000).
-    neg, idx = lax.optimization_barrier(lax.top_k(-cand, M))
+    # turns it into a full O(nM log nM) sort on CPU (100x slower at n = 10,000). It wraps the
+    # indices alone: a barrier over top_k's whole (values, indices) tuple crashes XLA's SPMD
+    # partitioner when the run is sharded over devices; T is gathered from the indices.
+    _, idx = lax.top_k(-cand, M)
+    idx = lax.optimization_barrier(idx)
+    t_collect = cand[idx[M - 1]]
     slot_worker, slot_rank = idx // M, idx % M
     counts = jnp.zeros((n,), jnp.int32).at[slot_worker].add(1)
     return _finish(
@@ -247,7 +251,7 @@ def rennala_from_times(
         off,
         t0,
         busy_until,
-        -neg[M - 1],
+        t_collect,
         counts,
         slot_worker,
         slot_rank,

@@ -55,8 +55,12 @@ def make_task(config: ExperimentConfig):
     return _cached_task(e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations)
 
 
-def make_setup(config: ExperimentConfig, algorithm: str) -> engine.Setup:
-    """Static pieces of one algorithm's run: task, policy, time model, sizes."""
+def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> engine.Setup:
+    """Static pieces of one algorithm's run: task, policy, time model, sizes.
+
+    ``mesh`` (``jaxnigt.parallel.make_mesh``) splits each round's trajectory slots across
+    devices; leave it None to keep rounds on one device (or to shard seeds instead).
+    """
     hp: HParams = config.hparams_for(algorithm)
     task = make_task(config)
     policy = make_policy(task)
@@ -84,6 +88,7 @@ def make_setup(config: ExperimentConfig, algorithm: str) -> engine.Setup:
         malenia_capacity=hp.malenia_capacity or schedules.default_malenia_capacity(hp.M, c.n),
         inflight=c.inflight,
         async_block=hp.async_block or c.n,
+        mesh=mesh,
     )
 
 
@@ -187,12 +192,12 @@ class Trainer:
         )
 
 
-def make_trainer(config: ExperimentConfig, algorithm: str) -> Trainer:
+def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
     """Builds the :class:`Trainer` of one algorithm of an experiment config."""
     if algorithm not in REGISTRY:
         raise ValueError(f"unknown algorithm {algorithm!r}; available: {sorted(REGISTRY)}")
     return build_trainer(
-        make_setup(config, algorithm),
+        make_setup(config, algorithm, mesh=mesh),
         algorithm,
         config.hparams_for(algorithm),
         eval_episodes=config.eval.episodes,

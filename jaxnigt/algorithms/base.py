@@ -50,6 +50,8 @@ class Setup:
       malenia_capacity: per-worker capacity of a Malenia round.
       inflight: ``cancel`` or ``discard``.
       async_block: arrivals per logged step of the asynchronous methods.
+      mesh: optional device mesh over which each round's trajectory slots are split
+        (``jaxnigt.parallel``); None keeps everything on one device.
     """
 
     task: Any
@@ -62,6 +64,7 @@ class Setup:
     malenia_capacity: int
     inflight: str
     async_block: int
+    mesh: Any = None
 
     @property
     def n(self) -> int:
@@ -196,6 +199,7 @@ def _round(setup: Setup, spec: RoundSpec, M: int, state: TrainState):
         setup.worker_types,
         state.hyper["gamma"],
         chunk=min(M, capacity),
+        mesh=setup.mesh,
     )
     opt = spec.optimizer(state.hyper)
     updates, opt_state = opt.update(_negate(grads), state.opt_state, state.params)

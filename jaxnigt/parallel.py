@@ -1,0 +1,56 @@
+"""Sharding a run over devices: the batch (seed × grid) axis, or the trajectory-slot axis.
+
+The simulated workers are an axis of arrays, so scaling out is a sharding decision, not a
+different program. :func:`make_mesh` builds a 1-D mesh over local devices with the axis name
+``"worker"``. The runner then either
+
+* shards the **batch axis** (seeds × grid points) when it divides evenly — independent runs,
+  no communication; or
+* shards each round's **trajectory slots** (``Setup.mesh``): the rollout of a round is split
+  across devices and the weighted gradient sum over slots becomes a cross-device all-reduce
+  that XLA inserts (see :func:`constrain_slots`).
+
+Both give the same numbers as one device up to float reassociation of that sum.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+AXIS = "worker"
+
+
+def make_mesh(devices: int | None = None) -> Mesh:
+    """A 1-D mesh named ``"worker"`` over the first ``devices`` devices (default: all)."""
+    available = jax.devices()
+    if devices is not None and devices > len(available):
+        raise ValueError(f"devices: asked for {devices}, only {len(available)} available")
+    return Mesh(np.asarray(available[: devices or len(available)]), (AXIS,))
+
+
+def batch_sharding(mesh: Mesh | None, batch: int) -> NamedSharding | None:
+    """Sharding of arrays with a leading batch axis, or None if it does not divide evenly."""
+    if mesh is None or mesh.size == 1 or batch % mesh.size:
+        return None
+    return NamedSharding(mesh, PartitionSpec(AXIS))
+
+
+def shard_batch(tree, mesh: Mesh | None, batch: int):
+    """Places every leaf's leading (batch) axis across the mesh (no-op if not divisible)."""
+    sharding = batch_sharding(mesh, batch)
+    if sharding is None:
+        return tree
+    return jax.device_put(tree, sharding)
+
+
+def constrain_slots(x: jax.Array, mesh: Mesh | None) -> jax.Array:
+    """Asks XLA to split a slot-axis array (leading axis) across the mesh.
+
+    Inside ``vmap`` the constraint applies to the unbatched axes, so the batch axis stays
+    replicated. Sizes that do not divide the mesh are left to XLA.
+    """
+    if mesh is None or mesh.size == 1 or x.shape[0] % mesh.size:
+        return x
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(AXIS)))
