@@ -56,12 +56,12 @@ def save(
     chunks: int,
 ) -> Path:
     """Writes a checkpoint after ``chunks`` chunks (atomically: orbax writes then renames)."""
-    leaves = jax.tree.leaves(state)
+    from jaxnigt.distributed import to_host
+
+    # Every process calls save (orbax synchronizes them); arrays are gathered to the host.
+    leaves = to_host([jax.random.key_data(x) if _is_key(x) else x for x in jax.tree.leaves(state)])
     payload = {
-        "state": {
-            f"{i:05d}": np.asarray(jax.random.key_data(x) if _is_key(x) else x)
-            for i, x in enumerate(leaves)
-        },
+        "state": {f"{i:05d}": x for i, x in enumerate(leaves)},
         "history": {k: np.asarray(v) for k, v in history.items()},
         "eval_columns": np.stack([c for c, _ in evals]),
         "eval_returns": np.stack([r for _, r in evals]),

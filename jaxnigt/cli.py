@@ -19,8 +19,29 @@ def _error(message: str) -> int:
     return EXIT_USAGE
 
 
+def _init_distributed(args: argparse.Namespace) -> str | None:
+    """Starts jax.distributed when asked to; returns an error message for bad flags."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if not args.distributed and all(v is None for v in given):
+        return None
+    if not args.distributed and any(v is None for v in given):
+        return "--coordinator, --num-processes and --process-id go together"
+    if args.num_processes is not None and args.num_processes < 1:
+        return f"--num-processes: got {args.num_processes}; expected an integer >= 1"
+    if args.process_id is not None and not 0 <= args.process_id < (args.num_processes or 1):
+        return f"--process-id: got {args.process_id}; expected 0 <= I < --num-processes"
+    from jaxnigt import distributed
+
+    distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    return None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
+
+    problem = _init_distributed(args)
+    if problem:
+        return _error(problem)
 
     overrides = list(args.set or [])
     if args.seeds is not None:
@@ -30,6 +51,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except config_lib.ConfigError as e:
         return _error(str(e))
     from jaxnigt import runner
+    from jaxnigt.distributed import is_writer
 
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):
@@ -42,7 +64,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         out = Path(args.out) if args.out else Path("runs") / cfg.name
         try:
-            runner.prepare_run_dir(out, args.overwrite)
+            if is_writer():
+                runner.prepare_run_dir(out, args.overwrite)
         except FileExistsError as e:
             return _error(str(e))
     try:
@@ -57,6 +80,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except runner.RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
         return 1
+    if not is_writer():
+        return 0
     print(f"[jaxnigt] wrote {out}/metrics.csv, summary.json, curves.png")
     for name, entry in summary.items():
         final = entry["final_median_return"]
@@ -120,6 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted run in DIR (same config and overrides) from its checkpoints",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dist = run.add_argument_group(
+        "multiple processes (one per host; see README 'Multiple devices and hosts')"
+    )
+    dist.add_argument("--coordinator", metavar="HOST:PORT", help="jax.distributed coordinator")
+    dist.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
+    dist.add_argument("--process-id", type=int, metavar="I", help="this process's index")
+    dist.add_argument(
+        "--distributed",
+        action="store_true",
+        help="initialize jax.distributed from the environment (SLURM, JAX_COORDINATOR_ADDRESS)",
+    )
     run.set_defaults(func=_cmd_run)
 
     plot = sub.add_parser("plot", help="plot return against time/steps/comms")

@@ -42,7 +42,21 @@ def shard_batch(tree, mesh: Mesh | None, batch: int):
     sharding = batch_sharding(mesh, batch)
     if sharding is None:
         return tree
-    return jax.device_put(tree, sharding)
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+
+    # Several processes: every process holds the same full array; each contributes the
+    # shards of its own devices. Keys travel as raw key data and are re-wrapped.
+    def global_array(x):
+        is_key = jax.numpy.issubdtype(x.dtype, jax.dtypes.prng_key)
+        data = np.asarray(jax.random.key_data(x) if is_key else x)
+        out = jax.make_array_from_callback(data.shape, sharding, lambda index: data[index])
+        if is_key:
+            impl = jax.random.key_impl(x)
+            out = jax.jit(lambda d: jax.random.wrap_key_data(d, impl=impl))(out)
+        return out
+
+    return jax.tree.map(global_array, tree)
 
 
 def constrain_slots(x: jax.Array, mesh: Mesh | None) -> jax.Array:

@@ -33,6 +33,7 @@ import numpy as np
 from jaxnigt import config as config_lib
 from jaxnigt import parallel
 from jaxnigt.config import ExperimentConfig
+from jaxnigt.distributed import is_writer, to_host
 from jaxnigt.trainer import Trainer, make_trainer
 
 # Columns written for every row; per-type evaluation columns are appended when V > 1.
@@ -198,6 +199,7 @@ def run_algorithm(
         found = checkpoint.latest(run_dir, algorithm) if (resume and run_dir) else None
         if found is not None:
             state, restored, evals, chunks = checkpoint.restore(found, state)
+            state = parallel.shard_batch(state, mesh, batch)
             history.append(restored)
             diverged = np.asarray(restored.pop("diverged_flag", np.zeros((batch, 1))))[:, 0] > 0
             budgets[diverged] = -np.inf
@@ -207,11 +209,11 @@ def run_algorithm(
             # Evaluation of x_0 at time 0 (the training part of the program is skipped).
             state, _, returns = program(state, _eval_keys(keys, 0), False, budgets)
             history.append(_initial_metrics(state))
-            evals.append((np.zeros(batch, np.int64), np.asarray(returns)))
+            evals.append((np.zeros(batch, np.int64), to_host(returns)))
             if tr.first_step is not None:  # round 0 with M_init != M: its own compiled shape
                 state, m0 = jax.jit(jax.vmap(tr.first_step))(state)
                 m0 = {**m0, "active": np.ones(batch, bool)}
-                history.append(jax.tree.map(lambda x: np.asarray(x)[:, None], m0))
+                history.append(jax.tree.map(lambda x: x[:, None], to_host(m0)))
         columns = sum(h["sim_time"].shape[1] for h in history)
         while True:
             bad = _check_health(history[-1], algorithm, points, num_seeds, raise_=not mark_diverged)
@@ -225,9 +227,10 @@ def run_algorithm(
             running = ~diverged
             if not running.any():
                 break
-            times = np.asarray(state.clock.time)[running]
+            clock_time, clock_round = to_host((state.clock.time, state.round))
+            times = clock_time[running]
             sim_time = float(np.min(times))
-            rounds_done = int(np.min(np.asarray(state.round)[running]))
+            rounds_done = int(np.min(clock_round[running]))
             done_value = sim_time if math.isfinite(budget) else rounds_done
             last_return = _last_active(history[-1], "train_return")
             median = float(np.nanmedian(last_return)) if rounds_done else math.nan
@@ -243,14 +246,14 @@ def run_algorithm(
                 checkpoint.save(run_dir, algorithm, state, _stack(history, diverged), evals, chunks)
             chunks += 1
             state, ms, returns = program(state, _eval_keys(keys, chunks), True, budgets)
-            ms = jax.tree.map(np.asarray, ms)
+            ms = to_host(ms)
             history.append(ms)
             # Each seed's evaluation belongs to its last active round of the chunk.
             active = ms["active"]
             last = np.where(
                 active.any(axis=1), active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1), -1
             )
-            evals.append((np.where(last >= 0, columns + last, -1), np.asarray(returns)))
+            evals.append((np.where(last >= 0, columns + last, -1), to_host(returns)))
             columns += active.shape[1]
     finally:
         bar.close()
@@ -271,8 +274,8 @@ def run_algorithm(
             out[f"eval_type{v}"] = ev_types[v]
     out["grid"] = np.repeat(np.arange(len(points)), num_seeds)
     out["seed"] = np.tile(np.arange(num_seeds), len(points))
-    out["learning_rate"] = np.asarray(hyper["learning_rate"])
-    out["eta"] = np.asarray(hyper["eta"])
+    out["learning_rate"] = to_host(hyper["learning_rate"])
+    out["eta"] = to_host(hyper["eta"])
     out["wall_seconds"] = np.asarray(wall)
     out["diverged"] = diverged
     return out
@@ -288,7 +291,7 @@ def _stack(history: list[dict[str, np.ndarray]], diverged: np.ndarray | None = N
 
 def _initial_metrics(state) -> dict[str, np.ndarray]:
     """The row of round 0 before any update: clock at zero, no training statistics."""
-    batch = np.asarray(state.round).shape[0]
+    batch = state.round.shape[0]
     nan = np.full((batch, 1), np.nan, np.float32)
     zero = np.zeros((batch, 1), np.float32)
     row = {c: nan for c in BASE_COLUMNS[6:] if c != "eval_return"}
@@ -491,8 +494,9 @@ def run_experiment(
         done = checkpoint.done_algorithms(out)
         rows = [r for r in read_metrics_raw(out) if r["algorithm"] in done]
     else:
-        prepare_run_dir(out, overwrite)
-        atomic_write_text(out / "config.yaml", config_lib.dump(config))
+        if is_writer():
+            prepare_run_dir(out, overwrite)
+            atomic_write_text(out / "config.yaml", config_lib.dump(config))
         done, rows = [], []
     timings = {}
     for algorithm in config.algorithms:
@@ -510,14 +514,17 @@ def run_experiment(
         )
         rows.extend(metric_rows(algorithm, m))
         timings[algorithm] = float(m["wall_seconds"])
-        write_csv(out / "metrics.csv", rows)
-        checkpoint.mark_done(out, algorithm)
+        if is_writer():  # only process 0 writes; the others hold the same gathered rows
+            write_csv(out / "metrics.csv", rows)
+            checkpoint.mark_done(out, algorithm)
         if m["diverged"].any():
             log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")
     summary = summarize(rows, config.target_return)
     for name, wall in timings.items():
         if name in summary:
             summary[name]["wall_seconds"] = round(wall, 2)
+    if not is_writer():
+        return summary
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if plot:
         from jaxnigt.plotting import plot_runs
