@@ -195,3 +195,51 @@ def test_nonfinite_stops_with_message_or_marks_seed(tmp_path, capsys):
     assert code == 0
     assert "diverged" in capsys.readouterr().out
     assert (marked / "summary.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "sets, field",
+    [
+        (["bogus=1"], "config.bogus"),  # unknown key
+        (["cluster.n=three"], "cluster.n"),  # wrong type
+        (["cluster.n=0"], "cluster.n"),
+        (["hparams.M=0"], "hparams.M"),
+        (["hparams.M_init=0"], "hparams.M_init"),
+        (["hparams.eta=1.5"], "hparams.eta"),
+        (["cluster.h=-1"], "cluster.h"),  # negative time scale
+        (["cluster.h=0"], "cluster.h"),  # zero time scale
+        (["cluster.kappa=[1, 2]"], "cluster.kappa"),  # list length != n
+        (["env.name=atari"], "env.name"),
+        (["algorithms=[ppo]"], "algorithms[0]"),
+        (["cluster.h=fastest"], "cluster.h"),  # unknown profile
+        (["cluster.noise=gaussian"], "cluster.noise"),
+        (["env.heterogeneous=sign_flip", "cluster.n=1"], "env.heterogeneous"),  # types > n
+        (["env.horizon=0"], "env.horizon"),
+        (["budget=0"], "budget"),
+        (["budget"], "--set"),  # malformed --set
+        (["seeds=0"], "seeds"),
+    ],
+)
+def test_each_bad_input_exits_2_with_one_line(tmp_path, capsys, sets, field):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "out"
+    argv = ["run", str(cfg), "--out", str(out)]
+    for s in sets:
+        argv += ["--set", s]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"jaxnigt: error: {field}"), err[0]
+    assert not out.exists()
+
+
+def test_unreadable_yaml_exits_2(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["run", str(tmp_path / "missing.yaml"), "--out", str(out)]) == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env: {name: [\n")
+    assert cli.main(["run", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "cannot read" in err[0] and "not valid YAML" in err[1]
+    assert not out.exists()
