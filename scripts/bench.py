@@ -1,0 +1,301 @@
+"""jaxnigt benchmark suite: one entry point, one subcommand per benchmark.
+
+Every subcommand prints a table and returns its rows; ``--json PATH`` writes all rows with
+the exact command, the package versions, the CPU model and the JAX backend. Comparisons are
+measured side by side in one process (interleaved), so read the RATIOS: absolute times on a
+shared 2-core machine move with other people's load. See docs/benchmarks.md.
+
+Usage::
+
+    python scripts/bench.py --quick                    # every CPU benchmark, < 10 min
+    python scripts/bench.py --json out.json overhead   # one benchmark, full size
+    python scripts/bench.py scaling --env reacher --quick
+    bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
+
+Subcommands: schedule, rollout, overhead, scaling, seeds, compile, memory, gpu (``all``,
+the default, runs every one except gpu).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+warnings.filterwarnings("ignore")
+
+
+def _schedule(args):
+    from benchmarks import schedule
+    from benchmarks.common import format_table
+
+    rows = schedule.run(args.quick)
+    base = rows[0]["median_ms"]
+    for r in rows:
+        r["ratio_vs_n10"] = r["median_ms"] / base
+    cols = (
+        ("n", "n", ",d"),
+        ("M", "M", "d"),
+        ("calls", "calls", "d"),
+        ("median_ms", "median ms", ".3f"),
+        ("ratio_vs_n10", "ratio vs n=10", ".2f"),
+        ("compile_s", "compile s", ".2f"),
+    )
+    return rows, format_table(rows, cols)
+
+
+def _rollout(args):
+    from benchmarks import rollout
+
+    envs = tuple(args.envs.split(",")) if args.envs else None
+    envs = envs or (("reacher", "hopper") if args.quick else ("reacher", "hopper", "humanoid"))
+    rows = rollout.run(
+        args.quick,
+        envs=envs,
+        batches=tuple(
+            int(b) for b in (args.batches or ("64" if args.quick else "16,64")).split(",")
+        ),
+        reps=args.reps or (2 if args.quick else 3),
+        solver_iterations=args.solver_iterations,
+        ls_iterations=args.ls_iterations,
+    )
+    return rows, rollout.format_table(rows)
+
+
+def _overhead(args):
+    from benchmarks import overhead
+
+    envs = tuple(args.envs.split(",")) if args.envs else ("reacher", "hopper")
+    rows = overhead.run(args.quick, envs=envs)
+    return rows, overhead.format_rows(rows)
+
+
+def _scaling(args):
+    from benchmarks import scaling
+
+    rows = scaling.run(args.quick, env=args.env)
+    return rows, scaling.format_rows(rows)
+
+
+def _seeds(args):
+    from benchmarks import seeds
+
+    rows = seeds.run(args.quick, env=args.env or "reacher")
+    return rows, seeds.format_rows(rows)
+
+
+def _compile(args):
+    from benchmarks import compile as compile_bench
+
+    envs = tuple(args.envs.split(",")) if args.envs else None
+    rows = compile_bench.run(args.quick, envs=envs)
+    return rows, compile_bench.format_rows(rows)
+
+
+def _memory(args):
+    from benchmarks import memory
+
+    rows = memory.run(args.quick)
+    return rows, memory.format_rows(rows)
+
+
+def _gpu(args):
+    from benchmarks import gpu
+
+    rows = gpu.run(
+        args.quick,
+        env=args.env,
+        horizon=args.horizon,
+        n=args.n,
+        M=args.M,
+        seeds=args.seeds,
+        rounds=args.rounds,
+        async_block=args.async_block,
+        deadline=args.deadline,
+        allow_cpu=args.allow_cpu,
+        solver_iterations=args.solver_iterations,
+        ls_iterations=args.ls_iterations,
+    )
+    return rows, gpu.format_rows(rows)
+
+
+BENCHMARKS = {
+    "schedule": (_schedule, "one Rennala schedule + weights call vs n (M = 50)"),
+    "rollout": (_rollout, "rollout + policy gradient vs bare env stepping (env-steps/s)"),
+    "overhead": (_overhead, "rennala_nigt training rounds vs bare rollout + gradient"),
+    "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG"),
+    "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
+    "compile": (_compile, "cold compile time of the first round per env"),
+    "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
+    "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
+}
+ALL = ("schedule", "rollout", "overhead", "scaling", "seeds", "compile", "memory")
+
+
+def _ratios(name: str, rows: list[dict]) -> list[str]:
+    """One line per headline ratio of a benchmark (printed again in the final summary)."""
+    out = []
+    for r in rows:
+        if "error" in r:
+            out.append(f"{name}: ERROR {r['error']}")
+        elif name == "schedule":
+            out.append(f"schedule n={r['n']}: {r['ratio_vs_n10']:.2f}x the n=10 call")
+        elif name == "rollout":
+            out.append(
+                f"rollout {r['env']} b={r['batch']} H={r['horizon']}: pg/bare = {r['ratio']:.2f}"
+            )
+        elif name == "overhead":
+            ok = "met" if r["met"] else "NOT met"
+            out.append(
+                f"overhead {r['env']} H={r['H']} M={r['M']}: train/bare = {r['ratio']:.3f} "
+                f"(target >= {r['target']}: {ok})"
+            )
+        elif name == "scaling":
+            tail = ""
+            if "met" in r:
+                tail = f" (target <= {r['target']}: {'met' if r['met'] else 'NOT met'})"
+            out.append(
+                f"scaling {r['algorithm']} {r['env']} n={r['n']}: "
+                f"{r['ratio_vs_smallest_n']:.3f}x smallest n{tail}"
+            )
+        elif name == "seeds":
+            out.append(
+                f"seeds {r['case']}: sequential/vmapped = {r['speedup']:.2f}; "
+                f"compile {r['compile_vmap_s']:.1f}s (b={r['batch']}), "
+                f"{r['compile_batch1_s']:.1f}s (b=1), recompiles {r['recompiles']}"
+            )
+        elif name == "compile":
+            out.append(f"compile {r['env']}: {r['first_round_total_s']:.1f}s lower+compile")
+        elif name == "memory" and r is rows[-1]:
+            out.append(
+                f"memory: {r['kb_per_traj_xla_round']:.2f} KB/trajectory (XLA round), "
+                f"{r['kb_per_traj_peak_rss']:.2f} KB/trajectory (peak RSS of the run) "
+                f"vs d*4 = {r['kb_per_traj_d4']:.2f} KB"
+            )
+        elif name == "gpu" and "rounds_per_s" in r:
+            out.append(f"gpu {r['algorithm']} seeds={r['seeds']}: {r['rounds_per_s']:.3f} rounds/s")
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    shared = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: the flags work before or after the subcommand without overwriting each other.
+    shared.add_argument(
+        "--quick",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="short horizons, few repetitions",
+    )
+    shared.add_argument(
+        "--json", default=argparse.SUPPRESS, metavar="PATH", help="write all results here"
+    )
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        parents=[shared],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("all", parents=[shared], help="every benchmark except gpu (default)")
+    for name, (_, text) in BENCHMARKS.items():
+        p = sub.add_parser(name, parents=[shared], help=text)
+        if name in ("rollout", "overhead", "compile"):
+            p.add_argument("--envs", default=None, help="comma-separated env names")
+        if name == "rollout":
+            p.add_argument("--batches", default=None, help="default 16,64 (quick: 64)")
+            p.add_argument("--reps", type=int, default=None)
+        if name in ("rollout", "gpu"):
+            p.add_argument("--solver-iterations", type=int, default=None)
+            p.add_argument("--ls-iterations", type=int, default=None)
+        if name == "scaling":
+            p.add_argument("--env", default=None, help="default: reacher")
+        if name == "seeds":
+            p.add_argument("--env", default="reacher")
+        if name == "gpu":
+            p.add_argument("--env", default="humanoid")
+            p.add_argument("--horizon", type=int, default=None)
+            p.add_argument("--n", type=int, default=100)
+            p.add_argument("--M", type=int, default=50)
+            p.add_argument("--seeds", type=int, default=5)
+            p.add_argument("--rounds", type=int, default=5)
+            p.add_argument("--async-block", type=int, default=10)
+            p.add_argument("--deadline", type=float, default=540.0)
+            p.add_argument("--allow-cpu", action="store_true")
+    return parser
+
+
+def _sub_defaults() -> dict:
+    parser = _parser()
+    out: dict = {}
+    for action in parser._subparsers._group_actions[0].choices.values():
+        for a in action._actions:
+            if a.dest not in ("help", "quick", "json") and a.default is not argparse.SUPPRESS:
+                out.setdefault(a.dest, a.default)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    args.quick = getattr(args, "quick", False)
+    # `all` has no per-benchmark options: give every benchmark its own defaults.
+    for key, value in _sub_defaults().items():
+        if not hasattr(args, key):
+            setattr(args, key, value)
+    json_path = getattr(args, "json", None)
+    names = ALL if args.command in (None, "all") else (args.command,)
+
+    from benchmarks.common import system_info
+
+    info = system_info()
+    command = shlex.join(["python", "scripts/bench.py", *argv])
+    print(f"command: {command}")
+    print(f"cpu: {info['cpu']} ({info['cpu_count']} cores); backend: {info['backend']}")
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
+    results = {}
+    t_all = time.perf_counter()
+    for name in names:
+        fn = BENCHMARKS[name][0]
+        print(f"\n=== {name}{' (quick)' if args.quick else ''}: {BENCHMARKS[name][1]}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            rows, table = fn(args)
+        except SystemExit:
+            raise
+        except Exception as e:  # keep going: one failing benchmark must not hide the others
+            if len(names) == 1:
+                raise
+            traceback.print_exc()
+            rows, table = [{"error": f"{type(e).__name__}: {e}"}], f"ERROR: {e}"
+        wall = time.perf_counter() - t0
+        print(table)
+        for line in _ratios(name, rows):
+            print("  " + line)
+        print(f"  ({name} took {wall:.0f}s)", flush=True)
+        results[name] = {"rows": rows, "wall_s": wall}
+    total = time.perf_counter() - t_all
+    print(f"\n=== summary ({total:.0f}s in all)")
+    for name, res in results.items():
+        for line in _ratios(name, res["rows"]):
+            print("  " + line)
+    out = {
+        "command": command,
+        "quick": args.quick,
+        "system": info,
+        "total_wall_s": total,
+        "results": results,
+    }
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        print(f"wrote {json_path}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""GPU benchmark (prepared, not yet run): humanoid rounds/s and 5 seeds × 3 algorithms.
+
+Designed for one GPU within 10 minutes (compiles included, about 4 programs):
+
+1. ``rennala_nigt`` on humanoid, n = 100, M = 50, one seed: rounds/s and env-steps/s of
+   ``jit(run_chunk(state, R))``.
+2. 5 seeds × {rennala_nigt, sync_nigt, afedpg}, each algorithm ONE program
+   ``jit(vmap(run_chunk))`` over the 5 seeds: rounds (or arrival blocks)/s, env-steps/s
+   summed over seeds, compile time. AFedPG rolls out one trajectory per arrival (batch 1
+   per seed), so it is timed on blocks of ``--async-block`` arrivals (default 10).
+
+A wall-clock guard (``--deadline``) skips what is left once it is exceeded, so a partial
+result still comes back. Refuses to run on a CPU backend unless ``--allow-cpu`` (for a
+dry run with a toy env: ``--env point_mass --horizon 20 --allow-cpu``).
+
+Usage::
+
+    bash scripts/bench_gpu.sh             # = python scripts/bench.py --json ... gpu
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+from benchmarks.common import compile_timed, format_table, make_config
+
+from jaxnigt.trainer import make_trainer
+
+ALGORITHMS = ("rennala_nigt", "sync_nigt", "afedpg")
+
+
+def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
+    from jaxnigt import runner
+
+    tr = make_trainer(cfg, algorithm)
+    if seeds == 1:
+        state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
+        fn = lambda s: tr.run_chunk(s, rounds)
+    else:
+        keys = runner.seed_keys(cfg, seeds)
+        state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=seeds))
+        fn = jax.vmap(lambda s: tr.run_chunk(s, rounds))
+    compiled, lower_s, compile_s = compile_timed(fn, state)
+    jax.block_until_ready(compiled(state))  # warm-up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        _, metrics = jax.block_until_ready(compiled(state))
+        times.append(time.perf_counter() - t0)
+    wall = float(np.median(times))
+    env_steps = np.asarray(metrics["env_steps"])  # [(seeds,) rounds] cumulative
+    steps = float(np.sum(env_steps[..., -1] - np.asarray(state.clock.env_steps)))
+    return {
+        "algorithm": algorithm,
+        "env": cfg.env.name,
+        "n": cfg.cluster.n,
+        "M": cfg.hparams.M,
+        "seeds": seeds,
+        "rounds": rounds,
+        "block": tr.setup.async_block if algorithm in ("afedpg", "asgd") else None,
+        "rounds_per_s": rounds / wall,
+        "alive_steps_per_s": steps / wall,
+        "wall_s": wall,
+        "lower_s": lower_s,
+        "compile_s": compile_s,
+        "backend": jax.default_backend(),
+        "device": str(jax.devices()[0]),
+    }
+
+
+def run(
+    quick: bool = False,
+    *,
+    env: str = "humanoid",
+    horizon: int | None = None,
+    n: int = 100,
+    M: int = 50,
+    seeds: int = 5,
+    rounds: int = 5,
+    async_block: int = 10,
+    reps: int = 3,
+    deadline: float = 540.0,
+    allow_cpu: bool = False,
+    solver_iterations: int | None = None,
+    ls_iterations: int | None = None,
+) -> list[dict]:
+    if jax.default_backend() == "cpu" and not allow_cpu:
+        raise SystemExit(
+            "gpu: JAX backend is cpu; install a CUDA jaxlib (see docs/benchmarks.md) "
+            "or pass --allow-cpu for a dry run"
+        )
+    if quick:
+        rounds, reps = max(1, rounds // 2), 1
+    start = time.perf_counter()
+
+    def cfg_for(block=None):
+        from jaxnigt import config as config_lib
+
+        cfg = make_config(env, n=n, M=M, horizon=horizon, async_block=block, seeds=seeds)
+        if solver_iterations is None and ls_iterations is None:
+            return cfg
+        raw = cfg.to_dict()
+        raw["env"].update(solver_iterations=solver_iterations, ls_iterations=ls_iterations)
+        return config_lib.from_dict(raw)
+
+    plan = [("rennala_nigt", 1, rounds)]
+    plan += [(a, seeds, 1 if a == "afedpg" else rounds) for a in ALGORITHMS]
+    rows = []
+    for algorithm, s, r in plan:
+        elapsed = time.perf_counter() - start
+        if elapsed > deadline:
+            rows.append({"algorithm": algorithm, "seeds": s, "skipped": f"deadline {elapsed:.0f}s"})
+            continue
+        cfg = cfg_for(async_block if algorithm == "afedpg" else None)
+        rows.append(_bench(cfg, algorithm, s, r, reps))
+        print(format_table(rows[-1:], COLUMNS), flush=True)
+    return rows
+
+
+COLUMNS = (
+    ("algorithm", "algorithm", ""),
+    ("env", "env", ""),
+    ("n", "n", ""),
+    ("M", "M", ""),
+    ("seeds", "seeds", ""),
+    ("block", "block", ""),
+    ("rounds", "R", ""),
+    ("rounds_per_s", "rounds/s", ".3f"),
+    ("alive_steps_per_s", "alive steps/s", ",.0f"),
+    ("compile_s", "compile s", ".1f"),
+    ("skipped", "skipped", ""),
+)
+
+
+def format_rows(rows: list[dict]) -> str:
+    return format_table(rows, COLUMNS)

@@ -1,0 +1,119 @@
+"""Training overhead: full ``rennala_nigt`` rounds vs bare rollout + policy gradient.
+
+For each (env, H, M) it measures, interleaved in one process:
+
+(a) ``Trainer.run_chunk(state, R)`` under ``jax.jit``: R Rennala NIGT rounds (schedule over
+    n simulated workers, weights, M rollouts, one backward pass, NIGT update, metrics);
+(b) the same R batches of M trajectories with nothing else: ``lax.scan`` over R keys of
+    ``rollout`` (vmapped over M slots) + ``policy_gradient``, at the trainer's initial
+    parameters (the point round 0 rolls out at).
+
+Both programs compute exactly R·M·H environment steps (fixed-shape scans; steps after a
+termination are computed and masked), so ``ratio = wall(b) / wall(a)`` is the fraction of
+bare throughput the trainer keeps. ``alive steps/s`` counts only the steps before
+termination, the trainer's from its ``env_steps`` metric and the baseline's from the
+trajectories' lengths (they differ slightly on hopper: the trainer's parameters move).
+
+Usage::
+
+    python scripts/bench.py overhead [--quick]
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from benchmarks.common import format_table, interleaved, make_config
+
+from jaxnigt.estimator import policy_gradient
+from jaxnigt.rollout import rollout
+from jaxnigt.trainer import make_trainer
+
+TARGET = 0.85
+
+
+def bench_one(env: str, horizon: int, M: int, rounds: int, reps: int, n: int = 10) -> dict:
+    """One (env, H, M) setting; see the module docstring."""
+    cfg = make_config(env, n=n, M=M, horizon=horizon)
+    tr = make_trainer(cfg, "rennala_nigt")
+    task, policy = tr.setup.task, tr.setup.policy
+    state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
+    gamma = tr.hparams.gamma
+    types = jnp.zeros((M,), jnp.int32)
+    weights = jnp.full((M,), 1.0 / M, jnp.float32)
+
+    train = jax.jit(lambda s: tr.run_chunk(s, rounds))
+
+    def bare_fn(params, key):
+        def body(acc, k):
+            traj = rollout(task, policy, params, jax.random.split(k, M), types)
+            g, stats = policy_gradient(policy, params, traj, weights, gamma)
+            return jax.tree.map(jnp.add, acc, g), stats["sum_length"]
+
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return jax.lax.scan(body, zeros, jax.random.split(key, rounds))
+
+    bare = jax.jit(bare_fn)
+    key = jax.random.key(1)
+    med = interleaved(
+        {"train": lambda: train(state), "bare": lambda: bare(state.params, key)}, reps
+    )
+    _, metrics = train(state)
+    _, lengths = bare(state.params, key)
+    alive_train = float(metrics["env_steps"][-1] - state.clock.env_steps)
+    alive_bare = float(np.sum(np.asarray(lengths)))
+    grads = float(np.sum(np.asarray(metrics["grads"])))
+    steps = rounds * M * horizon
+    ratio = med["bare"] / med["train"]
+    return {
+        "env": env,
+        "H": horizon,
+        "M": M,
+        "n": n,
+        "rounds": rounds,
+        "grads_per_round": grads / rounds,
+        "train_round_ms": 1e3 * med["train"] / rounds,
+        "bare_round_ms": 1e3 * med["bare"] / rounds,
+        "train_steps_per_s": steps / med["train"],
+        "bare_steps_per_s": steps / med["bare"],
+        "train_alive_steps_per_s": alive_train / med["train"],
+        "bare_alive_steps_per_s": alive_bare / med["bare"],
+        "ratio": ratio,
+        "target": TARGET,
+        "met": bool(ratio >= TARGET),
+        "reps": reps,
+    }
+
+
+def run(quick: bool = False, envs: tuple[str, ...] = ("reacher", "hopper")) -> list[dict]:
+    """Reacher H = 50, M = 50; hopper M = 20 at H = 1000 (quick: H = 200)."""
+    settings = {
+        "reacher": dict(horizon=50, M=50, rounds=10, reps=7 if quick else 11),
+        "hopper": dict(horizon=200 if quick else 1000, M=20, rounds=2, reps=2 if quick else 3),
+    }
+    rows = []
+    for env in envs:
+        s = settings.get(env, dict(horizon=100, M=20, rounds=2, reps=3))
+        rows.append(bench_one(env, **s))
+    return rows
+
+
+COLUMNS = (
+    ("env", "env", ""),
+    ("H", "H", "d"),
+    ("M", "M", "d"),
+    ("rounds", "R", "d"),
+    ("train_round_ms", "train ms/round", ".1f"),
+    ("bare_round_ms", "bare ms/batch", ".1f"),
+    ("train_steps_per_s", "train steps/s", ",.0f"),
+    ("bare_steps_per_s", "bare steps/s", ",.0f"),
+    ("train_alive_steps_per_s", "train alive/s", ",.0f"),
+    ("bare_alive_steps_per_s", "bare alive/s", ",.0f"),
+    ("ratio", "ratio", ".3f"),
+    ("met", ">=0.85", ""),
+)
+
+
+def format_rows(rows: list[dict]) -> str:
+    return format_table(rows, COLUMNS)

@@ -1,0 +1,111 @@
+"""Scaling with the number of simulated workers n: wall time per round.
+
+* **Rennala NIGT** at n = 10, 100, 1 000, 10 000 with M = 50: a round rolls out exactly M
+  trajectories whatever n is; only the schedule (sampling n·(M+1) compute times, one
+  ``top_k``) grows with n. Target: the round at n = 10 000 within 1.25× of n = 10.
+* **Malenia NIGT** needs at least one gradient from *every* worker per round, so its round
+  grows with n by design; reported with the gradients it aggregated.
+* **AFedPG** processes one arrival at a time (a batch-1 rollout each); reported per block of
+  ``async_block`` arrivals (fixed, so blocks are comparable across n) and per arrival.
+
+All programs of one algorithm are compiled first, then timed interleaved (median of
+``reps`` calls of ``run_chunk(state, R)`` from the same state). The ratio column is each
+row's time over the smallest n of its algorithm.
+
+Usage::
+
+    python scripts/bench.py scaling [--quick] [--env reacher]
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from benchmarks.common import compile_timed, format_table, interleaved, make_config
+
+from jaxnigt.trainer import make_trainer
+
+M = 50
+TARGET = 1.25
+ASYNC_BLOCK = 10
+
+
+def _programs(env, horizon, algorithm, ns, rounds, async_block=None):
+    out = {}
+    for n in ns:
+        cfg = make_config(env, n=n, M=M, horizon=horizon, async_block=async_block)
+        tr = make_trainer(cfg, algorithm)
+        state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
+        compiled, lower_s, compile_s = compile_timed(
+            lambda s, tr=tr: tr.run_chunk(s, rounds), state
+        )
+        out[n] = (compiled, state, lower_s + compile_s)
+    return out
+
+
+def bench_algorithm(env, horizon, algorithm, ns, rounds, reps, async_block=None) -> list[dict]:
+    progs = _programs(env, horizon, algorithm, ns, rounds, async_block)
+    med = interleaved({n: (lambda c=c, s=s: c(s)) for n, (c, s, _) in progs.items()}, reps)
+    rows = []
+    base = med[ns[0]]
+    for n in ns:
+        compiled, state, compile_s = progs[n]
+        _, metrics = compiled(state)
+        grads = float(np.mean(np.asarray(metrics["grads"])))
+        per_round = med[n] / rounds
+        rows.append(
+            {
+                "algorithm": algorithm,
+                "env": env,
+                "H": horizon,
+                "n": n,
+                "M": M,
+                "block": async_block if async_block else None,
+                "rounds": rounds,
+                "grads_per_round": grads,
+                "round_ms": 1e3 * per_round,
+                "ms_per_grad": 1e3 * per_round / max(grads, 1.0),
+                "ratio_vs_smallest_n": med[n] / base,
+                "compile_s": compile_s,
+                "reps": reps,
+            }
+        )
+    if algorithm == "rennala_nigt":
+        for r in rows:
+            r["target"] = TARGET
+            r["met"] = bool(r["ratio_vs_smallest_n"] <= TARGET)
+    return rows
+
+
+def run(quick: bool = False, env: str | None = None) -> list[dict]:
+    """Reacher (H = 50) by default; quick: fewer rounds, repetitions and n for Malenia."""
+    env = env or "reacher"
+    horizon = 50
+    rounds = 3 if quick else 5
+    reps = 3 if quick else 5
+    rows = bench_algorithm(env, horizon, "rennala_nigt", (10, 100, 1000, 10_000), rounds, reps)
+    malenia_ns = (10, 100) if quick else (10, 100, 1000)
+    rows += bench_algorithm(env, horizon, "malenia_nigt", malenia_ns, 1 if quick else 2, reps)
+    afedpg_ns = (10, 1000) if quick else (10, 100, 1000)
+    rows += bench_algorithm(
+        env, horizon, "afedpg", afedpg_ns, rounds, reps, async_block=ASYNC_BLOCK
+    )
+    return rows
+
+
+COLUMNS = (
+    ("algorithm", "algorithm", ""),
+    ("env", "env", ""),
+    ("n", "n", ",d"),
+    ("block", "block", ""),
+    ("grads_per_round", "grads/round", ",.1f"),
+    ("round_ms", "ms/round", ".1f"),
+    ("ms_per_grad", "ms/grad", ".2f"),
+    ("ratio_vs_smallest_n", "ratio", ".3f"),
+    ("compile_s", "compile s", ".1f"),
+    ("met", "<=1.25", ""),
+)
+
+
+def format_rows(rows: list[dict]) -> str:
+    return format_table(rows, COLUMNS)
