@@ -1,7 +1,6 @@
 """Tests for jaxnigt.algorithms.admm_pg: hand-computed ADMM steps, sync-PG limit, CLI."""
 
 import csv
-import dataclasses
 import functools
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from brax.envs.base import State
+from tasks import Match, negate
 
 from jaxnigt import cli, timing
 from jaxnigt import config as config_lib
@@ -152,35 +151,14 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
 # --- heterogeneous one-step task: consensus is reached on the average objective ----------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Match:
-    """One step: s ~ N(0, 1), reward −(a − s)². Type 1 sees −s, so it wants a = −obs."""
-
-    observation_size: int = 1
-    action_size: int = 1
-
-    def reset(self, rng):
-        s = jax.random.normal(rng, (1,))
-        z = jnp.zeros(())
-        return State(pipeline_state=s, obs=s, reward=z, done=z, metrics={}, info={})
-
-    def step(self, state, action):
-        r = -jnp.sum((jnp.reshape(action, (1,)) - state.pipeline_state) ** 2)
-        return state.replace(reward=r.astype(jnp.float32), done=jnp.ones(()))
-
-
-def _negate(obs):
-    return -obs
-
-
 def _match_setup() -> Setup:
     task = TaskEnv(
         name="match",
-        env=_Match(),
+        env=Match(),
         horizon=1,
         obs_size=1,
         action_size=1,
-        obs_transforms=(identity, _negate),
+        obs_transforms=(identity, negate),
     )
     policy = GaussianPolicy(
         obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False

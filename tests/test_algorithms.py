@@ -1,14 +1,12 @@
 """Tests for jaxnigt.algorithms: learning, hand-computed equivalences, heterogeneous bias."""
 
-import dataclasses
-
 import chex
 import jax
 import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from brax.envs.base import State
+from tasks import Match, negate
 
 from jaxnigt import config as config_lib
 from jaxnigt import timing
@@ -134,35 +132,14 @@ def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
 # --- heterogeneous bias: a one-step task whose two worker types want opposite actions ------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Match:
-    """One step: s ~ N(0, 1), reward −(a − s)². Type 1 sees −s, so it wants a = −obs."""
-
-    observation_size: int = 1
-    action_size: int = 1
-
-    def reset(self, rng):
-        s = jax.random.normal(rng, (1,))
-        z = jnp.zeros(())
-        return State(pipeline_state=s, obs=s, reward=z, done=z, metrics={}, info={})
-
-    def step(self, state, action):
-        r = -jnp.sum((jnp.reshape(action, (1,)) - state.pipeline_state) ** 2)
-        return state.replace(reward=r.astype(jnp.float32), done=jnp.ones(()))
-
-
-def _negate(obs):
-    return -obs
-
-
 def _bias_setup(M: int) -> Setup:
     task = TaskEnv(
         name="match",
-        env=_Match(),
+        env=Match(),
         horizon=1,
         obs_size=1,
         action_size=1,
-        obs_transforms=(identity, _negate),
+        obs_transforms=(identity, negate),
     )
     policy = GaussianPolicy(
         obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False

@@ -54,9 +54,9 @@ from jaxnigt.algorithms.base import (
     Setup,
     TrainState,
     _finite,
-    _nan,
     _with_clock,
     _zero_clock,
+    round_metrics,
 )
 from jaxnigt.collect import slot_keys
 from jaxnigt.estimator import policy_gradient
@@ -198,22 +198,12 @@ def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState):
         env_steps_wasted=state.clock.env_steps_wasted,
         comms=state.clock.comms + sched.comms.astype(jnp.float32),
     )
-    counts = sched.counts.astype(jnp.float32)
-    metrics = {
-        "round_time": sched.t_end - sched.t_start,
-        "grads": count,
-        "train_return": train_return,
-        "counts_min": jnp.min(counts),
-        "counts_mean": jnp.mean(counts),
-        "counts_max": jnp.max(counts),
-        "staleness_min": _nan(),
-        "staleness_mean": _nan(),
-        "staleness_max": _nan(),
-        "overflow": jnp.bool_(False),
-        "nonfinite": ~(
-            jnp.all(out["finite"]) & _finite((z, theta, lam)) & jnp.isfinite(train_return)
-        ),
-    }
+    metrics = round_metrics(
+        sched,
+        grads=count,
+        train_return=train_return,
+        finite=jnp.all(out["finite"]) & _finite((z, theta, lam)),
+    )
     new_state = state._replace(
         params=z,
         key=key,

@@ -211,20 +211,12 @@ def _round(setup: Setup, spec: RoundSpec, M: int, state: TrainState):
         comms=state.clock.comms + sched.comms.astype(jnp.float32),
     )
     train_return = stats["sum_return"] / jnp.maximum(stats["count"], 1.0)
-    counts = sched.counts.astype(jnp.float32)
-    metrics = {
-        "round_time": sched.t_end - sched.t_start,
-        "grads": stats["count"],
-        "train_return": train_return,
-        "counts_min": jnp.min(counts),
-        "counts_mean": jnp.mean(counts),
-        "counts_max": jnp.max(counts),
-        "staleness_min": _nan(),
-        "staleness_mean": _nan(),
-        "staleness_max": _nan(),
-        "overflow": sched.overflow,
-        "nonfinite": ~(_finite(grads) & _finite(params) & jnp.isfinite(train_return)),
-    }
+    metrics = round_metrics(
+        sched,
+        grads=stats["count"],
+        train_return=train_return,
+        finite=_finite(grads) & _finite(params),
+    )
     new_state = state._replace(
         params=params,
         opt_state=opt_state,
@@ -234,6 +226,30 @@ def _round(setup: Setup, spec: RoundSpec, M: int, state: TrainState):
         busy_until=sched.busy_until,
     )
     return new_state, _with_clock(metrics, new_state)
+
+
+def round_metrics(
+    sched: schedules.RoundSchedule,
+    *,
+    grads: jax.Array,
+    train_return: jax.Array,
+    finite: jax.Array,
+) -> dict[str, jax.Array]:
+    """Per-round metrics of a schedule-based (AllReduce) round; no staleness (NaN)."""
+    counts = sched.counts.astype(jnp.float32)
+    return {
+        "round_time": sched.t_end - sched.t_start,
+        "grads": grads,
+        "train_return": train_return,
+        "counts_min": jnp.min(counts),
+        "counts_mean": jnp.mean(counts),
+        "counts_max": jnp.max(counts),
+        "staleness_min": _nan(),
+        "staleness_mean": _nan(),
+        "staleness_max": _nan(),
+        "overflow": sched.overflow,
+        "nonfinite": ~(finite & jnp.isfinite(train_return)),
+    }
 
 
 def _with_clock(metrics: dict, state: TrainState) -> dict:

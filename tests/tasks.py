@@ -1,0 +1,32 @@
+"""Small test-only tasks shared by several test files (not a test module itself)."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from brax.envs.base import State
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """One step: s ~ N(0, 1), reward −(a − s)². Type 1 sees −s, so it wants a = −obs.
+
+    With a linear policy a = k·obs + b, type 0 is best at k = 1, type 1 at k = −1, and their
+    average objective at k = 0: a clean probe of which objective an aggregator optimizes.
+    """
+
+    observation_size: int = 1
+    action_size: int = 1
+
+    def reset(self, rng):
+        s = jax.random.normal(rng, (1,))
+        z = jnp.zeros(())
+        return State(pipeline_state=s, obs=s, reward=z, done=z, metrics={}, info={})
+
+    def step(self, state, action):
+        r = -jnp.sum((jnp.reshape(action, (1,)) - state.pipeline_state) ** 2)
+        return state.replace(reward=r.astype(jnp.float32), done=jnp.ones(()))
+
+
+def negate(obs):
+    return -obs
