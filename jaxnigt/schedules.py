@@ -140,6 +140,21 @@ def sequential_cumsum(tau: jax.Array) -> jax.Array:
     return out.T
 
 
+def _completions(
+    rule: str, tau: jax.Array, need: int, t0, busy_until, inflight: str
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Shared prologue of the rules: ``(t0, tau, off, cum)`` with ``cum[i, k]`` the time
+    worker i needs for its first k+1 gradients and ``off[i]`` when it starts."""
+    _check_inflight(inflight)
+    n, K = tau.shape
+    if K < need:
+        raise ValueError(f"{rule} needs {need} compute times per worker, got {K}")
+    t0 = jnp.asarray(t0, jnp.float32)
+    tau = tau.astype(jnp.float32)
+    off = _start_offsets(t0, busy_until, inflight, n)
+    return t0, tau, off, sequential_cumsum(tau)
+
+
 def _start_offsets(t0: jax.Array, busy_until: jax.Array, inflight: str, n: int) -> jax.Array:
     if inflight == "cancel":
         return jnp.zeros((n,), jnp.float32)
@@ -225,14 +240,8 @@ def rennala_from_times(
     id, then lower ``k``).  Cost: one ``lax.top_k`` over ``n * M`` completion times.
     """
     M = _check_static("M", M)
-    _check_inflight(inflight)
-    n, K = tau.shape
-    if K < M + 1:
-        raise ValueError(f"rennala needs M + 1 = {M + 1} compute times per worker, got {K}")
-    t0 = jnp.asarray(t0, jnp.float32)
-    tau = tau.astype(jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, n)
-    cum = sequential_cumsum(tau)
+    n = tau.shape[0]
+    t0, tau, off, cum = _completions("rennala (M + 1)", tau, M + 1, t0, busy_until, inflight)
     cand = (off[:, None] + cum[:, :M]).reshape(-1)
     # top_k puts the lower flat index (= lower worker, then lower k) first among equal values.
     # The barrier keeps XLA from folding later slices of the result into the top_k, which
@@ -287,14 +296,10 @@ def malenia_from_times(
     """
     M = _check_static("M", M)
     cap = _check_static("capacity", capacity)
-    _check_inflight(inflight)
-    n, K = tau.shape
-    if K < cap + 1:
-        raise ValueError(f"malenia needs capacity + 1 = {cap + 1} times per worker, got {K}")
-    t0 = jnp.asarray(t0, jnp.float32)
-    tau = tau.astype(jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, n)
-    cum = sequential_cumsum(tau)
+    n = tau.shape[0]
+    t0, tau, off, cum = _completions(
+        "malenia (capacity + 1)", tau, cap + 1, t0, busy_until, inflight
+    )
     comp = off[:, None] + cum
     used = comp[:, :cap]
     flat = used.reshape(-1)
@@ -348,14 +353,12 @@ def sync_from_times(
     """Synchronous round from ``tau`` ``[n, K >= per_worker]``: every worker computes
     ``b = per_worker`` gradients; ``T`` is the slowest worker's ``b``-th completion."""
     b = _check_static("per_worker", per_worker)
-    _check_inflight(inflight)
-    n, K = tau.shape
-    if K < b:
-        raise ValueError(f"sync needs per_worker = {b} compute times per worker, got {K}")
-    t0 = jnp.asarray(t0, jnp.float32)
-    tau = tau[:, :b].astype(jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, n)
-    cum = sequential_cumsum(tau)
+    n = tau.shape[0]
+    if tau.shape[1] < b:
+        raise ValueError(
+            f"sync (per_worker) needs {b} compute times per worker, got {tau.shape[1]}"
+        )
+    t0, tau, off, cum = _completions("sync (per_worker)", tau[:, :b], b, t0, busy_until, inflight)
     flat = (off[:, None] + cum).reshape(-1)
     order = jnp.argsort(flat, stable=True)
     return _finish(

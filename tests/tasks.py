@@ -30,3 +30,26 @@ class Match:
 
 def negate(obs):
     return -obs
+
+
+def match_task():
+    """The :class:`Match` task with two worker types (identity and negated observation)."""
+    from jaxnigt.envs import TaskEnv, identity
+
+    return TaskEnv(
+        name="match",
+        env=Match(),
+        horizon=1,
+        obs_size=1,
+        action_size=1,
+        obs_transforms=(identity, negate),
+    )
+
+
+def linear_policy():
+    """Linear Gaussian policy a = k·obs + b + σε (state-independent σ, no squashing)."""
+    from jaxnigt.policy import GaussianPolicy
+
+    return GaussianPolicy(
+        obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False
+    )

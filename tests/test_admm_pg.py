@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tasks import Match, negate
+from tasks import linear_policy, match_task
 
 from jaxnigt import cli, timing
 from jaxnigt import config as config_lib
@@ -21,9 +21,7 @@ from jaxnigt.algorithms.admm_pg import (
 )
 from jaxnigt.algorithms.base import Setup
 from jaxnigt.collect import slot_keys
-from jaxnigt.envs import TaskEnv, identity
 from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import GaussianPolicy
 from jaxnigt.rollout import rollout
 from jaxnigt.trainer import build_trainer, make_trainer
 
@@ -152,17 +150,7 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
 
 
 def _match_setup() -> Setup:
-    task = TaskEnv(
-        name="match",
-        env=Match(),
-        horizon=1,
-        obs_size=1,
-        action_size=1,
-        obs_transforms=(identity, negate),
-    )
-    policy = GaussianPolicy(
-        obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False
-    )
+    task, policy = match_task(), linear_policy()
     return Setup(
         task=task,
         policy=policy,

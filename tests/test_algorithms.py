@@ -6,16 +6,14 @@ import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tasks import Match, negate
+from tasks import linear_policy, match_task
 
 from jaxnigt import config as config_lib
 from jaxnigt import timing
 from jaxnigt.algorithms import REGISTRY
 from jaxnigt.algorithms.base import Setup
 from jaxnigt.collect import slot_keys
-from jaxnigt.envs import TaskEnv, identity
 from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import GaussianPolicy
 from jaxnigt.rollout import rollout
 from jaxnigt.runner import run_algorithm
 from jaxnigt.trainer import build_trainer, make_trainer
@@ -133,17 +131,7 @@ def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
 
 
 def _bias_setup(M: int) -> Setup:
-    task = TaskEnv(
-        name="match",
-        env=Match(),
-        horizon=1,
-        obs_size=1,
-        action_size=1,
-        obs_transforms=(identity, negate),
-    )
-    policy = GaussianPolicy(
-        obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False
-    )
+    task, policy = match_task(), linear_policy()
     tm = timing.make_time_model(2, h=[1.0, 10.0], kappa=0.0)
     return Setup(
         task=task,
