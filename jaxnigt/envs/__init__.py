@@ -10,15 +10,26 @@ observation transforms that define the worker types (SPEC §7). Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import jax
 
-from jaxnigt.envs import toy
-from jaxnigt.envs.hetero import SignFlip, make_heterogeneous, worker_types
-from jaxnigt.envs.mjx import brax_default_horizon, brax_env_names, make_brax_env
+# Importing brax imports mujoco.mjx, which *prints* "Failed to import warp" when the optional
+# GPU package is absent (always on CPU); keep that line out of every command's output. brax
+# also warns on every env construction that its own pipelines are unmaintained (jaxnigt uses
+# only its MJX-backed envs).
+with contextlib.redirect_stdout(io.StringIO()):
+    import brax.envs  # noqa: F401
+warnings.filterwarnings("ignore", message=r"Brax System, pip", category=UserWarning)
+
+from jaxnigt.envs import toy  # noqa: E402
+from jaxnigt.envs.hetero import SignFlip, make_heterogeneous, worker_types  # noqa: E402
+from jaxnigt.envs.mjx import brax_default_horizon, brax_env_names, make_brax_env  # noqa: E402
 
 
 def identity(obs: jax.Array) -> jax.Array:
