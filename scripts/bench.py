@@ -12,8 +12,9 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, seeds, compile, memory, gpu (``all``,
-the default, runs every one except gpu).
+Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, gpu
+(``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
+``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _rollout(args):
     from benchmarks import rollout
 
     envs = tuple(args.envs.split(",")) if args.envs else None
-    envs = envs or (("reacher", "hopper") if args.quick else ("reacher", "hopper", "humanoid"))
+    envs = envs or (("reacher",) if args.quick else ("reacher", "hopper", "humanoid"))
     rows = rollout.run(
         args.quick,
         envs=envs,
@@ -98,6 +99,22 @@ def _compile(args):
     return rows, compile_bench.format_rows(rows)
 
 
+def _gym(args):
+    from benchmarks import gym_reference
+
+    envs = tuple(args.envs.split(",")) if args.envs else None
+    rows = gym_reference.run(
+        args.quick,
+        envs=envs,
+        horizon=args.horizon,
+        M=args.M,
+        n=args.n,
+        rounds=args.rounds,
+        reps=args.reps,
+    )
+    return rows, gym_reference.format_rows(rows)
+
+
 def _memory(args):
     from benchmarks import memory
 
@@ -132,10 +149,11 @@ BENCHMARKS = {
     "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG"),
     "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
     "compile": (_compile, "cold compile time of the first round per env"),
+    "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
     "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
 }
-ALL = ("schedule", "rollout", "overhead", "scaling", "seeds", "compile", "memory")
+ALL = ("schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory")
 
 
 def _ratios(name: str, rows: list[dict]) -> list[str]:
@@ -169,6 +187,15 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
                 f"seeds {r['case']}: sequential/vmapped = {r['speedup']:.2f}; "
                 f"compile {r['compile_vmap_s']:.1f}s (b={r['batch']}), "
                 f"{r['compile_batch1_s']:.1f}s (b=1), recompiles {r['recompiles']}"
+            )
+        elif name == "gym":
+            ok = "met" if r["met"] else "NOT met"
+            out.append(
+                f"gym {r['env']} H={r['H']} M={r['M']} R={r['rounds']} "
+                f"vs {r['reference']} {r['gym_id']}, MJX solver {r['solver']} "
+                f"({r['solver_effective']}): speedup {r['speedup']:.2f}x "
+                f"(target >= {r['target']}: {ok}; "
+                f"compile {r['jaxnigt_compile_s']:.0f}s excluded)"
             )
         elif name == "compile":
             out.append(f"compile {r['env']}: {r['first_round_total_s']:.1f}s lower+compile")
@@ -204,11 +231,18 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("all", parents=[shared], help="every benchmark except gpu (default)")
     for name, (_, text) in BENCHMARKS.items():
         p = sub.add_parser(name, parents=[shared], help=text)
-        if name in ("rollout", "overhead", "compile"):
+        if name in ("rollout", "overhead", "compile", "gym"):
             p.add_argument("--envs", default=None, help="comma-separated env names")
         if name == "rollout":
             p.add_argument("--batches", default=None, help="default 16,64 (quick: 64)")
+        if name in ("rollout", "gym"):
             p.add_argument("--reps", type=int, default=None)
+        if name == "gym":
+            # gym precedes gpu in BENCHMARKS, so `all` takes these defaults for --M etc.
+            p.add_argument("--horizon", type=int, default=None, help="default 1000 (quick 200)")
+            p.add_argument("--M", type=int, default=20)
+            p.add_argument("--n", type=int, default=10)
+            p.add_argument("--rounds", type=int, default=None, help="default 3 (quick 2)")
         if name in ("rollout", "gpu"):
             p.add_argument("--solver-iterations", type=int, default=None)
             p.add_argument("--ls-iterations", type=int, default=None)

@@ -36,11 +36,14 @@ def make_config(
     async_block: int | None = None,
     grid: dict[str, list[float]] | None = None,
     seeds: int = 1,
+    solver_iterations: int | None = None,
+    ls_iterations: int | None = None,
 ):
     """An :class:`~jaxnigt.config.ExperimentConfig` for a benchmark (via ``from_dict``).
 
     h = sqrt profile, κ = 0, a round cap instead of a time budget; M_init = M so round 0 is
-    an ordinary round (one compiled shape).
+    an ordinary round (one compiled shape). ``solver_iterations`` / ``ls_iterations`` set
+    the MJX solver (``env.solver_iterations`` / ``env.ls_iterations``; None = brax default).
     """
     from jaxnigt import config as config_lib
 
@@ -50,7 +53,12 @@ def make_config(
         "seeds": seeds,
         "budget": None,
         "max_rounds": 1_000_000,
-        "env": {"name": env, "horizon": horizon},
+        "env": {
+            "name": env,
+            "horizon": horizon,
+            "solver_iterations": solver_iterations,
+            "ls_iterations": ls_iterations,
+        },
         "cluster": {"n": n, "h": "sqrt", "noise": noise},
         "hparams": {"M": M, "M_init": M, "async_block": async_block},
         "eval": {"every": 10, "episodes": 4},
@@ -67,6 +75,27 @@ def compile_timed(fn: Callable, *args: Any) -> tuple[Any, float, float]:
     t1 = time.perf_counter()
     compiled = lowered.compile()
     return compiled, t1 - t0, time.perf_counter() - t1
+
+
+_CHUNKS: dict[tuple, tuple] = {}
+
+
+def compiled_chunk(cfg, algorithm: str, rounds: int) -> tuple[Any, Any, Any, float]:
+    """``(trainer, state, compiled run_chunk(·, rounds), lower + compile s)``, once per process.
+
+    The state is ``jit(trainer.init)(key(0), trainer.hyper())``. Benchmarks that time the
+    same program share one compilation (in the quick suite: ``overhead``'s and ``gym``'s
+    hopper rounds at H = 200, M = 20); every caller gets the first compile time.
+    """
+    from jaxnigt.trainer import make_trainer
+
+    key = (repr(cfg), algorithm, int(rounds))
+    if key not in _CHUNKS:
+        tr = make_trainer(cfg, algorithm)
+        state = jax.block_until_ready(jax.jit(tr.init)(jax.random.key(0), tr.hyper()))
+        run, lower_s, compile_s = compile_timed(lambda s: tr.run_chunk(s, rounds), state)
+        _CHUNKS[key] = (tr, state, run, lower_s + compile_s)
+    return _CHUNKS[key]
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
