@@ -1,4 +1,7 @@
-"""Batched, fixed-horizon rollouts: one ``lax.scan`` over time, ``vmap`` over slots.
+"""Batched, fixed-horizon rollouts: one ``lax.while_loop`` over time, ``vmap`` over slots.
+
+The loop stops early once every slot of the batch has terminated (the remaining steps would
+only record zeros), so outputs always have H steps but dead tails cost nothing.
 
 Each slot runs one episode of exactly H steps with no auto-reset. An episode is *alive* at
 step t until the step that terminates it; the action of that last step still counts::
@@ -52,6 +55,14 @@ def _transform(task: Any, obs: jax.Array, type_: jax.Array) -> jax.Array:
 
 def _all_finite(x: jax.Array) -> jax.Array:
     return jnp.all(jnp.isfinite(x))
+
+
+def _block_size(horizon: int, terminates: bool, target: int = 10) -> int:
+    """Steps per loop turn: the largest divisor of H up to ``target`` for tasks that can
+    terminate, else H (one scan: the check could never pay off)."""
+    if not terminates:
+        return horizon
+    return max(d for d in range(1, min(target, horizon) + 1) if horizon % d == 0)
 
 
 @functools.partial(jax.jit, static_argnames=("task", "policy", "per_slot_params", "deterministic"))
@@ -115,13 +126,41 @@ def rollout(
     params_axis = 0 if per_slot_params else None
     batched_step = jax.vmap(slot_step, in_axes=(params_axis, 0, 0, 0, 0))
 
-    def body(carry, key_t):
+    step_keys = jnp.swapaxes(step_keys, 0, 1)  # [H, S]
+
+    def step(carry, key_t):
         state, alive = carry
         state, alive, out = batched_step(params, state, alive, key_t, types)
         return (state, alive), out
 
-    _, (obs, u, rewards, mask) = jax.lax.scan(body, (state0, alive0), jnp.swapaxes(step_keys, 0, 1))
-    obs, u, rewards, mask = (jnp.swapaxes(x, 0, 1) for x in (obs, u, rewards, mask))
+    block = _block_size(horizon, getattr(task, "terminates", True))
+    if block == horizon:
+        _, bufs = jax.lax.scan(step, (state0, alive0), step_keys)
+    else:
+        # A while loop over blocks of a few steps (each a scan): once every slot has
+        # terminated, the remaining steps would only record zeros, so they are skipped (early
+        # in locomotion training most episodes end long before H). Identical results; on
+        # CPU it costs ~15% when nothing terminates, and saves ~4x on a falling hopper.
+        out_shapes = jax.eval_shape(lambda: step((state0, alive0), step_keys[0])[1])
+        buffers = tuple(jnp.zeros((horizon, *x.shape), x.dtype) for x in out_shapes)
+
+        def cond(carry):
+            t, _, alive, _ = carry
+            return (t < horizon) & jnp.any(alive > 0)
+
+        def body(carry):
+            t, state, alive, bufs = carry
+            keys_block = jax.lax.dynamic_slice_in_dim(step_keys, t, block)
+            (state, alive), outs = jax.lax.scan(step, (state, alive), keys_block)
+            bufs = tuple(
+                jax.lax.dynamic_update_slice_in_dim(b, o, t, axis=0)
+                for b, o in zip(bufs, outs, strict=True)
+            )
+            return t + block, state, alive, bufs
+
+        init = (jnp.int32(0), state0, alive0, buffers)
+        _, _, _, bufs = jax.lax.while_loop(cond, body, init)
+    obs, u, rewards, mask = (jnp.swapaxes(x, 0, 1) for x in bufs)
     return Trajectories(
         obs=obs,
         u=u,

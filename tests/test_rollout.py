@@ -183,3 +183,17 @@ def test_mjx_reacher_smoke():
 def test_mjx_locomotion_smoke(name):
     traj = _mjx_smoke(name, horizon=100, solver_iterations=1, ls_iterations=4)
     assert np.all(np.asarray(traj.lengths) >= 1)
+
+
+def test_early_exit_matches_full_horizon_scan():
+    """point_mass terminates: the blocked while loop (stops once every slot has ended) must
+    record exactly what one scan over all H steps records."""
+    task = make_env("point_mass", horizon=40)
+    assert task.terminates
+    policy = make_policy(task)
+    params = policy.init(jax.random.key(0))
+    keys = jax.random.split(jax.random.key(1), 6)
+    types = jnp.zeros(6, jnp.int32)
+    early = rollout(task, policy, params, keys, types)
+    full = rollout(dataclasses.replace(task, terminates=False), policy, params, keys, types)
+    chex.assert_trees_all_equal(early, full)

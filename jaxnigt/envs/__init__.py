@@ -56,6 +56,9 @@ class TaskEnv:
       obs_transforms: length-V tuple of callables ``obs -> obs'`` (all the same output size);
         ``(identity,)`` when homogeneous. Worker type v sees ``obs_transforms[v](obs)``.
       raw_obs_size: the environment's own observation size (before the transform).
+      terminates: whether episodes can end before H. Rollouts of such tasks check every few
+        steps whether the whole batch has ended and then stop early; for tasks that never
+        terminate (reacher) the loop is one scan over H.
     """
 
     name: str
@@ -66,6 +69,7 @@ class TaskEnv:
     action_scale: float = 1.0
     obs_transforms: tuple[Callable[[jax.Array], jax.Array], ...] = (identity,)
     raw_obs_size: int | None = None
+    terminates: bool = True
 
     def __post_init__(self):
         if self.horizon < 1:
@@ -79,6 +83,10 @@ class TaskEnv:
     def num_types(self) -> int:
         """V, the number of worker types."""
         return len(self.obs_transforms)
+
+
+#: Environments whose ``done`` is never set (brax: no healthy-range termination; lqr1d).
+_NEVER_TERMINATE = frozenset({"reacher", "pusher", "swimmer", "halfcheetah", "lqr1d"})
 
 
 def list_envs() -> list[str]:
@@ -131,6 +139,7 @@ def make_env(
             obs_size=env.observation_size,
             action_size=env.action_size,
             action_scale=scale,
+            terminates=name not in _NEVER_TERMINATE,
         )
     env, obs_size, action_size = make_brax_env(
         name, solver_iterations=solver_iterations, ls_iterations=ls_iterations, **kwargs
@@ -142,6 +151,7 @@ def make_env(
         obs_size=obs_size,
         action_size=action_size,
         action_scale=1.0,
+        terminates=name not in _NEVER_TERMINATE,
     )
 
 
