@@ -40,6 +40,12 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     runner.atomic_write_text(p, "one")
     runner.atomic_write_text(p, "two")
     assert p.read_text() == "two"
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask
     assert [f.name for f in tmp_path.iterdir()] == ["x.txt"]
 
 
