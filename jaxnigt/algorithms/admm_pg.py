@@ -55,7 +55,8 @@ from jaxnigt.algorithms.base import (
     TrainState,
     _finite,
     _with_clock,
-    _zero_clock,
+    initial_state,
+    per_worker,
     round_metrics,
 )
 from jaxnigt.collect import slot_keys
@@ -138,18 +139,10 @@ def admm_init(setup: Setup, opts: AdmmOptions, key: jax.Array, hyper: Hyper) -> 
     """z_0 = x_0 (as ``round_init``), θ_i = z_0, λ_i = 0, time 0."""
     k_init, k_run = jax.random.split(key)
     z = setup.policy.init(k_init)
-    theta = jax.tree.map(lambda p: jnp.broadcast_to(p, (setup.n, *p.shape)), z)
+    theta = per_worker(z, setup.n)
     hyper = {**hyper, "rho": jnp.asarray(hyper.get("rho", opts.rho), jnp.float32)}
-    return TrainState(
-        params=z,
-        opt_state=optax.EmptyState(),
-        key=k_run,
-        round=jnp.int32(0),
-        clock=_zero_clock(),
-        busy_until=jnp.zeros((setup.n,), jnp.float32),
-        hyper=hyper,
-        extra=AdmmExtra(theta, jax.tree.map(jnp.zeros_like, theta)),
-    )
+    extra = AdmmExtra(theta, jax.tree.map(jnp.zeros_like, theta))
+    return initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra)
 
 
 def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState):

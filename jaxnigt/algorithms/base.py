@@ -263,20 +263,32 @@ def _with_clock(metrics: dict, state: TrainState) -> dict:
     }
 
 
-def round_init(setup: Setup, spec: RoundSpec, key: jax.Array, hyper: Hyper) -> TrainState:
-    """Initial state at x_0 (time 0, nothing collected yet)."""
-    k_init, k_run = jax.random.split(key)
-    params = setup.policy.init(k_init)
+def initial_state(
+    setup: Setup, params: Any, opt_state: Any, key: jax.Array, hyper: Hyper, extra: Any = ()
+) -> TrainState:
+    """A run's state at simulated time 0: round 0, zero clocks, idle workers."""
     return TrainState(
         params=params,
-        opt_state=spec.optimizer(hyper).init(params),
-        key=k_run,
+        opt_state=opt_state,
+        key=key,
         round=jnp.int32(0),
         clock=_zero_clock(),
         busy_until=jnp.zeros((setup.n,), jnp.float32),
         hyper=hyper,
-        extra=(),
+        extra=extra,
     )
+
+
+def per_worker(tree: Any, n: int) -> Any:
+    """``tree`` repeated along a new leading worker axis ``[n, ...]``."""
+    return jax.tree.map(lambda p: jnp.broadcast_to(p, (n, *p.shape)), tree)
+
+
+def round_init(setup: Setup, spec: RoundSpec, key: jax.Array, hyper: Hyper) -> TrainState:
+    """Initial state at x_0 (time 0, nothing collected yet)."""
+    k_init, k_run = jax.random.split(key)
+    params = setup.policy.init(k_init)
+    return initial_state(setup, params, spec.optimizer(hyper).init(params), k_run, hyper)
 
 
 def round_first_step(setup: Setup, spec: RoundSpec, state: TrainState):
@@ -311,17 +323,8 @@ def async_init(setup: Setup, spec: AsyncSpec, key: jax.Array, hyper: Hyper) -> T
     k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
     params = setup.policy.init(k_init)
     engine = schedules.async_init(setup.tm, k_first, 0.0)
-    worker_params = jax.tree.map(lambda p: jnp.broadcast_to(p, (setup.n, *p.shape)), params)
-    return TrainState(
-        params=params,
-        opt_state=spec.optimizer(hyper).init(params),
-        key=key,
-        round=jnp.int32(0),
-        clock=_zero_clock(),
-        busy_until=jnp.zeros((setup.n,), jnp.float32),
-        hyper=hyper,
-        extra=AsyncExtra(engine, worker_params, k_time, k_roll),
-    )
+    extra = AsyncExtra(engine, per_worker(params, setup.n), k_time, k_roll)
+    return initial_state(setup, params, spec.optimizer(hyper).init(params), key, hyper, extra)
 
 
 def async_step(setup: Setup, spec: AsyncSpec, state: TrainState):
