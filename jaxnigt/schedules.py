@@ -28,9 +28,11 @@ Conventions shared by every round schedule:
 * The synchronous schedule has no in-flight work: every worker computes exactly ``b``
   gradients then idles (idle time is not "wasted"; see utilisation in ``jaxnigt clock``).
 
-Numbers of compute times drawn per worker (``sample_compute_times(tm, key, num)``):
-Rennala ``M + 1``, Malenia ``capacity + 1``, sync ``per_worker`` (the extra column is the
-in-flight gradient).  The ``*_from_times`` functions take that matrix explicitly.
+Compute times drawn per round: Malenia ``capacity + 1`` per worker and sync ``per_worker``
+(``sample_compute_times(tm, key, num)``; the extra column is the in-flight gradient).
+Rennala draws every worker's first time and ``M`` more only for the ``min(n, M)`` workers
+that can contribute (:func:`sample_rennala_times`), so its cost does not grow with ``n * M``.
+The ``*_from_times`` functions take a full ``[n, K]`` matrix explicitly.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxnigt.timing import TimeModel, sample_compute_times, sample_worker_compute_time
+from jaxnigt.timing import (
+    TimeModel,
+    sample_compute_times,
+    sample_noise,
+    sample_worker_compute_time,
+)
 
 INFLIGHT = ("cancel", "discard")
 # Malenia's rule compares a float32 sum of 1/b_i with n^2/M; this relative slack keeps exact
@@ -161,10 +168,21 @@ def _start_offsets(t0: jax.Array, busy_until: jax.Array, inflight: str, n: int) 
     return jnp.maximum(jnp.asarray(busy_until, jnp.float32) - t0, 0.0)
 
 
+def _per_worker(tau: jax.Array, cum: jax.Array, counts: jax.Array):
+    """``(done, tau_b, cum_b)`` per worker from full ``[n, K]`` matrices: the compute time of
+    its ``counts`` used gradients, and the compute time and cumulative end (relative to its
+    start) of its next, in-flight gradient ``counts`` (requires ``K > max(counts)``)."""
+    prev = jnp.take_along_axis(cum, jnp.maximum(counts - 1, 0)[:, None], axis=1)[:, 0]
+    done = jnp.where(counts > 0, prev, 0.0)
+    idx = jnp.minimum(counts, tau.shape[1] - 1)[:, None]
+    tau_b = jnp.take_along_axis(tau, idx, axis=1)[:, 0]
+    cum_b = jnp.take_along_axis(cum, idx, axis=1)[:, 0]
+    return done, tau_b, cum_b
+
+
 def _finish(
     kappa: jax.Array,
-    tau: jax.Array,
-    cum: jax.Array,
+    per_worker: tuple[jax.Array, jax.Array, jax.Array],
     off: jax.Array,
     t0: jax.Array,
     busy_until: jax.Array,
@@ -177,18 +195,17 @@ def _finish(
     inflight: str,
     has_inflight: bool = True,
 ) -> RoundSchedule:
-    """Timing, waste and busy-until bookkeeping shared by every round schedule."""
-    n = tau.shape[0]
+    """Timing, waste and busy-until bookkeeping shared by every round schedule.
+
+    ``per_worker`` is ``(done, tau_b, cum_b)`` as returned by :func:`_per_worker`."""
+    n = off.shape[0]
+    done, tau_b, cum_b = per_worker
     t_collect_end = t0 + t_rel
     comm_time = jnp.max(kappa).astype(jnp.float32)
     t_end = t_collect_end + comm_time
-    prev = jnp.take_along_axis(cum, jnp.maximum(counts - 1, 0)[:, None], axis=1)[:, 0]
-    done = jnp.where(counts > 0, prev, 0.0)
     time_used = jnp.sum(done)
     if has_inflight:
-        idx = counts[:, None]
-        tau_b = jnp.take_along_axis(tau, idx, axis=1)[:, 0]
-        end_b = off + jnp.take_along_axis(cum, idx, axis=1)[:, 0]
+        end_b = off + cum_b
         started = off < t_rel
         if inflight == "cancel":
             wasted = jnp.where(started, t_rel - (off + done), 0.0)
@@ -225,6 +242,72 @@ def _finish(
     )
 
 
+def _rennala_candidates(first_end: jax.Array, M: int) -> jax.Array:
+    """The ``min(n, M)`` workers, in increasing id, that can contribute to a Rennala round.
+
+    ``first_end[i]`` is worker ``i``'s first completion (relative to ``t0``).  Completions
+    of a worker only grow with ``k`` (``tau >= 0``), so in the order (time, worker, k) the
+    ``M`` earliest completions overall come from the ``M`` workers whose *first* completion
+    is earliest: any other worker's first completion is preceded by those ``M``.  Only these
+    workers' later compute times are ever needed.
+    """
+    m = min(first_end.shape[0], M)
+    # top_k puts the lower index (= lower worker) first among equal values.
+    _, rows = lax.top_k(-first_end, m)
+    return jnp.sort(lax.optimization_barrier(rows))
+
+
+def _rennala_round(
+    kappa: jax.Array,
+    t0: jax.Array,
+    busy_until: jax.Array,
+    off: jax.Array,
+    first: jax.Array,
+    rows: jax.Array,
+    tau_rows: jax.Array,
+    M: int,
+    inflight: str,
+) -> RoundSchedule:
+    """Rennala round from every worker's first compute time ``first`` ``[n]`` and the full
+    compute times ``tau_rows`` ``[m, M + 1]`` of the candidate workers ``rows``
+    (:func:`_rennala_candidates`, increasing ids)."""
+    n, m = first.shape[0], rows.shape[0]
+    cum_rows = sequential_cumsum(tau_rows)
+    cand = (off[rows][:, None] + cum_rows[:, :M]).reshape(-1)
+    # Flat index j * M + k orders candidates by (worker, k) because rows are sorted, and
+    # top_k puts the lower flat index first among equal values.  The barrier keeps XLA from
+    # folding later slices of the result into the top_k, which turns it into a full sort on
+    # CPU.  It wraps the indices alone: a barrier over top_k's whole (values, indices) tuple
+    # crashes XLA's SPMD partitioner when the run is sharded; T is gathered from the indices.
+    _, idx = lax.top_k(-cand, M)
+    idx = lax.optimization_barrier(idx)
+    t_collect = cand[idx[M - 1]]
+    slot_row, slot_rank = idx // M, idx % M
+    counts_rows = jnp.zeros((m,), jnp.int32).at[slot_row].add(1)
+    done_r, tau_b_r, cum_b_r = _per_worker(tau_rows, cum_rows, counts_rows)
+    # Workers outside ``rows`` use no gradient; their in-flight one is their first.
+    counts = jnp.zeros((n,), jnp.int32).at[rows].set(counts_rows)
+    per_worker = (
+        jnp.zeros((n,), jnp.float32).at[rows].set(done_r),
+        first.at[rows].set(tau_b_r),
+        first.at[rows].set(cum_b_r),
+    )
+    return _finish(
+        kappa,
+        per_worker,
+        off,
+        t0,
+        busy_until,
+        t_collect,
+        counts,
+        rows[slot_row],
+        slot_rank,
+        jnp.ones((M,), bool),
+        False,
+        inflight,
+    )
+
+
 def rennala_from_times(
     kappa: jax.Array,
     tau: jax.Array,
@@ -237,37 +320,20 @@ def rennala_from_times(
     """Rennala round from sampled compute times ``tau`` ``[n, K >= M + 1]``.
 
     ``T`` is the ``M``-th earliest completion overall; exactly ``M`` slots (ties: lower worker
-    id, then lower ``k``).  Cost: one ``lax.top_k`` over ``n * M`` completion times.
+    id, then lower ``k``).  Only the ``min(n, M)`` workers with the earliest first completion
+    can contribute (:func:`_rennala_candidates`), so the cost is one ``top_k`` over ``n``
+    first completions and one over ``M * min(n, M)`` candidates.
     """
     M = _check_static("M", M)
-    n = tau.shape[0]
-    t0, tau, off, cum = _completions("rennala (M + 1)", tau, M + 1, t0, busy_until, inflight)
-    cand = (off[:, None] + cum[:, :M]).reshape(-1)
-    # top_k puts the lower flat index (= lower worker, then lower k) first among equal values.
-    # The barrier keeps XLA from folding later slices of the result into the top_k, which
-    # turns it into a full O(nM log nM) sort on CPU (100x slower at n = 10,000). It wraps the
-    # indices alone: a barrier over top_k's whole (values, indices) tuple crashes XLA's SPMD
-    # partitioner when the run is sharded over devices; T is gathered from the indices.
-    _, idx = lax.top_k(-cand, M)
-    idx = lax.optimization_barrier(idx)
-    t_collect = cand[idx[M - 1]]
-    slot_worker, slot_rank = idx // M, idx % M
-    counts = jnp.zeros((n,), jnp.int32).at[slot_worker].add(1)
-    return _finish(
-        kappa,
-        tau,
-        cum,
-        off,
-        t0,
-        busy_until,
-        t_collect,
-        counts,
-        slot_worker,
-        slot_rank,
-        jnp.ones((M,), bool),
-        False,
-        inflight,
-    )
+    _check_inflight(inflight)
+    n, K = tau.shape
+    if K < M + 1:
+        raise ValueError(f"rennala (M + 1) needs {M + 1} compute times per worker, got {K}")
+    t0 = jnp.asarray(t0, jnp.float32)
+    tau = tau[:, : M + 1].astype(jnp.float32)
+    off = _start_offsets(t0, busy_until, inflight, n)
+    rows = _rennala_candidates(off + tau[:, 0], M)
+    return _rennala_round(kappa, t0, busy_until, off, tau[:, 0], rows, tau[rows], M, inflight)
 
 
 def malenia_from_times(
@@ -326,8 +392,7 @@ def malenia_from_times(
     overflow = ~found | jnp.any(comp[:, cap] <= t_rel)
     return _finish(
         kappa,
-        tau,
-        cum,
+        _per_worker(tau, cum, counts),
         off,
         t0,
         busy_until,
@@ -361,15 +426,15 @@ def sync_from_times(
     t0, tau, off, cum = _completions("sync (per_worker)", tau[:, :b], b, t0, busy_until, inflight)
     flat = (off[:, None] + cum).reshape(-1)
     order = jnp.argsort(flat, stable=True)
+    counts = jnp.full((n,), b, jnp.int32)
     return _finish(
         kappa,
-        tau,
-        cum,
+        _per_worker(tau, cum, counts),
         off,
         t0,
         busy_until,
         jnp.max(flat),
-        jnp.full((n,), b, jnp.int32),
+        counts,
         order // b,
         order % b,
         jnp.ones((n * b,), bool),
@@ -392,7 +457,7 @@ def rennala(
 
     Args:
       tm: time model.
-      key: PRNG key for this round's compute times (``M + 1`` per worker).
+      key: PRNG key for this round's compute times (:func:`sample_rennala_times`).
       t0: ``[]`` round start.
       busy_until: ``[n]`` absolute time each worker is busy until (used with ``discard``).
       M: static batch size.
@@ -403,8 +468,32 @@ def rennala(
       tm = make_time_model(10, h="sqrt", noise="exponential")
       s = rennala(tm, key, 0.0, jnp.zeros(10), M=50)
     """
-    tau = sample_compute_times(tm, key, int(M) + 1)
-    return rennala_from_times(tm.kappa, tau, t0, busy_until, M=M, inflight=inflight)
+    M = _check_static("M", M)
+    _check_inflight(inflight)
+    t0 = jnp.asarray(t0, jnp.float32)
+    off = _start_offsets(t0, busy_until, inflight, tm.n)
+    first, rows, tau_rows = sample_rennala_times(tm, key, off, M=M)
+    return _rennala_round(tm.kappa, t0, busy_until, off, first, rows, tau_rows, M, inflight)
+
+
+def sample_rennala_times(
+    tm: TimeModel, key: jax.Array, off: jax.Array, *, M: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The compute times one Rennala round needs, drawn lazily: ``O(n + M^2)`` draws.
+
+    Every worker's first compute time is drawn (``first`` ``[n]``, from
+    ``fold_in(key, 0)``); the ``m = min(n, M)`` workers whose first completion
+    ``off + first`` is earliest (``rows``, increasing ids) are the only ones that can
+    contribute, and only they get their next ``M`` compute times (from ``fold_in(key, 1)``).
+    ``tau_rows`` ``[m, M + 1]`` is their full row.  In distribution this is the same as
+    drawing all ``n * (M + 1)`` times; :func:`rennala_from_times` on any ``[n, M + 1]``
+    matrix with column 0 ``first`` and rows ``rows`` equal to ``tau_rows`` (other entries
+    arbitrary) gives the same round.
+    """
+    first = sample_compute_times(tm, jax.random.fold_in(key, 0), 1)[:, 0]
+    rows = _rennala_candidates(off + first, M)
+    rest = tm.h[rows][:, None] * sample_noise(tm, jax.random.fold_in(key, 1), (rows.shape[0], M))
+    return first, rows, jnp.concatenate([first[rows][:, None], rest], axis=1)
 
 
 def malenia(

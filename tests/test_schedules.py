@@ -66,6 +66,7 @@ CONFIGS = [  # (n, M, h, noise, kappa)
     (3, 7, "equal", "deterministic", "sqrt"),  # every completion ties across workers
     (10, 20, "sqrt", "lognormal:0.5", "sqrt"),
     (100, 30, "decreasing", "uniform:0.5:1.5", "linear"),
+    (12, 4, "equal", "straggler:0.5:2", "sqrt"),  # n > M, ties across workers and rounds
 ]
 
 
@@ -270,10 +271,56 @@ def test_all_rules_shapes_vmap_over_keys_and_from_times():
         for s, size in zip(single, (M_, N * CAP, N * B), strict=True):
             _check_shapes(s, size)
         chex.assert_trees_all_close(jax.tree.map(lambda x, i=i: x[i], batched), single)
-    tau = sample_compute_times(tm, keys[0], M_ + 1)
     chex.assert_trees_all_close(
-        S.rennala_from_times(tm.kappa, tau, 1.0, busy, M=M_), _all_jit(tm, keys[0], 1.0, busy)[0]
+        _rennala_from_lazy_draws(tm, keys[0], 1.0, busy, M_, "cancel"),
+        _all_jit(tm, keys[0], 1.0, busy)[0],
     )
+
+
+def _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, filler=None):
+    """``rennala_from_times`` on a full ``[n, M + 1]`` matrix assembled from the lazy draws
+    of ``rennala(tm, key, ...)``: column 0 and the candidate rows as drawn, every other entry
+    from ``filler`` (default: zeros, the entries most likely to steal a slot)."""
+    off = jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros(tm.n)
+    first, rows, tau_rows = S.sample_rennala_times(tm, key, off, M=M)
+    full = jnp.zeros((tm.n, M + 1)) if filler is None else filler
+    full = full.at[:, 0].set(first).at[rows].set(tau_rows)
+    return S.rennala_from_times(tm.kappa, full, t0, busy, M=M, inflight=inflight)
+
+
+@pytest.mark.parametrize(
+    "n,M,h,noise",
+    [
+        (5, 8, "sqrt", "exponential"),  # n < M: every worker is a candidate
+        (8, 8, "equal", "deterministic"),
+        (50, 6, "sqrt", "exponential"),
+        (40, 5, "equal", "straggler:0.5:2"),  # n > M with ties among first completions
+        (30, 4, "decreasing", "lognormal:1.0"),
+    ],
+)
+@pytest.mark.parametrize("inflight", S.INFLIGHT)
+def test_rennala_draws_only_what_the_round_can_use(n, M, h, noise, inflight):
+    """``rennala`` draws every worker's first compute time and M more only for the min(n, M)
+    workers with the earliest first completion; any values in the rest of the matrix (zeros,
+    or random) give the same round through the full-matrix ``rennala_from_times``."""
+    tm = make_time_model(n, h=h, noise=noise, kappa="sqrt")
+    key = jax.random.key(n * 7 + M)
+    busy = jax.random.uniform(jax.random.key(1), (n,), maxval=3.0)  # discard: staggered starts
+    t0 = 1.0
+    got = S.rennala(tm, key, t0, busy, M=M, inflight=inflight)
+    first, rows, tau_rows = S.sample_rennala_times(
+        tm, key, jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros(n), M=M
+    )
+    chex.assert_shape(first, (n,))
+    chex.assert_shape(rows, (min(n, M),))
+    chex.assert_shape(tau_rows, (min(n, M), M + 1))
+    assert np.all(np.diff(np.asarray(rows)) > 0)
+    filler = jax.random.exponential(jax.random.key(2), (n, M + 1)) * 5.0
+    for fill in (None, filler):
+        chex.assert_trees_all_close(
+            got, _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, fill), rtol=0, atol=0
+        )
+    assert set(np.asarray(got.slot_worker).tolist()) <= set(np.asarray(rows).tolist())
 
 
 def test_bad_static_arguments():
@@ -328,4 +375,35 @@ def test_rennala_top_k_is_not_lowered_to_a_full_sort():
     tm = make_time_model(64, noise="exponential")
     fn = jax.jit(lambda k: S.rennala(tm, k, 0.0, jnp.zeros(64), M=8).t_collect_end)
     hlo = fn.lower(jax.random.key(0)).compile().as_text()
-    assert " sort(" not in hlo
+    # Two TopK custom calls (first completions, then candidates); the only sort is the one
+    # of the M = 8 candidate ids, never one over the n or n * M completion times.
+    assert hlo.count('custom_call_target="TopK"') == 2
+    sorts = [line for line in hlo.splitlines() if " sort(" in line]
+    assert sorts and all(" = s32[8]{0} sort(" in line for line in sorts), sorts
+
+
+def test_rennala_lazy_draws_have_the_full_draws_distribution():
+    """The round time T of the lazy draws matches T from all n * (M + 1) times drawn at once
+    (two-sample comparison of means and quantiles over 4,000 rounds each)."""
+    n, M, reps = 50, 5, 4000
+    tm = make_time_model(n, h="sqrt", noise="exponential")
+    busy = jnp.zeros(n)
+
+    @jax.jit
+    def both(keys):
+        lazy = jax.vmap(lambda k: S.rennala(tm, k, 0.0, busy, M=M).t_collect_end)(keys)
+        full = jax.vmap(
+            lambda k: (
+                S.rennala_from_times(
+                    tm.kappa, sample_compute_times(tm, k, M + 1), 0.0, busy, M=M
+                ).t_collect_end
+            )
+        )(keys)
+        return lazy, full
+
+    lazy, full = map(np.asarray, both(jax.random.split(jax.random.key(5), reps)))
+    se = np.sqrt(lazy.var() / reps + full.var() / reps)
+    assert abs(lazy.mean() - full.mean()) < 4 * se, (lazy.mean(), full.mean(), se)
+    np.testing.assert_allclose(
+        np.quantile(lazy, [0.1, 0.5, 0.9]), np.quantile(full, [0.1, 0.5, 0.9]), rtol=0.08
+    )
