@@ -7,6 +7,7 @@ median of each taken; only ratios of such pairs are meant to be compared across 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -80,22 +81,43 @@ def compile_timed(fn: Callable, *args: Any) -> tuple[Any, float, float]:
 _CHUNKS: dict[tuple, tuple] = {}
 
 
-def compiled_chunk(cfg, algorithm: str, rounds: int) -> tuple[Any, Any, Any, float]:
+def compiled_chunk(
+    cfg, algorithm: str, rounds: int, *, early_exit: bool = True
+) -> tuple[Any, Any, Any, float]:
     """``(trainer, state, compiled run_chunk(·, rounds), lower + compile s)``, once per process.
 
     The state is ``jit(trainer.init)(key(0), trainer.hyper())``. Benchmarks that time the
     same program share one compilation (in the quick suite: ``overhead``'s and ``gym``'s
     hopper rounds at H = 200, M = 20); every caller gets the first compile time.
+    ``early_exit=False`` builds the trainer on the task with ``terminates=False``: rollouts
+    then compute all H steps of every trajectory (same trajectories, fixed work).
     """
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.trainer import build_trainer, make_setup, make_trainer
 
-    key = (repr(cfg), algorithm, int(rounds))
+    key = (repr(cfg), algorithm, int(rounds), bool(early_exit))
     if key not in _CHUNKS:
-        tr = make_trainer(cfg, algorithm)
+        if early_exit:
+            tr = make_trainer(cfg, algorithm)
+        else:
+            setup = make_setup(cfg, algorithm)
+            setup = dataclasses.replace(setup, task=full_horizon(setup.task))
+            tr = build_trainer(
+                setup,
+                algorithm,
+                cfg.hparams_for(algorithm),
+                eval_episodes=cfg.eval.episodes,
+                eval_deterministic=cfg.eval.deterministic,
+            )
         state = jax.block_until_ready(jax.jit(tr.init)(jax.random.key(0), tr.hyper()))
         run, lower_s, compile_s = compile_timed(lambda s: tr.run_chunk(s, rounds), state)
         _CHUNKS[key] = (tr, state, run, lower_s + compile_s)
     return _CHUNKS[key]
+
+
+def full_horizon(task):
+    """``task`` with the rollout early exit off (``terminates=False``): every rollout runs
+    one scan over all H steps; termination masking, and so every trajectory, is unchanged."""
+    return dataclasses.replace(task, terminates=False)
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:

@@ -8,8 +8,12 @@ For every (env, batch) it measures, in the same process:
     actions over the same batch and horizon;
 
 and reports steps/s = batch · H / wall time (median of ``reps`` runs after compilation),
-the ratio (a)/(b), and the compile time of each separately. Env steps after termination
-are still computed (fixed-shape scan), so they count as steps in both.
+the ratio (a)/(b), and the compile time of each separately. (a) runs with the rollout early
+exit off (the task with ``terminates=False``: one scan over all H steps, same trajectories),
+so both sides compute batch · H steps and the ratio compares stepping rates. For tasks that
+can terminate, (a') times the same rollout + gradient with the early exit on (the library's
+default): ``exit ms`` is its wall time, ``alive`` the fraction of the batch · H steps before
+termination, and ``exit alive/s`` the alive steps per second it achieves.
 
 Usage::
 
@@ -21,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -65,15 +70,16 @@ def bench_one(
     solver), so (c) separates the policy's own overhead from the physics' dependence on the
     actions.
     """
-    task = make_env(
+    task_exit = make_env(
         name, horizon=horizon, solver_iterations=solver_iterations, ls_iterations=ls_iterations
     )
+    task = dataclasses.replace(task_exit, terminates=False)  # fixed work: all H steps
     policy = make_policy(task)
     params = policy.init(jax.random.key(0))
     types = jnp.zeros((batch,), jnp.int32)
     weights = jnp.full((batch,), 1.0 / batch)
 
-    def pg(params, key):
+    def pg(params, key, task=task):
         keys = jax.random.split(key, batch)
         traj = rollout(task, policy, params, keys, types)
         return policy_gradient(policy, params, traj, weights, 0.99)
@@ -107,6 +113,11 @@ def bench_one(
         rand_c, _ = _compile(lambda k: bare(k, random_actions=True), key)
         jax.block_until_ready(rand_c(key))
         rand_t = _time(rand_c, key, reps=reps)
+    exit_t = alive = float("nan")
+    if task_exit.terminates:
+        exit_c, _ = _compile(lambda p, k: pg(p, k, task_exit), params, key)
+        alive = float(jax.block_until_ready(exit_c(params, key))[1]["sum_length"])
+        exit_t = _time(exit_c, params, key, reps=reps)
     steps = batch * horizon
     opt = task.env.sys.opt if hasattr(task.env, "sys") else None
     return {
@@ -119,6 +130,9 @@ def bench_one(
         "ratio": bare_t / pg_t,
         "bare_random_steps_per_s": steps / rand_t,
         "ratio_random": rand_t / pg_t,
+        "exit_ms": 1e3 * exit_t,
+        "alive_frac": alive / steps,
+        "exit_alive_steps_per_s": alive / exit_t,
         "pg_compile_s": pg_compile,
         "bare_compile_s": bare_compile,
         "backend": jax.default_backend(),
@@ -160,7 +174,7 @@ def format_table(results: list[dict]) -> str:
     header = (
         f"{'env':<10} {'batch':>5} {'H':>5} {'solver':>6} {'pg steps/s':>11} "
         f"{'bare steps/s':>12} {'ratio':>6} {'rand steps/s':>12} {'ratio':>6} "
-        f"{'pg compile':>10} {'bare compile':>12}"
+        f"{'pg compile':>10} {'bare compile':>12} {'exit ms':>8} {'alive':>6} {'exit alive/s':>12}"
     )
     lines = [header, "-" * len(header)]
     for r in results:
@@ -168,7 +182,8 @@ def format_table(results: list[dict]) -> str:
             f"{r['env']:<10} {r['batch']:>5} {r['horizon']:>5} {r['solver']:>6} "
             f"{r['pg_steps_per_s']:>11,.0f} {r['bare_steps_per_s']:>12,.0f} {r['ratio']:>6.2f} "
             f"{r['bare_random_steps_per_s']:>12,.0f} {r['ratio_random']:>6.2f} "
-            f"{r['pg_compile_s']:>9.1f}s {r['bare_compile_s']:>11.1f}s"
+            f"{r['pg_compile_s']:>9.1f}s {r['bare_compile_s']:>11.1f}s "
+            f"{r['exit_ms']:>8.1f} {r['alive_frac']:>6.1%} {r['exit_alive_steps_per_s']:>12,.0f}"
         )
     return "\n".join(lines)
 
