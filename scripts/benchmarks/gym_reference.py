@@ -22,13 +22,16 @@ itself is taken from jaxnigt so that both sides compute the same rounds:
   ``policy_gradient`` + NIGT update (jaxnigt's estimator and optimizer; compiled before
   timing, its compile time reported separately).
 
-jaxnigt's side is ``jit(Trainer.run_chunk(state, R))`` of ``rennala_nigt`` on brax MJX (all
-R·M·H steps computed, dead steps masked), timed after compilation (compile reported
-separately), once with brax's default solver and once with ``env.solver_iterations: 1,
-env.ls_iterations: 4``. gymnasium's MuJoCo models keep MuJoCo's default solver (Hopper-v5:
-Newton, 100 iterations, 50 line-search iterations). The candidates are timed interleaved;
-``speedup = wall(reference) / wall(jaxnigt)`` for the same R rounds (one row per reference
-mode and MJX solver setting). jaxnigt has no early exit: it always computes R·M·H steps.
+jaxnigt's side is ``jit(Trainer.run_chunk(state, R))`` of ``rennala_nigt`` on brax MJX,
+timed after compilation (compile reported separately), once with brax's default solver and
+once with ``env.solver_iterations: 1, env.ls_iterations: 4``. gymnasium's MuJoCo models keep
+MuJoCo's default solver (Hopper-v5: Newton, 100 iterations, 50 line-search iterations). Each
+reference mode is paired with the jaxnigt program that does the matching work:
+``terminating`` with the library default (rollouts stop once every trajectory of the batch
+has ended), ``full_h`` with the early exit off (the task with ``terminates=False``: all
+R·M·H steps computed, the cost once trajectories survive the horizon). The candidates are
+timed interleaved; ``speedup = wall(reference) / wall(jaxnigt)`` for the same R rounds (one
+row per reference mode and MJX solver setting).
 
 Usage::
 
@@ -67,6 +70,8 @@ TARGET = 2.0
 SOLVERS = (("default", None, None), ("1/4", 1, 4))
 #: Reference modes: gymnasium's default termination, or every trajectory H steps long.
 MODES = ("terminating", "full_h")
+#: The jaxnigt program each reference mode is compared with: rollout early exit on or off.
+MODE_EARLY_EXIT = {"terminating": True, "full_h": False}
 
 
 class NumpyPolicy:
@@ -244,9 +249,15 @@ def bench_env(
             print(f"  gym {env}: solver {label} = {seen[effective]} (same program), skipped")
             continue
         seen[effective] = label
-        tr, state, run, compile_s = compiled_chunk(cfg, "rennala_nigt", rounds)
-        trainers[label] = (tr, state, run, compile_s, *effective)
-    tr0, state0 = trainers[solvers[0][0]][:2]
+        progs = {}
+        for mode in modes:
+            # terminating: the library default (rollouts stop once the batch has fallen);
+            # full_h: every trajectory computed for all H steps, as the reference does.
+            progs[mode] = compiled_chunk(
+                cfg, "rennala_nigt", rounds, early_exit=MODE_EARLY_EXIT[mode]
+            )
+        trainers[label] = (progs, *effective)
+    tr0, state0 = next(iter(trainers[solvers[0][0]][0].values()))[:2]
     ref = Reference(env, tr0, state0)
     last: dict[str, Any] = {}
 
@@ -254,18 +265,21 @@ def bench_env(
         last[mode] = ref.run(rounds, mode)
 
     fns = {mode: (lambda mode=mode: ref_call(mode)) for mode in modes}
-    for label, (_, state, run, *_rest) in trainers.items():
-        fns[label] = lambda run=run, state=state: run(state)
+    for label, (progs, *_rest) in trainers.items():
+        for mode, (_, state, run, _c) in progs.items():
+            fns[label, mode] = lambda run=run, state=state: run(state)
     med = interleaved(fns, reps)
     rows = []
-    for label, (tr, state, run, compile_s, si, ls) in trainers.items():
-        _, metrics = run(state)
-        steps = rounds * M * horizon
-        alive = float(metrics["env_steps"][-1] - state.clock.env_steps)
-        sim_time = float(metrics["sim_time"][-1])
+    for label, (progs, si, ls) in trainers.items():
         for mode in modes:
+            tr, state, run, compile_s = progs[mode]
+            _, metrics = run(state)
+            steps = rounds * M * horizon
+            alive = float(metrics["env_steps"][-1] - state.clock.env_steps)
+            sim_time = float(metrics["sim_time"][-1])
             r = last[mode]
-            speedup = med[mode] / med[label]
+            jax_s = med[label, mode]
+            speedup = med[mode] / jax_s
             rows.append(
                 {
                     "env": env,
@@ -282,7 +296,8 @@ def bench_env(
                     "d_jaxnigt": tr.dim,
                     "d_reference": ref.d,
                     "ref_s": med[mode],
-                    "jaxnigt_s": med[label],
+                    "jaxnigt_s": jax_s,
+                    "jaxnigt_early_exit": "on" if MODE_EARLY_EXIT[mode] else "off",
                     "speedup": speedup,
                     "target": TARGET,
                     "met": bool(speedup >= TARGET),
@@ -294,8 +309,8 @@ def bench_env(
                     "ref_compile_s": ref.compile_s,
                     "jaxnigt_steps": steps,
                     "jaxnigt_alive_steps": alive,
-                    "jaxnigt_steps_per_s": steps / med[label],
-                    "jaxnigt_alive_steps_per_s": alive / med[label],
+                    "jaxnigt_steps_per_s": steps / jax_s,
+                    "jaxnigt_alive_steps_per_s": alive / jax_s,
                     "jaxnigt_compile_s": compile_s,
                     "same_schedule": bool(math.isclose(sim_time, r["sim_time"], rel_tol=1e-6)),
                     "reps": reps,
@@ -333,6 +348,7 @@ COLUMNS = (
     ("reference", "reference", ""),
     ("solver", "MJX solver", ""),
     ("solver_effective", "iters/ls", ""),
+    ("jaxnigt_early_exit", "jaxnigt exit", ""),
     ("ref_s", "reference s", ".2f"),
     ("jaxnigt_s", "jaxnigt s", ".2f"),
     ("speedup", "speedup", ".2f"),
