@@ -180,7 +180,7 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
                 tail = f"target >= {r['target']}: {'met' if r['met'] else 'NOT met'}"
             out.append(
                 f"overhead {r['env']} H={r['H']} M={r['M']} early exit {r['early_exit']}: "
-                f"train/bare = {r['ratio']:.3f} ({tail})"
+                f"train/bare = {r['ratio']:.3f} ({tail}); at lr=0 {r['ratio_lr0']:.3f}"
             )
         elif name == "scaling":
             tail = ""
