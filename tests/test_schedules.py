@@ -277,12 +277,16 @@ def test_all_rules_shapes_vmap_over_keys_and_from_times():
     )
 
 
+def _offsets(busy, t0, inflight):
+    """Each worker's start relative to ``t0`` (as in the schedules): 0 in cancel mode."""
+    return jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros_like(busy)
+
+
 def _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, filler=None):
     """``rennala_from_times`` on a full ``[n, M + 1]`` matrix assembled from the lazy draws
     of ``rennala(tm, key, ...)``: column 0 and the candidate rows as drawn, every other entry
     from ``filler`` (default: zeros, the entries most likely to steal a slot)."""
-    off = jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros(tm.n)
-    first, rows, tau_rows = S.sample_rennala_times(tm, key, off, M=M)
+    first, rows, tau_rows = S.sample_rennala_times(tm, key, _offsets(busy, t0, inflight), M=M)
     full = jnp.zeros((tm.n, M + 1)) if filler is None else filler
     full = full.at[:, 0].set(first).at[rows].set(tau_rows)
     return S.rennala_from_times(tm.kappa, full, t0, busy, M=M, inflight=inflight)
@@ -308,9 +312,7 @@ def test_rennala_draws_only_what_the_round_can_use(n, M, h, noise, inflight):
     busy = jax.random.uniform(jax.random.key(1), (n,), maxval=3.0)  # discard: staggered starts
     t0 = 1.0
     got = S.rennala(tm, key, t0, busy, M=M, inflight=inflight)
-    first, rows, tau_rows = S.sample_rennala_times(
-        tm, key, jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros(n), M=M
-    )
+    first, rows, tau_rows = S.sample_rennala_times(tm, key, _offsets(busy, t0, inflight), M=M)
     chex.assert_shape(first, (n,))
     chex.assert_shape(rows, (min(n, M),))
     chex.assert_shape(tau_rows, (min(n, M), M + 1))
