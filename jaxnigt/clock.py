@@ -1,15 +1,27 @@
-"""``jaxnigt clock``: simulate round schedules on the simulated cluster, no training.
+"""``jaxnigt clock``: simulate the simulated cluster's clock alone, no training.
 
-Runs ``--rounds`` rounds of one collection rule (``lax.scan`` inside one ``jax.jit``; round
-``r`` uses ``fold_in(key(seed), r)``) and writes one CSV row per round::
+Round rules (``rennala``, ``malenia``, ``sync``) run ``--rounds`` rounds (``lax.scan``
+inside one ``jax.jit``; round ``r`` uses ``fold_in(key(seed), r)``) and write one CSV row per
+round::
 
     round, t_start, t_collect_end, t_end, grads_used, time_wasted, comms, b_0, ..., b_{n-1}
 
-then prints a one-line summary.  For deterministic times with ``--rule rennala`` the summary
+then print a one-line summary.  For deterministic times with ``--rule rennala`` the summary
 also prints the theory value of the collection time (communication ignored; compare it with
 ``mean_collect``, which excludes the AllReduce):
 
     t* = min_m (sum_{i <= m} 1 / h_(i))^{-1} (M + m),  h sorted ascending.
+
+``--rule async`` runs the per-arrival engine of AFedPG / asynchronous SGD
+(:mod:`jaxnigt.events`) for ``--rounds`` arrivals (first compute times from
+``fold_in(key(seed), 0)``, arrival ``j``'s redispatch from ``fold_in(fold_in(key(seed), 1),
+j)``) and writes one row per arrival::
+
+    arrival, worker, t_dispatch, t_compute_end, t_arrival, staleness, link_wait
+
+with a summary of arrivals per time unit, mean staleness and the server link's utilisation
+(exchange time served / elapsed time; above 1 means overlapping exchanges, possible only with
+``--link independent``).
 
 Every flag is validated before anything is computed; a bad flag prints one line to stderr
 naming the flag and the allowed values, exits with status 2 and writes nothing.  The CSV is
@@ -33,10 +45,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import schedules, timing
+from jaxnigt import events, schedules, timing
 from jaxnigt.timing import TimeModel
 
-RULES = ("rennala", "malenia", "sync")
+ROUND_RULES = ("rennala", "malenia", "sync")
+RULES = (*ROUND_RULES, "async")
 
 
 class FlagError(ValueError):
@@ -62,6 +75,8 @@ class ClockConfig:
       per_worker: synchronous per-worker batch.
       out: CSV path.
       noise: noise kind (for the summary).
+      allreduce: who takes part in a round's AllReduce (round rules).
+      link: the server link of ``--rule async``.
     """
 
     n: int
@@ -74,6 +89,8 @@ class ClockConfig:
     per_worker: int
     out: str
     noise: str
+    allreduce: str = "all"
+    link: str = "shared"
 
 
 def _int(flag: str, raw, minimum: int | None = 1) -> int:
@@ -100,6 +117,8 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     seed = _int("--seed", args.seed, minimum=0)
     rule = _choice("--rule", args.rule, RULES)
     inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
+    allreduce = _choice("--allreduce", args.allreduce, schedules.ALLREDUCE)
+    link = _choice("--link", args.link, events.LINKS)
     allowed_profiles = f"{'|'.join(timing.PROFILES)} or {n} comma-separated values"
     try:
         h = timing.profile_values(args.h, n, name="h")
@@ -139,12 +158,15 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
         per_step=bool(args.per_step),
         horizon=horizon,
     )
-    cfg = ClockConfig(n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind)
+    cfg = ClockConfig(
+        n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind, allreduce, link
+    )
     return cfg, tm
 
 
 @functools.partial(
-    jax.jit, static_argnames=("rule", "M", "rounds", "inflight", "capacity", "per_worker")
+    jax.jit,
+    static_argnames=("rule", "M", "rounds", "inflight", "capacity", "per_worker", "allreduce"),
 )
 def simulate_rounds(
     tm: TimeModel,
@@ -156,24 +178,27 @@ def simulate_rounds(
     inflight: str = "cancel",
     capacity: int | None = None,
     per_worker: int | None = None,
+    allreduce: str = "all",
 ) -> dict[str, jax.Array]:
     """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
 
     Returns:
       dict of per-round arrays with leading axis ``[rounds]``: ``t_start``,
       ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``, ``traj_wasted``,
-      ``time_used``, ``comms``, ``overflow`` and ``counts`` ``[rounds, n]``.
+      ``time_used``, ``comms``, ``overflow``, ``counts`` ``[rounds, n]`` and ``busy_until``
+      ``[rounds, n]`` (when each worker is free after the round).
     """
+    modes = {"inflight": inflight, "allreduce": allreduce}
     if rule == "rennala":
-        fn = functools.partial(schedules.rennala, M=M, inflight=inflight)
+        fn = functools.partial(schedules.rennala, M=M, **modes)
     elif rule == "malenia":
         cap = schedules.default_malenia_capacity(M, tm.n) if capacity is None else capacity
-        fn = functools.partial(schedules.malenia, M=M, capacity=cap, inflight=inflight)
+        fn = functools.partial(schedules.malenia, M=M, capacity=cap, **modes)
     elif rule == "sync":
         b = schedules.sync_batch(M, tm.n, per_worker)
-        fn = functools.partial(schedules.sync, per_worker=b, inflight=inflight)
+        fn = functools.partial(schedules.sync, per_worker=b, **modes)
     else:
-        raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(RULES)}")
+        raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
 
     def step(carry, r):
         t0, busy = carry
@@ -189,12 +214,27 @@ def simulate_rounds(
             "comms": s.comms,
             "overflow": s.overflow,
             "counts": s.counts,
+            "busy_until": s.busy_until,
         }
         return (s.t_end, s.busy_until), out
 
     init = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
     _, per_round = jax.lax.scan(step, init, jnp.arange(rounds))
     return per_round
+
+
+@functools.partial(jax.jit, static_argnames=("arrivals", "link"))
+def simulate_async(
+    tm: TimeModel, key: jax.Array, *, arrivals: int, link: str = "shared"
+) -> tuple[events.AsyncState, events.Arrival]:
+    """``arrivals`` arrivals of the per-arrival engine from time 0.
+
+    Every worker's first compute time comes from ``fold_in(key, 0)`` and arrival ``j``'s
+    redispatch from ``fold_in(fold_in(key, 1), j)``.  Returns the final engine state and the
+    stacked :class:`~jaxnigt.events.Arrival` records.
+    """
+    state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
+    return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)
 
 
 def rennala_theory_time(h: np.ndarray, M: int) -> float:
@@ -204,16 +244,7 @@ def rennala_theory_time(h: np.ndarray, M: int) -> float:
     return float(np.min((M + m) / np.cumsum(1.0 / hs)))
 
 
-def _write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:
-    header = ["round", "t_start", "t_collect_end", "t_end", "grads_used", "time_wasted", "comms"]
-    header += [f"b_{i}" for i in range(n)]
-    lines = [",".join(header)]
-    for r in range(res["t_start"].shape[0]):
-        row = [str(r)]
-        row += [f"{float(res[k][r]):.9g}" for k in ("t_start", "t_collect_end", "t_end")]
-        row += [str(int(res["grads_used"][r])), f"{float(res['time_wasted'][r]):.9g}"]
-        row += [str(int(res["comms"][r]))] + [str(int(b)) for b in res["counts"][r]]
-        lines.append(",".join(row))
+def _write_lines(path: str, lines: list[str]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".csv.tmp", dir=directory)
     try:
@@ -226,6 +257,40 @@ def _write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:
         raise
 
 
+def _write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:
+    header = ["round", "t_start", "t_collect_end", "t_end", "grads_used", "time_wasted", "comms"]
+    header += [f"b_{i}" for i in range(n)]
+    lines = [",".join(header)]
+    for r in range(res["t_start"].shape[0]):
+        row = [str(r)]
+        row += [f"{float(res[k][r]):.9g}" for k in ("t_start", "t_collect_end", "t_end")]
+        row += [str(int(res["grads_used"][r])), f"{float(res['time_wasted'][r]):.9g}"]
+        row += [str(int(res["comms"][r]))] + [str(int(b)) for b in res["counts"][r]]
+        lines.append(",".join(row))
+    _write_lines(path, lines)
+
+
+ASYNC_COLUMNS = (
+    "arrival",
+    "worker",
+    "t_dispatch",
+    "t_compute_end",
+    "t_arrival",
+    "staleness",
+    "link_wait",
+)
+
+
+def _write_async_csv(path: str, arr: events.Arrival) -> None:
+    lines = [",".join(ASYNC_COLUMNS)]
+    for j in range(arr.worker.shape[0]):
+        times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
+        row = [str(j), str(int(arr.worker[j]))] + [f"{float(t):.9g}" for t in times]
+        row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
+        lines.append(",".join(row))
+    _write_lines(path, lines)
+
+
 def _summary(cfg: ClockConfig, tm: TimeModel, res: dict[str, np.ndarray]) -> str:
     round_time = res["t_end"] - res["t_start"]
     collect = res["t_collect_end"] - res["t_start"]
@@ -233,6 +298,7 @@ def _summary(cfg: ClockConfig, tm: TimeModel, res: dict[str, np.ndarray]) -> str
     util = float(np.sum(res["time_used"])) / max(cfg.n * total, 1e-30)
     parts = [
         f"clock: rule={cfg.rule} n={cfg.n} M={cfg.M} inflight={cfg.inflight}",
+        f"allreduce={cfg.allreduce}",
         f"rounds={cfg.rounds}",
         f"mean_round_time={np.mean(round_time):.6g}",
         f"mean_collect={np.mean(collect):.6g}",
@@ -250,6 +316,24 @@ def _summary(cfg: ClockConfig, tm: TimeModel, res: dict[str, np.ndarray]) -> str
     return " ".join(parts)
 
 
+def _async_summary(cfg: ClockConfig, tm: TimeModel, final, arr: events.Arrival) -> str:
+    elapsed = float(arr.time[-1])  # the run starts at 0
+    parts = [
+        f"clock: rule=async n={cfg.n} link={cfg.link} arrivals={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"arrivals_per_time={cfg.rounds / max(elapsed, 1e-30):.6g}",
+        f"mean_staleness={float(np.mean(arr.staleness)):.6g}",
+        f"max_staleness={int(np.max(arr.staleness))}",
+        f"mean_link_wait={float(np.mean(arr.link_wait)):.6g}",
+        f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
+    ]
+    kappa_min = float(np.min(np.asarray(tm.kappa)))
+    if cfg.link == "shared" and kappa_min > 0:
+        parts.append(f"(shared-link bound 1/min_kappa={1.0 / kappa_min:.6g})")
+    parts.append(f"-> {cfg.out}")
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs the ``clock`` command; returns the exit status (2 on a bad flag)."""
     try:
@@ -257,15 +341,23 @@ def run(args: argparse.Namespace) -> int:
     except FlagError as e:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
+    key = jax.random.key(cfg.seed)
+    if cfg.rule == "async":
+        final, arr = simulate_async(tm, key, arrivals=cfg.rounds, link=cfg.link)
+        final, arr = jax.tree.map(np.asarray, (final, arr))
+        _write_async_csv(cfg.out, arr)
+        print(_async_summary(cfg, tm, final, arr))
+        return 0
     res = simulate_rounds(
         tm,
-        jax.random.key(cfg.seed),
+        key,
         rule=cfg.rule,
         M=cfg.M,
         rounds=cfg.rounds,
         inflight=cfg.inflight,
         capacity=cfg.capacity,
         per_worker=cfg.per_worker,
+        allreduce=cfg.allreduce,
     )
     res = jax.tree.map(np.asarray, res)
     _write_csv(cfg.out, res, cfg.n)
@@ -294,9 +386,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
     p.add_argument("--M", default="50", help="batch size (>= 1)")
-    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync")
-    p.add_argument("--inflight", default="cancel", help="cancel|discard")
-    p.add_argument("--rounds", default="10", help="number of rounds (>= 1)")
+    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|async")
+    p.add_argument("--inflight", default="cancel", help="cancel|discard (round rules)")
+    p.add_argument(
+        "--allreduce", default="all", help="all|contributors: who joins a round's AllReduce"
+    )
+    p.add_argument("--link", default="shared", help="shared|independent (async server link)")
+    p.add_argument("--rounds", default="10", help="rounds (arrivals with --rule async) (>= 1)")
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
     p.add_argument("--out", default="clock.csv", help="CSV output path")
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
@@ -311,7 +407,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers the ``clock`` subcommand on an argparse subparsers object."""
     p = subparsers.add_parser(
         "clock",
-        help="simulate round schedules and write per-round times to CSV",
+        help="simulate the cluster's clock (rounds or async arrivals) and write a CSV",
         description=__doc__.split("\n\n")[0],
     )
     _add_arguments(p)

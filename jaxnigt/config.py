@@ -11,7 +11,7 @@ A config file has the sections below (every field optional except where noted)::
   target_return: null          # optional: summary reports simulated time to reach it
   env: {name: reacher, horizon: 50, heterogeneous: null, types: null}
   cluster: {n: 10, h: sqrt, noise: deterministic, kappa: sqrt, scale_by_dim: true,
-            per_step: false, inflight: cancel}
+            per_step: false, inflight: cancel, link: shared, allreduce: all}
   hparams: {learning_rate: 0.03125, eta: 0.1, M: 20, M_init: 20, gamma: 0.99}
   per_algorithm: {afedpg: {learning_rate: 0.01}}   # overrides of hparams per algorithm
   eval: {every: 10, episodes: 8, deterministic: true}
@@ -45,6 +45,8 @@ ALGORITHMS = (
     "admm_pg",
 )
 INFLIGHT = ("cancel", "discard")
+LINKS = ("shared", "independent")
+ALLREDUCE = ("all", "contributors")
 ON_NONFINITE = ("stop", "mark")
 
 
@@ -88,6 +90,10 @@ class ClusterConfig:
       scale_by_dim: multiply κ by d^{1/4} (d = number of policy parameters).
       per_step: h is per environment step (a trajectory costs H·h_i).
       inflight: ``cancel`` or ``discard`` handling of unfinished work at a round's end.
+      link: the server link of the asynchronous methods: ``shared`` (one link, exchanges
+        served one at a time, first come first served) or ``independent`` (exchanges overlap).
+      allreduce: who takes part in a round's AllReduce: ``all`` workers (cost max_i κ_i) or
+        the ``contributors`` (b_i ≥ 1; the others receive the point over their own link).
     """
 
     n: int = 10
@@ -97,6 +103,8 @@ class ClusterConfig:
     scale_by_dim: bool = False
     per_step: bool = False
     inflight: str = "cancel"
+    link: str = "shared"
+    allreduce: str = "all"
 
 
 @dataclass(frozen=True)
@@ -337,6 +345,8 @@ def _parse_cluster(raw: Any) -> ClusterConfig:
         scale_by_dim=_bool("cluster.scale_by_dim", d.get("scale_by_dim", False)),
         per_step=_bool("cluster.per_step", d.get("per_step", False)),
         inflight=_str("cluster.inflight", d.get("inflight", "cancel"), INFLIGHT),
+        link=_str("cluster.link", d.get("link", ClusterConfig.link), LINKS),
+        allreduce=_str("cluster.allreduce", d.get("allreduce", ClusterConfig.allreduce), ALLREDUCE),
     )
 
 

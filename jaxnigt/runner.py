@@ -58,6 +58,7 @@ BASE_COLUMNS = (
     "staleness_min",
     "staleness_mean",
     "staleness_max",
+    "link_util",
 )
 
 

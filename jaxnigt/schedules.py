@@ -1,30 +1,39 @@
-"""Round schedules (Rennala, Malenia, synchronous) and the asynchronous event engine.
+"""Round schedules of the AllReduce methods: Rennala, Malenia and synchronous (SPEC §3-4).
 
-A schedule is a pure function of sampled compute times (SPEC §3-4): it decides *which*
-gradients count and when the round ends, before any trajectory is rolled out, so only the
-trajectories that count need to be simulated.  Aggregator weights live in
-:mod:`jaxnigt.aggregators`.
+A schedule is a pure function of sampled compute times: it decides *which* gradients count
+and when the round ends, before any trajectory is rolled out, so only the trajectories that
+count need to be simulated.  Aggregator weights live in :mod:`jaxnigt.aggregators`; the
+asynchronous per-arrival engine lives in :mod:`jaxnigt.events`.
 
 Conventions shared by every round schedule:
 
-* **Start.** Worker ``i`` starts at ``s_i = t0`` (``inflight="cancel"``) or
-  ``s_i = max(t0, busy_until_i)`` (``inflight="discard"``); its ``k``-th completion is
+* **Start.** Worker ``i`` starts at ``s_i = max(t0, busy_until_i)``: ``busy_until`` is when
+  the worker is free to work at the round's point (it received the point, and in ``discard``
+  mode finished its stale gradient).  Its ``k``-th completion is
   ``s_i + tau_{i,0} + ... + tau_{i,k}``.  Completion times are computed relative to ``t0``
   with a *sequential* float32 prefix sum (a ``lax.scan``), so the rounding is reproducible by
   a plain-Python simulator; absolute times are ``t0 + relative``.
 * **Ties.** Completions at equal times are ordered by lower worker id, then lower ``k``.
   Rennala takes exactly ``M`` slots in that order; Malenia counts *all* completions
   ``<= T``.
-* **End.** Collection ends at ``T``; one AllReduce over all workers follows, costing
-  ``comm_time = max_i kappa_i``; the next round starts at ``t_end = T + comm_time``.
+* **End.** Collection ends at ``T``; one AllReduce follows.  ``allreduce="all"``: over all
+  workers, costing ``kappa_P = max_i kappa_i``.  ``allreduce="contributors"``: over the
+  workers with ``b_i >= 1``, costing ``kappa_P = max_{b_i >= 1} kappa_i``; every other worker
+  receives the new point over its own link and is ready at ``T + max(kappa_P, kappa_i)``.
+  The next round starts at ``t_end = T + kappa_P`` (the server point is updated then).
   ``comms`` counts vector communications: one AllReduce = 1 (scalar signals are free).
-* **In-flight work at T** (only workers that started before ``T``):
+* **In flight at T** is the gradient a worker *began before* ``T`` and had not completed by
+  ``T`` (or completed exactly at ``T`` without being used, a Rennala tie).  A gradient that
+  would begin at or after ``T`` has done no work: the worker whose completion ends the
+  collection, and any worker completing exactly at ``T``, is free at ``T``.
   ``cancel`` -- the partial gradient is stopped: wasted worker-time ``T - last completion``
-  (or ``T - s_i``), wasted trajectories = the completed fraction of that gradient; every
-  worker is free at ``t_end``.  ``discard`` -- the in-flight gradient runs to completion and
-  is thrown away: wasted time = its whole compute time, 1 wasted trajectory, and the worker
-  is busy until that completion.  A completion exactly at ``T`` that Rennala did not use
-  (a tie) counts as in flight with fraction 1.
+  (or ``T - s_i``), wasted trajectories = the completed fraction of that gradient.
+  ``discard`` -- the in-flight gradient runs to completion and is thrown away: wasted time =
+  its whole compute time, 1 wasted trajectory, and the worker is busy until that completion.
+  Either way ``busy_until`` of the next round is the later of that and the time the worker
+  receives the new point.  With ``kappa = 0`` discard mode is Tyurin's asynchronous
+  simulator: every worker restarts at the newest point after each completion, and
+  completions computed at an older point are dropped.
 * The synchronous schedule has no in-flight work: every worker computes exactly ``b``
   gradients then idles (idle time is not "wasted"; see utilisation in ``jaxnigt clock``).
 
@@ -44,14 +53,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxnigt.timing import (
-    TimeModel,
-    sample_compute_times,
-    sample_noise,
-    sample_worker_compute_time,
-)
+from jaxnigt.timing import TimeModel, sample_compute_times, sample_noise
 
 INFLIGHT = ("cancel", "discard")
+ALLREDUCE = ("all", "contributors")
 # Malenia's rule compares a float32 sum of 1/b_i with n^2/M; this relative slack keeps exact
 # ties (e.g. b = (3, 3, 3), M = 9) on the "holds" side despite rounding.
 MALENIA_RTOL = 1e-5
@@ -71,12 +76,13 @@ class RoundSchedule(NamedTuple):
       t_start: ``[]`` float32 round start ``t0``.
       t_collect_end: ``[]`` float32 end of collection ``T``.
       t_end: ``[]`` float32 ``T + comm_time``, the next round's start.
-      comm_time: ``[]`` float32 ``max_i kappa_i``.
+      comm_time: ``[]`` float32 ``kappa_P``, the AllReduce's cost (``max_i kappa_i`` over
+        its participants).
       time_wasted: ``[]`` float32 worker-time spent on cancelled or discarded gradients.
       traj_wasted: ``[]`` float32 trajectories' worth of wasted work (times ``H`` = steps).
       comms: ``[]`` int32 vector communications (one AllReduce = 1).
-      busy_until: ``[n]`` float32 absolute time each worker is busy until (discard mode;
-        ``t_end`` in cancel mode).
+      busy_until: ``[n]`` float32 absolute time each worker is free to start the next
+        round's work: it has the new point and (``discard``) has finished its stale gradient.
       overflow: ``[]`` bool Malenia needed more than ``capacity`` gradients from a worker
         (always False for Rennala and sync).
       time_used: ``[]`` float32 worker-time spent on the gradients that count.
@@ -97,6 +103,40 @@ class RoundSchedule(NamedTuple):
     busy_until: jax.Array
     overflow: jax.Array
     time_used: jax.Array
+
+
+class Collection(NamedTuple):
+    """What a rule decided (before the shared end-of-round bookkeeping).
+
+    Attributes:
+      t_rel: ``[]`` ``T - t0``.
+      counts: ``[n]`` int32 gradients used per worker.
+      slot_worker, slot_rank, slot_valid: ``[S]`` the slots, valid ones first.
+      overflow: ``[]`` bool.
+    """
+
+    t_rel: jax.Array
+    counts: jax.Array
+    slot_worker: jax.Array
+    slot_rank: jax.Array
+    slot_valid: jax.Array
+    overflow: jax.Array
+
+
+class WorkerTimes(NamedTuple):
+    """Per-worker times of a round, relative to ``t0`` (all ``[n]`` float32).
+
+    Attributes:
+      off: when the worker starts.
+      done: compute time of its used gradients (``off + done`` = its last used completion).
+      tau_next: compute time of its next gradient (the one that may be in flight).
+      cum_next: ``done + tau_next``: that gradient's end relative to ``off``.
+    """
+
+    off: jax.Array
+    done: jax.Array
+    tau_next: jax.Array
+    cum_next: jax.Array
 
 
 def sync_batch(M: int, n: int, per_worker: int | None = None) -> int:
@@ -127,9 +167,14 @@ def _check_static(name: str, value: int) -> int:
     return int(value)
 
 
-def _check_inflight(inflight: str) -> None:
-    if inflight not in INFLIGHT:
-        raise ValueError(f"unknown inflight {inflight!r}; allowed: {', '.join(INFLIGHT)}")
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
+
+
+def _check_modes(inflight: str, allreduce: str) -> None:
+    _check_choice("inflight", inflight, INFLIGHT)
+    _check_choice("allreduce", allreduce, ALLREDUCE)
 
 
 def sequential_cumsum(tau: jax.Array) -> jax.Array:
@@ -147,98 +192,97 @@ def sequential_cumsum(tau: jax.Array) -> jax.Array:
     return out.T
 
 
-def _completions(
-    rule: str, tau: jax.Array, need: int, t0, busy_until, inflight: str
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Shared prologue of the rules: ``(t0, tau, off, cum)`` with ``cum[i, k]`` the time
-    worker i needs for its first k+1 gradients and ``off[i]`` when it starts."""
-    _check_inflight(inflight)
-    n, K = tau.shape
-    if K < need:
-        raise ValueError(f"{rule} needs {need} compute times per worker, got {K}")
+def start_offsets(t0: jax.typing.ArrayLike, busy_until: jax.Array) -> jax.Array:
+    """``[n]`` float32 start of each worker relative to ``t0``: ``max(busy_until - t0, 0)``."""
     t0 = jnp.asarray(t0, jnp.float32)
-    tau = tau.astype(jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, n)
-    return t0, tau, off, sequential_cumsum(tau)
-
-
-def _start_offsets(t0: jax.Array, busy_until: jax.Array, inflight: str, n: int) -> jax.Array:
-    if inflight == "cancel":
-        return jnp.zeros((n,), jnp.float32)
     return jnp.maximum(jnp.asarray(busy_until, jnp.float32) - t0, 0.0)
 
 
-def _per_worker(tau: jax.Array, cum: jax.Array, counts: jax.Array):
-    """``(done, tau_b, cum_b)`` per worker from full ``[n, K]`` matrices: the compute time of
-    its ``counts`` used gradients, and the compute time and cumulative end (relative to its
-    start) of its next, in-flight gradient ``counts`` (requires ``K > max(counts)``)."""
+def _prologue(rule: str, tau: jax.Array, need: int, t0, busy_until):
+    """Shared prologue of the full-matrix rules: ``(t0, tau, off, cum)`` with ``cum[i, k]``
+    the time worker i needs for its first k+1 gradients and ``off[i]`` when it starts."""
+    K = tau.shape[1]
+    if K < need:
+        raise ValueError(f"{rule} needs {need} compute times per worker, got {K}")
+    t0 = jnp.asarray(t0, jnp.float32)
+    tau = tau[:, :need].astype(jnp.float32)
+    return t0, tau, start_offsets(t0, busy_until), sequential_cumsum(tau)
+
+
+def worker_times(off: jax.Array, tau: jax.Array, cum: jax.Array, counts: jax.Array):
+    """:class:`WorkerTimes` from full ``[n, K]`` matrices and the used ``counts``
+    (requires ``K > max(counts)`` for the next gradient; it is clipped to column K-1)."""
     prev = jnp.take_along_axis(cum, jnp.maximum(counts - 1, 0)[:, None], axis=1)[:, 0]
     done = jnp.where(counts > 0, prev, 0.0)
     idx = jnp.minimum(counts, tau.shape[1] - 1)[:, None]
-    tau_b = jnp.take_along_axis(tau, idx, axis=1)[:, 0]
-    cum_b = jnp.take_along_axis(cum, idx, axis=1)[:, 0]
-    return done, tau_b, cum_b
+    tau_next = jnp.take_along_axis(tau, idx, axis=1)[:, 0]
+    cum_next = jnp.take_along_axis(cum, idx, axis=1)[:, 0]
+    return WorkerTimes(off, done, tau_next, cum_next)
 
 
-def _finish(
+def allreduce_times(
+    kappa: jax.Array, counts: jax.Array, t_collect_end: jax.Array, allreduce: str
+) -> tuple[jax.Array, jax.Array]:
+    """``(kappa_P, ready)``: the AllReduce's cost and ``[n]`` when each worker has the new
+    point (``t_collect_end + kappa_P``, or ``+ max(kappa_P, kappa_i)`` for a worker outside
+    the AllReduce's participants P)."""
+    kappa = jnp.asarray(kappa, jnp.float32)
+    if allreduce == "all":
+        kappa_p = jnp.max(kappa)
+        return kappa_p, jnp.full(kappa.shape, t_collect_end + kappa_p)
+    inside = counts >= 1
+    kappa_p = jnp.max(jnp.where(inside, kappa, 0.0))
+    ready = jnp.where(inside, kappa_p, jnp.maximum(kappa_p, kappa))
+    return kappa_p, t_collect_end + ready
+
+
+def finish_round(
     kappa: jax.Array,
-    per_worker: tuple[jax.Array, jax.Array, jax.Array],
-    off: jax.Array,
     t0: jax.Array,
     busy_until: jax.Array,
-    t_rel: jax.Array,
-    counts: jax.Array,
-    slot_worker: jax.Array,
-    slot_rank: jax.Array,
-    slot_valid: jax.Array,
-    overflow: jax.Array,
+    work: WorkerTimes,
+    coll: Collection,
+    *,
     inflight: str,
+    allreduce: str,
     has_inflight: bool = True,
 ) -> RoundSchedule:
-    """Timing, waste and busy-until bookkeeping shared by every round schedule.
-
-    ``per_worker`` is ``(done, tau_b, cum_b)`` as returned by :func:`_per_worker`."""
-    n = off.shape[0]
-    done, tau_b, cum_b = per_worker
+    """Timing, waste and readiness bookkeeping shared by every round schedule."""
+    t_rel = coll.t_rel
     t_collect_end = t0 + t_rel
-    comm_time = jnp.max(kappa).astype(jnp.float32)
-    t_end = t_collect_end + comm_time
-    time_used = jnp.sum(done)
-    if has_inflight:
-        end_b = off + cum_b
-        started = off < t_rel
-        if inflight == "cancel":
-            wasted = jnp.where(started, t_rel - (off + done), 0.0)
-            safe_tau = jnp.where(tau_b > 0, tau_b, 1.0)
-            frac = jnp.where(started & (tau_b > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
-            new_busy = jnp.full((n,), t_end)
-        else:
-            wasted = jnp.where(started, tau_b, 0.0)
-            frac = started.astype(jnp.float32)
-            new_busy = jnp.where(started, t0 + end_b, jnp.asarray(busy_until, jnp.float32))
-        time_wasted, traj_wasted = jnp.sum(wasted), jnp.sum(frac)
+    comm_time, ready = allreduce_times(kappa, coll.counts, t_collect_end, allreduce)
+    started = work.off < t_rel
+    last = work.off + work.done  # the worker's last used completion (or its start)
+    # In flight: its next gradient began strictly before T (a worker whose completion is
+    # exactly at T would only begin one at T: it has done no work and is free at T).
+    busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
+    if inflight == "cancel":
+        wasted = jnp.where(busy, t_rel - last, 0.0)
+        safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)
+        frac = jnp.where(busy & (work.tau_next > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
+        new_busy = ready
     else:
-        time_wasted = traj_wasted = jnp.float32(0.0)
-        if inflight == "cancel":
-            new_busy = jnp.full((n,), t_end)
-        else:
-            new_busy = t0 + off + done
+        wasted = jnp.where(busy, work.tau_next, 0.0)
+        frac = busy.astype(jnp.float32)
+        free = jnp.where(started, t0 + last, jnp.asarray(busy_until, jnp.float32))
+        free = jnp.where(busy, t0 + (work.off + work.cum_next), free)
+        new_busy = jnp.maximum(ready, free)
     return RoundSchedule(
-        slot_worker=slot_worker.astype(jnp.int32),
-        slot_rank=slot_rank.astype(jnp.int32),
-        slot_valid=slot_valid,
-        num_slots=jnp.sum(counts).astype(jnp.int32),
-        counts=counts.astype(jnp.int32),
+        slot_worker=coll.slot_worker.astype(jnp.int32),
+        slot_rank=coll.slot_rank.astype(jnp.int32),
+        slot_valid=coll.slot_valid,
+        num_slots=jnp.sum(coll.counts).astype(jnp.int32),
+        counts=coll.counts.astype(jnp.int32),
         t_start=t0,
         t_collect_end=t_collect_end,
-        t_end=t_end,
+        t_end=t_collect_end + comm_time,
         comm_time=comm_time,
-        time_wasted=time_wasted.astype(jnp.float32),
-        traj_wasted=traj_wasted.astype(jnp.float32),
+        time_wasted=jnp.sum(wasted).astype(jnp.float32),
+        traj_wasted=jnp.sum(frac).astype(jnp.float32),
         comms=jnp.int32(1),
         busy_until=new_busy.astype(jnp.float32),
-        overflow=jnp.asarray(overflow, bool),
-        time_used=time_used.astype(jnp.float32),
+        overflow=jnp.asarray(coll.overflow, bool),
+        time_used=jnp.sum(work.done).astype(jnp.float32),
     )
 
 
@@ -261,17 +305,19 @@ def _rennala_round(
     kappa: jax.Array,
     t0: jax.Array,
     busy_until: jax.Array,
-    off: jax.Array,
     first: jax.Array,
     rows: jax.Array,
     tau_rows: jax.Array,
+    *,
     M: int,
     inflight: str,
+    allreduce: str,
 ) -> RoundSchedule:
     """Rennala round from every worker's first compute time ``first`` ``[n]`` and the full
     compute times ``tau_rows`` ``[m, M + 1]`` of the candidate workers ``rows``
     (:func:`_rennala_candidates`, increasing ids)."""
     n, m = first.shape[0], rows.shape[0]
+    off = start_offsets(t0, busy_until)
     cum_rows = sequential_cumsum(tau_rows)
     cand = (off[rows][:, None] + cum_rows[:, :M]).reshape(-1)
     # Flat index j * M + k orders candidates by (worker, k) because rows are sorted, and
@@ -281,31 +327,25 @@ def _rennala_round(
     # crashes XLA's SPMD partitioner when the run is sharded; T is gathered from the indices.
     _, idx = lax.top_k(-cand, M)
     idx = lax.optimization_barrier(idx)
-    t_collect = cand[idx[M - 1]]
     slot_row, slot_rank = idx // M, idx % M
     counts_rows = jnp.zeros((m,), jnp.int32).at[slot_row].add(1)
-    done_r, tau_b_r, cum_b_r = _per_worker(tau_rows, cum_rows, counts_rows)
-    # Workers outside ``rows`` use no gradient; their in-flight one is their first.
-    counts = jnp.zeros((n,), jnp.int32).at[rows].set(counts_rows)
-    per_worker = (
-        jnp.zeros((n,), jnp.float32).at[rows].set(done_r),
-        first.at[rows].set(tau_b_r),
-        first.at[rows].set(cum_b_r),
+    rows_work = worker_times(off[rows], tau_rows, cum_rows, counts_rows)
+    # Workers outside ``rows`` use no gradient; their next gradient is their first.
+    work = WorkerTimes(
+        off=off,
+        done=jnp.zeros((n,), jnp.float32).at[rows].set(rows_work.done),
+        tau_next=first.at[rows].set(rows_work.tau_next),
+        cum_next=first.at[rows].set(rows_work.cum_next),
     )
-    return _finish(
-        kappa,
-        per_worker,
-        off,
-        t0,
-        busy_until,
-        t_collect,
-        counts,
-        rows[slot_row],
-        slot_rank,
-        jnp.ones((M,), bool),
-        False,
-        inflight,
+    coll = Collection(
+        t_rel=cand[idx[M - 1]],
+        counts=jnp.zeros((n,), jnp.int32).at[rows].set(counts_rows),
+        slot_worker=rows[slot_row],
+        slot_rank=slot_rank,
+        slot_valid=jnp.ones((M,), bool),
+        overflow=jnp.bool_(False),
     )
+    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
 
 
 def rennala_from_times(
@@ -316,6 +356,7 @@ def rennala_from_times(
     *,
     M: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Rennala round from sampled compute times ``tau`` ``[n, K >= M + 1]``.
 
@@ -325,15 +366,25 @@ def rennala_from_times(
     first completions and one over ``M * min(n, M)`` candidates.
     """
     M = _check_static("M", M)
-    _check_inflight(inflight)
-    n, K = tau.shape
-    if K < M + 1:
-        raise ValueError(f"rennala (M + 1) needs {M + 1} compute times per worker, got {K}")
+    _check_modes(inflight, allreduce)
+    if tau.shape[1] < M + 1:
+        raise ValueError(
+            f"rennala (M + 1) needs {M + 1} compute times per worker, got {tau.shape[1]}"
+        )
     t0 = jnp.asarray(t0, jnp.float32)
     tau = tau[:, : M + 1].astype(jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, n)
-    rows = _rennala_candidates(off + tau[:, 0], M)
-    return _rennala_round(kappa, t0, busy_until, off, tau[:, 0], rows, tau[rows], M, inflight)
+    rows = _rennala_candidates(start_offsets(t0, busy_until) + tau[:, 0], M)
+    return _rennala_round(
+        kappa,
+        t0,
+        busy_until,
+        tau[:, 0],
+        rows,
+        tau[rows],
+        M=M,
+        inflight=inflight,
+        allreduce=allreduce,
+    )
 
 
 def malenia_from_times(
@@ -345,6 +396,7 @@ def malenia_from_times(
     M: int,
     capacity: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Malenia round from sampled compute times ``tau`` ``[n, K >= capacity + 1]``.
 
@@ -354,7 +406,8 @@ def malenia_from_times(
     monotone in time, so ``T`` is found by binary search over the sorted completion times,
     evaluating ``sum_i 1/b_i`` directly (no drifting running sum).  ``overflow`` is set when
     the rule never holds within ``capacity`` gradients per worker (then every slot is used)
-    or when a worker's ``capacity + 1``-th completion is ``<= T``.
+    or when a worker's ``capacity + 1``-th completion is ``<= T``.  Every worker contributes,
+    so ``allreduce`` makes no difference.
 
     Cost: one stable sort of the ``n * capacity`` completion times (to order the slots by
     completion time) plus ``O(log(n capacity))`` passes of ``O(n capacity)`` comparisons.  The
@@ -362,10 +415,9 @@ def malenia_from_times(
     """
     M = _check_static("M", M)
     cap = _check_static("capacity", capacity)
+    _check_modes(inflight, allreduce)
     n = tau.shape[0]
-    t0, tau, off, cum = _completions(
-        "malenia (capacity + 1)", tau, cap + 1, t0, busy_until, inflight
-    )
+    t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
     comp = off[:, None] + cum
     used = comp[:, :cap]
     flat = used.reshape(-1)
@@ -386,24 +438,18 @@ def malenia_from_times(
         return jnp.where(active & ~ok, mid + 1, lo), jnp.where(active & ok, mid, hi)
 
     _, hi = lax.fori_loop(0, num.bit_length() + 1, search, (jnp.int32(0), jnp.int32(num)))
-    found = hi < num
     t_rel = events[jnp.minimum(hi, num - 1)]
     counts = jnp.sum(used <= t_rel, axis=1).astype(jnp.int32)
-    overflow = ~found | jnp.any(comp[:, cap] <= t_rel)
-    return _finish(
-        kappa,
-        _per_worker(tau, cum, counts),
-        off,
-        t0,
-        busy_until,
-        t_rel,
-        counts,
-        order // cap,
-        order % cap,
-        events <= t_rel,
-        overflow,
-        inflight,
+    coll = Collection(
+        t_rel=t_rel,
+        counts=counts,
+        slot_worker=order // cap,
+        slot_rank=order % cap,
+        slot_valid=events <= t_rel,
+        overflow=(hi >= num) | jnp.any(comp[:, cap] <= t_rel),
     )
+    work = worker_times(off, tau, cum, counts)
+    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
 
 
 def sync_from_times(
@@ -414,32 +460,35 @@ def sync_from_times(
     *,
     per_worker: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Synchronous round from ``tau`` ``[n, K >= per_worker]``: every worker computes
-    ``b = per_worker`` gradients; ``T`` is the slowest worker's ``b``-th completion."""
+    ``b = per_worker`` gradients; ``T`` is the slowest worker's ``b``-th completion.  Every
+    worker contributes, so ``allreduce`` makes no difference; nothing is ever in flight."""
     b = _check_static("per_worker", per_worker)
+    _check_modes(inflight, allreduce)
     n = tau.shape[0]
-    if tau.shape[1] < b:
-        raise ValueError(
-            f"sync (per_worker) needs {b} compute times per worker, got {tau.shape[1]}"
-        )
-    t0, tau, off, cum = _completions("sync (per_worker)", tau[:, :b], b, t0, busy_until, inflight)
+    t0, tau, off, cum = _prologue("sync (per_worker)", tau, b, t0, busy_until)
     flat = (off[:, None] + cum).reshape(-1)
     order = jnp.argsort(flat, stable=True)
     counts = jnp.full((n,), b, jnp.int32)
-    return _finish(
+    coll = Collection(
+        t_rel=jnp.max(flat),
+        counts=counts,
+        slot_worker=order // b,
+        slot_rank=order % b,
+        slot_valid=jnp.ones((n * b,), bool),
+        overflow=jnp.bool_(False),
+    )
+    work = worker_times(off, tau, cum, counts)
+    return finish_round(
         kappa,
-        _per_worker(tau, cum, counts),
-        off,
         t0,
         busy_until,
-        jnp.max(flat),
-        counts,
-        order // b,
-        order % b,
-        jnp.ones((n * b,), bool),
-        False,
-        inflight,
+        work,
+        coll,
+        inflight=inflight,
+        allreduce=allreduce,
         has_inflight=False,
     )
 
@@ -452,6 +501,7 @@ def rennala(
     *,
     M: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Rennala round (SPEC §4): the first ``M`` gradients to finish, ``S = M`` slots.
 
@@ -459,9 +509,11 @@ def rennala(
       tm: time model.
       key: PRNG key for this round's compute times (:func:`sample_rennala_times`).
       t0: ``[]`` round start.
-      busy_until: ``[n]`` absolute time each worker is busy until (used with ``discard``).
+      busy_until: ``[n]`` absolute time each worker is free to start (see
+        :class:`RoundSchedule`).
       M: static batch size.
       inflight: ``"cancel"`` or ``"discard"``.
+      allreduce: ``"all"`` or ``"contributors"`` (who takes part in the AllReduce).
 
     Example::
 
@@ -469,11 +521,20 @@ def rennala(
       s = rennala(tm, key, 0.0, jnp.zeros(10), M=50)
     """
     M = _check_static("M", M)
-    _check_inflight(inflight)
+    _check_modes(inflight, allreduce)
     t0 = jnp.asarray(t0, jnp.float32)
-    off = _start_offsets(t0, busy_until, inflight, tm.n)
-    first, rows, tau_rows = sample_rennala_times(tm, key, off, M=M)
-    return _rennala_round(tm.kappa, t0, busy_until, off, first, rows, tau_rows, M, inflight)
+    first, rows, tau_rows = sample_rennala_times(tm, key, start_offsets(t0, busy_until), M=M)
+    return _rennala_round(
+        tm.kappa,
+        t0,
+        busy_until,
+        first,
+        rows,
+        tau_rows,
+        M=M,
+        inflight=inflight,
+        allreduce=allreduce,
+    )
 
 
 def sample_rennala_times(
@@ -505,6 +566,7 @@ def malenia(
     M: int,
     capacity: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Malenia round (SPEC §4), ``S = n * capacity`` slots; see :func:`malenia_from_times`.
 
@@ -513,7 +575,14 @@ def malenia(
     """
     tau = sample_compute_times(tm, key, int(capacity) + 1)
     return malenia_from_times(
-        tm.kappa, tau, t0, busy_until, M=M, capacity=capacity, inflight=inflight
+        tm.kappa,
+        tau,
+        t0,
+        busy_until,
+        M=M,
+        capacity=capacity,
+        inflight=inflight,
+        allreduce=allreduce,
     )
 
 
@@ -525,119 +594,16 @@ def sync(
     *,
     per_worker: int,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> RoundSchedule:
     """Synchronous round (SPEC §4), ``S = n * per_worker`` slots (:func:`sync_batch`)."""
     tau = sample_compute_times(tm, key, int(per_worker))
-    return sync_from_times(tm.kappa, tau, t0, busy_until, per_worker=per_worker, inflight=inflight)
-
-
-# ----------------------------------------------------------------------------------------
-# Asynchronous event engine (SPEC §6: AFedPG, asgd).
-
-
-class AsyncState(NamedTuple):
-    """State of the asynchronous event engine (arrays only).
-
-    Attributes:
-      arrival_time: ``[n]`` float32 arrival time of each worker's in-flight gradient.
-      dispatch_version: ``[n]`` int32 server version each worker was dispatched with.
-      dispatch_count: ``[n]`` int32 gradients dispatched to each worker so far.
-      version: ``[]`` int32 server version (= arrivals processed).
-      time: ``[]`` float32 time of the last arrival (``t0`` initially).
-      compute_time: ``[n]`` float32 ``tau`` of each worker's in-flight gradient.
-      dispatch_time: ``[n]`` float32 when each in-flight gradient was dispatched.
-    """
-
-    arrival_time: jax.Array
-    dispatch_version: jax.Array
-    dispatch_count: jax.Array
-    version: jax.Array
-    time: jax.Array
-    compute_time: jax.Array
-    dispatch_time: jax.Array
-
-
-class Arrival(NamedTuple):
-    """One gradient arriving at the server.
-
-    Attributes:
-      worker: ``[]`` int32.
-      time: ``[]`` float32 arrival time.
-      dispatch_version: ``[]`` int32 server version the gradient was computed from.
-      staleness: ``[]`` int32 version before this arrival minus ``dispatch_version``.
-      compute_time: ``[]`` float32 ``tau`` of this gradient.
-      grad_index: ``[]`` int32 this worker's 0-based gradient counter (for keys).
-    """
-
-    worker: jax.Array
-    time: jax.Array
-    dispatch_version: jax.Array
-    staleness: jax.Array
-    compute_time: jax.Array
-    grad_index: jax.Array
-
-
-def async_init(tm: TimeModel, key: jax.Array, t0: jax.typing.ArrayLike) -> AsyncState:
-    """Dispatches every worker at ``t0`` with version 0; arrivals at ``t0 + tau_i + kappa_i``.
-
-    ``key`` draws the first compute time of each worker (``sample_compute_times(tm, key, 1)``).
-    """
-    t0 = jnp.asarray(t0, jnp.float32)
-    tau = sample_compute_times(tm, key, 1)[:, 0]
-    n = tm.n
-    return AsyncState(
-        arrival_time=(t0 + tau) + tm.kappa,
-        dispatch_version=jnp.zeros((n,), jnp.int32),
-        dispatch_count=jnp.ones((n,), jnp.int32),
-        version=jnp.int32(0),
-        time=t0,
-        compute_time=tau,
-        dispatch_time=jnp.full((n,), t0),
+    return sync_from_times(
+        tm.kappa,
+        tau,
+        t0,
+        busy_until,
+        per_worker=per_worker,
+        inflight=inflight,
+        allreduce=allreduce,
     )
-
-
-def async_next(tm: TimeModel, key: jax.Array, state: AsyncState) -> tuple[AsyncState, Arrival]:
-    """Processes the earliest arrival and re-dispatches that worker.
-
-    The worker with the smallest arrival time arrives (ties: lower worker id); the server
-    version increments; the worker is re-dispatched at the arrival time ``t`` with the new
-    version and returns at ``t + tau + kappa_i`` where ``tau = h_i * xi`` and ``xi`` is
-    drawn from ``key`` (callers pass ``fold_in(run_key, state.version)``).  Each arrival is
-    one vector exchange (one communication; no AllReduce).
-    """
-    w = jnp.argmin(state.arrival_time).astype(jnp.int32)
-    t = state.arrival_time[w]
-    arrival = Arrival(
-        worker=w,
-        time=t,
-        dispatch_version=state.dispatch_version[w],
-        staleness=state.version - state.dispatch_version[w],
-        compute_time=state.compute_time[w],
-        grad_index=state.dispatch_count[w] - 1,
-    )
-    version = state.version + 1
-    tau = sample_worker_compute_time(tm, key, w)
-    new_state = AsyncState(
-        arrival_time=state.arrival_time.at[w].set((t + tau) + tm.kappa[w]),
-        dispatch_version=state.dispatch_version.at[w].set(version),
-        dispatch_count=state.dispatch_count.at[w].add(1),
-        version=version,
-        time=t,
-        compute_time=state.compute_time.at[w].set(tau),
-        dispatch_time=state.dispatch_time.at[w].set(t),
-    )
-    return new_state, arrival
-
-
-def async_arrivals(
-    tm: TimeModel, run_key: jax.Array, state: AsyncState, num: int
-) -> tuple[AsyncState, Arrival]:
-    """Runs ``num`` (static) arrivals with keys ``fold_in(run_key, version)``.
-
-    Returns the final state and the stacked :class:`Arrival` records (leading axis ``num``).
-    """
-
-    def step(s, _):
-        return async_next(tm, jax.random.fold_in(run_key, s.version), s)
-
-    return lax.scan(step, state, None, length=int(num))

@@ -89,6 +89,8 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         inflight=c.inflight,
         async_block=hp.async_block or c.n,
         mesh=mesh,
+        allreduce=c.allreduce,
+        link=c.link,
     )
 
 

@@ -10,6 +10,12 @@ Arithmetic follows the same float32 conventions as the jax code so that ties res
 same way: completion times are relative to the round start ``t0``, built by sequential
 float32 sums ``off_i + (tau_{i,0} + ... + tau_{i,k})``; absolute times are ``t0 + rel``.
 Ties pop in (time, worker, k) order: lower worker id first, then lower k.
+
+Rules it encodes (SPEC §3): a worker starts at ``max(t0, busy_until_i)``; a gradient is in
+flight at the collection end ``T`` only if it *began* before ``T``; the AllReduce runs over
+all workers (``allreduce="all"``) or over the contributors, the others receiving the point
+over their own link; asynchronous exchanges queue at one server link (``link="shared"``) or
+overlap (``"independent"``).
 """
 
 from __future__ import annotations
@@ -41,14 +47,12 @@ def simulate_round(
     capacity: int = 1,
     per_worker: int = 1,
     inflight: str = "cancel",
+    allreduce: str = "all",
 ) -> dict:
     """One round of ``rule`` (rennala | malenia | sync) on compute times ``tau`` ``[n, K]``."""
     n = tau.shape[0]
     t0 = f32(t0)
-    if inflight == "cancel":
-        off = [f32(0.0)] * n
-    else:
-        off = [max(f32(f32(b) - t0), f32(0.0)) for b in busy_until]
+    off = [max(f32(f32(b) - t0), f32(0.0)) for b in busy_until]
     cum = [_prefix(tau[i]) for i in range(n)]
     limit = {"rennala": M, "malenia": capacity, "sync": per_worker}[rule]
 
@@ -93,7 +97,15 @@ def simulate_round(
         overflow = (not holds) or any(completion(i, capacity) <= t_rel for i in range(n))
 
     t_collect_end = f32(t0 + t_rel)
-    comm = f32(np.max(kappa))
+    if allreduce == "all":
+        comm = f32(np.max(kappa))
+        ready = [f32(t_collect_end + comm)] * n
+    else:
+        comm = f32(max([float(kappa[i]) for i in range(n) if counts[i] > 0] or [0.0]))
+        ready = [
+            f32(t_collect_end + (comm if counts[i] > 0 else max(comm, f32(kappa[i]))))
+            for i in range(n)
+        ]
     t_end = f32(t_collect_end + comm)
     wasted = traj = 0.0
     busy = []
@@ -102,30 +114,35 @@ def simulate_round(
         b = counts[i]
         done = cum[i][b - 1] if b > 0 else f32(0.0)
         used += float(done)
+        last = f32(off[i] + done)
         if rule == "sync":
-            busy.append(t_end if inflight == "cancel" else f32(t0 + f32(off[i] + done)))
+            busy.append(ready[i])  # nothing in flight; idle until the new point arrives
             continue
-        started = off[i] < t_rel
+        in_flight = off[i] < t_rel and last < t_rel  # its next gradient began before T
         if inflight == "cancel":
-            busy.append(t_end)
-            if started:
-                w = float(f32(t_rel - f32(off[i] + done)))
+            busy.append(ready[i])
+            if in_flight:
+                w = float(f32(t_rel - last))
                 wasted += w
                 tb = float(tau[i, b])
                 traj += min(max(w / tb, 0.0), 1.0) if tb > 0 else 0.0
         else:
-            if started:
+            if in_flight:
                 wasted += float(tau[i, b])
                 traj += 1.0
-                busy.append(f32(t0 + completion(i, b)))
-            else:
-                busy.append(f32(busy_until[i]))
+                free = f32(t0 + completion(i, b))
+            elif off[i] < t_rel:  # completed exactly at T: free at T
+                free = f32(t0 + last)
+            else:  # still busy with older work through the whole collection
+                free = f32(busy_until[i])
+            busy.append(max(free, ready[i]))
     return {
         "counts": np.array(counts),
         "slots": slots,
         "t_collect_end": float(t_collect_end),
         "t_end": float(t_end),
         "busy_until": np.array(busy, np.float64),
+        "comm_time": float(comm),
         "time_wasted": wasted,
         "traj_wasted": traj,
         "time_used": used,
@@ -145,22 +162,43 @@ def simulate_rounds(rule: str, taus: list[np.ndarray], kappa: np.ndarray, **kw) 
 
 
 def simulate_async(
-    first_tau: np.ndarray, next_tau: np.ndarray, h: np.ndarray, kappa: np.ndarray, t0: float
+    first_tau: np.ndarray,
+    next_tau: np.ndarray,
+    h: np.ndarray,
+    kappa: np.ndarray,
+    t0: float,
+    link: str = "shared",
 ) -> list[dict]:
-    """Asynchronous arrivals: every worker dispatched at ``t0``; on each arrival (earliest
-    first, ties by lower worker id) the server version increments and the worker is
-    re-dispatched with compute time ``h_w * next_tau[j]`` at arrival ``j``."""
+    """Asynchronous arrivals: every worker dispatched at ``t0``; on each arrival the server
+    version increments and the worker is re-dispatched with compute time
+    ``h_w * next_tau[j]`` at arrival ``j``.
+
+    ``link="independent"``: a heap of arrival times ``compute_end + kappa_w`` (ties: lower
+    worker id).  ``link="shared"``: a heap of compute completions; the link serves the
+    earliest one (ties: lower worker id) from ``max(link_free, compute_end)`` for ``kappa_w``.
+    """
     n = first_tau.shape[0]
     t0 = f32(t0)
-    heap = [(f32(f32(t0 + f32(first_tau[i])) + f32(kappa[i])), i) for i in range(n)]
+    k32 = [f32(k) for k in kappa]
+    end = [f32(t0 + f32(first_tau[i])) for i in range(n)]
+
+    def key(i):  # what the heap orders by
+        return f32(end[i] + k32[i]) if link == "independent" else end[i]
+
+    heap = [(key(i), i) for i in range(n)]
     heapq.heapify(heap)
+    link_free = t0
     version = 0
     disp_version = [0] * n
+    disp_time = [t0] * n
     grads = [0] * n
     tau_now = [f32(t) for t in first_tau]
     arrivals = []
     for j in range(next_tau.shape[0]):
-        t, w = heapq.heappop(heap)
+        _, w = heapq.heappop(heap)
+        start = end[w] if link == "independent" else max(link_free, end[w])
+        t = f32(start + k32[w])
+        link_free = t
         arrivals.append(
             {
                 "worker": w,
@@ -169,12 +207,17 @@ def simulate_async(
                 "staleness": version - disp_version[w],
                 "compute_time": float(tau_now[w]),
                 "grad_index": grads[w],
+                "dispatch_time": float(disp_time[w]),
+                "compute_end": float(end[w]),
+                "link_wait": float(f32(start - end[w])),
             }
         )
         version += 1
         tau = f32(f32(h[w]) * f32(next_tau[j]))
         tau_now[w] = tau
         disp_version[w] = version
+        disp_time[w] = t
         grads[w] += 1
-        heapq.heappush(heap, (f32(f32(t + tau) + f32(kappa[w])), w))
+        end[w] = f32(t + tau)
+        heapq.heappush(heap, (key(w), w))
     return arrivals

@@ -94,6 +94,8 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--noise", "uniform:2:1"], "--noise"),
         (["--rule", "fedavg"], "--rule"),
         (["--inflight", "keep"], "--inflight"),
+        (["--allreduce", "some"], "--allreduce"),
+        (["--rule", "async", "--link", "wifi"], "--link"),
         (["--dim", "0"], "--dim"),
         (["--per-step"], "--horizon"),
         (["--capacity", "0"], "--capacity"),
@@ -116,7 +118,7 @@ def test_bad_flags(tmp_path, capsys, argv, flag):
 
 def test_unknown_values_list_allowed_ones(tmp_path, capsys):
     _, _, err = _run([*BASE, "--rule", "x", "--out", str(tmp_path / "c.csv")], capsys)
-    assert "rennala, malenia, sync" in err
+    assert "rennala, malenia, sync, async" in err
     _, _, err = _run([*BASE, "--h", "x", "--out", str(tmp_path / "c.csv")], capsys)
     assert "equal" in err and "decreasing" in err
     _, _, err = _run([*BASE, "--noise", "x", "--out", str(tmp_path / "c.csv")], capsys)
@@ -131,3 +133,74 @@ def test_add_parser_registers_subcommand(tmp_path, capsys):
     assert args.func(args) == 0
     assert (tmp_path / "c.csv").exists()
     capsys.readouterr()
+
+
+def test_discard_round_end_of_the_issue(tmp_path, capsys):
+    """Worker 0 delivers the 3rd gradient exactly when collection ends: rounds of 0.9."""
+    out = tmp_path / "c.csv"
+    argv = ["--n", "2", "--h", "0.3,11", "--M", "3", "--rule", "rennala"]
+    status, stdout, err = _run(
+        [*argv, "--inflight", "discard", "--rounds", "25", "--out", str(out)], capsys
+    )
+    assert status == 0, err
+    assert "mean_round_time=0.9 " in stdout
+    _, rows = _read(out)
+    np.testing.assert_allclose(rows[-1][3], 22.5, rtol=1e-6)
+
+
+def test_allreduce_contributors(tmp_path, capsys):
+    out = tmp_path / "c.csv"
+    argv = [*BASE, "--h", "1,2,3", "--kappa", "0.5,1,4", "--M", "2", "--out", str(out)]
+    status, stdout, err = _run([*argv, "--allreduce", "contributors"], capsys)
+    assert status == 0, err
+    assert "allreduce=contributors" in stdout
+    _, rows = _read(out)
+    a = np.array(rows)
+    # round 0: T = 2 with only w0 contributing -> AllReduce 0.5; w1/w2 get the point at 3/6
+    np.testing.assert_allclose(a[0, 1:4], [0.0, 2.0, 2.5])
+    np.testing.assert_allclose(a[1, 1:4], [2.5, 4.5, 5.0])
+    _run([*argv, "--allreduce", "all"], capsys)
+    _, rows = _read(out)
+    np.testing.assert_allclose(np.array(rows)[:, 3] - np.array(rows)[:, 2], 4.0)
+
+
+@pytest.mark.parametrize("link", ["shared", "independent"])
+def test_async_rule_writes_one_row_per_arrival(tmp_path, capsys, link):
+    out = tmp_path / "a.csv"
+    argv = ["--n", "2", "--h", "1,1.5", "--kappa", "1,3", "--rule", "async", "--rounds", "5"]
+    status, stdout, err = _run([*argv, "--link", link, "--out", str(out)], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    assert header == [
+        "arrival", "worker", "t_dispatch", "t_compute_end", "t_arrival", "staleness",
+        "link_wait",
+    ]  # fmt: skip
+    a = np.array(rows)
+    assert a.shape == (5, 7)
+    np.testing.assert_array_equal(a[:, 0], np.arange(5))
+    if link == "shared":  # the hand-computed case of tests/test_events.py
+        np.testing.assert_array_equal(a[:, 1], [0, 1, 0, 1, 0])
+        np.testing.assert_allclose(a[:, 4], [2.0, 5.0, 6.0, 9.5, 10.5])
+        np.testing.assert_allclose(a[:, 6], [0.0, 0.5, 2.0, 0.0, 2.5])
+        assert "arrivals_per_time=0.47619" in stdout and "link_util=0.8571" in stdout
+    else:
+        np.testing.assert_allclose(a[:, 4], [2.0, 4.0, 4.5, 6.0, 8.0])
+        np.testing.assert_array_equal(a[:, 6], 0.0)
+    np.testing.assert_allclose(
+        a[:, 4] - a[:, 3], np.array([1.0, 3.0])[a[:, 1].astype(int)] + a[:, 6]
+    )
+    assert len(stdout.strip().splitlines()) == 1 and f"link={link}" in stdout
+
+
+def test_async_shared_link_rate_at_paper_scale(tmp_path, capsys):
+    """The issue's acceptance command: the shared link's arrival rate is <= 1/min kappa."""
+    rates = {}
+    for link in ("shared", "independent"):
+        out = tmp_path / f"{link}.csv"
+        argv = ["--n", "100", "--h", "sqrt", "--kappa", "sqrt", "--dim", "5188"]
+        argv += ["--rule", "async", "--link", link, "--rounds", "2000", "--out", str(out)]
+        status, stdout, err = _run(argv, capsys)
+        assert status == 0, err
+        rates[link] = float(stdout.split("arrivals_per_time=")[1].split()[0])
+    assert rates["shared"] <= 1.0 / 5188**0.25
+    assert rates["independent"] > 10 * rates["shared"]

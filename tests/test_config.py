@@ -85,6 +85,8 @@ def test_per_algorithm_overrides_inherit_hparams():
         ({"cluster__kappa": -1.0}, "cluster.kappa", ">= 0"),
         ({"cluster__noise": "gaussian"}, "cluster.noise", "lognormal"),
         ({"cluster__inflight": "pause"}, "cluster.inflight", "cancel"),
+        ({"cluster__link": "wifi"}, "cluster.link", "independent"),
+        ({"cluster__allreduce": "some"}, "cluster.allreduce", "contributors"),
         ({"env__name": "atari"}, "env.name", "reacher"),
         ({"env__horizon": 0}, "env.horizon", ">= 1"),
         ({"env__heterogeneous": "sign_flip", "cluster__n": 1}, "env.heterogeneous", "n >= 2"),

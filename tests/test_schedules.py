@@ -1,4 +1,5 @@
-"""Tests for jaxnigt.schedules against hand-computed cases and tests/reference_sim.py."""
+"""Tests for jaxnigt.schedules against hand-computed cases and two independent references:
+tests/reference_sim.py (round by round) and tests/reference_natural.py (Tyurin's event form)."""
 
 from __future__ import annotations
 
@@ -10,51 +11,56 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxnigt import clock
 from jaxnigt import schedules as S
-from jaxnigt.timing import make_time_model, sample_compute_times, sample_noise
+from jaxnigt.timing import make_time_model, sample_compute_times
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
+    from tests import reference_natural as natural
     from tests import reference_sim as ref
 except ImportError:
+    import reference_natural as natural
     import reference_sim as ref
 
 ROUNDS, SEEDS = 3, 4
 
 
 RULES = ("rennala", "malenia", "sync")
+MODES = [(inflight, allreduce) for inflight in S.INFLIGHT for allreduce in S.ALLREDUCE]
+
+
+def _from_times(rule, tm, tau, t0, busy, *, M, capacity, per_worker, **modes):
+    if rule == "rennala":
+        return S.rennala_from_times(tm.kappa, tau, t0, busy, M=M, **modes)
+    if rule == "malenia":
+        return S.malenia_from_times(tm.kappa, tau, t0, busy, M=M, capacity=capacity, **modes)
+    return S.sync_from_times(tm.kappa, tau, t0, busy, per_worker=per_worker, **modes)
 
 
 @functools.partial(jax.jit, static_argnames=("M", "capacity", "per_worker"))
 def _run_all_rules(tm, keys, *, M, capacity, per_worker):
-    """Every (rule, inflight) over [seeds, rounds] from one shared tau matrix per round.
-
-    The ``*_from_times`` functions accept more columns than they need, so one draw of
+    """Every (rule, inflight, allreduce) over [seeds, rounds] from one shared tau matrix per
+    round.  The ``*_from_times`` functions accept more columns than they need, so one draw of
     ``capacity + 1`` columns serves every rule (and one compile serves the whole config).
     """
+    sizes = {"M": M, "capacity": capacity, "per_worker": per_worker}
+    combos = [(rule, *mode) for rule in RULES for mode in MODES]
 
     def one_seed(key):
         def step(carry, r):
             tau = sample_compute_times(tm, jax.random.fold_in(key, r), capacity + 1)
             new_carry, out = {}, {}
-            for rule in RULES:
-                for inflight in S.INFLIGHT:
-                    t0, busy = carry[rule, inflight]
-                    if rule == "rennala":
-                        s = S.rennala_from_times(tm.kappa, tau, t0, busy, M=M, inflight=inflight)
-                    elif rule == "malenia":
-                        s = S.malenia_from_times(
-                            tm.kappa, tau, t0, busy, M=M, capacity=capacity, inflight=inflight
-                        )
-                    else:
-                        s = S.sync_from_times(
-                            tm.kappa, tau, t0, busy, per_worker=per_worker, inflight=inflight
-                        )
-                    new_carry[rule, inflight] = (s.t_end, s.busy_until)
-                    out[rule, inflight] = s
+            for rule, inflight, allreduce in combos:
+                t0, busy = carry[rule, inflight, allreduce]
+                s = _from_times(
+                    rule, tm, tau, t0, busy, inflight=inflight, allreduce=allreduce, **sizes
+                )
+                new_carry[rule, inflight, allreduce] = (s.t_end, s.busy_until)
+                out[rule, inflight, allreduce] = s
             return new_carry, (tau, out)
 
         zero = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
-        init = {(rule, inflight): zero for rule in RULES for inflight in S.INFLIGHT}
+        init = {combo: zero for combo in combos}
         return jax.lax.scan(step, init, jnp.arange(ROUNDS))[1]
 
     return jax.vmap(one_seed)(keys)
@@ -80,7 +86,7 @@ def test_matches_reference_simulator(config):
     taus, results = _run_all_rules(tm, keys, M=M, capacity=capacity, per_worker=per_worker)
     taus, results = jax.tree.map(np.asarray, (taus, results))
     kappa = np.asarray(tm.kappa)
-    for (rule, inflight), sched in results.items():
+    for (rule, inflight, allreduce), sched in results.items():
         for seed in range(SEEDS):
             expected = ref.simulate_rounds(
                 rule,
@@ -90,10 +96,11 @@ def test_matches_reference_simulator(config):
                 capacity=capacity,
                 per_worker=per_worker,
                 inflight=inflight,
+                allreduce=allreduce,
             )
             for r, e in enumerate(expected):
                 got = jax.tree.map(lambda x, seed=seed, r=r: x[seed, r], sched)
-                where = f"{rule}/{inflight} n={n} M={M} noise={noise} seed={seed} round={r}"
+                where = f"{rule}/{inflight}/{allreduce} n={n} M={M} {noise} seed={seed} r={r}"
                 np.testing.assert_array_equal(got.counts, e["counts"], err_msg=where)
                 k = int(got.num_slots)
                 assert k == len(e["slots"]), where
@@ -103,7 +110,8 @@ def test_matches_reference_simulator(config):
                 )
                 assert slots == e["slots"], where
                 assert bool(got.overflow) == e["overflow"], where
-                for name in ("t_collect_end", "t_end", "time_wasted", "traj_wasted", "time_used"):
+                names = ("t_collect_end", "t_end", "comm_time", "time_wasted", "traj_wasted")
+                for name in (*names, "time_used"):
                     np.testing.assert_allclose(
                         getattr(got, name), e[name], rtol=1e-5, atol=1e-4, err_msg=where + name
                     )
@@ -129,22 +137,78 @@ def test_rennala_hand_computed_cancel_and_discard():
     assert float(s.time_wasted) == 1.0 and float(s.traj_wasted) == 0.5
     np.testing.assert_array_equal(s.busy_until, [3.5, 3.5, 3.5])
     d = _rennala(tm, key, 0.0, busy, M=5, inflight="discard")
-    # in-flight gradients finish at 4, 4, 6 and are thrown away: 1 + 2 + 3 time units.
-    np.testing.assert_array_equal(d.busy_until, [4.0, 4.0, 6.0])
-    assert float(d.time_wasted) == 6.0 and float(d.traj_wasted) == 3.0
-    # next round starts at 3.5; workers free at 4, 4, 6 -> completions 5, 6, 7, 8 (w0),
-    # 6, 8 (w1), 9 (w2): T = 8 with the tie at 8 going to w0; w1's gradient done at T = 8
-    # is unused (wasted 2), w0 and w2 are in flight until 9.
+    # w0 and w2 complete exactly at T = 3: nothing of theirs is in flight, they are free at
+    # once (and take the new point at 3.5); only w1's 2nd gradient (2 -> 4) is discarded.
+    np.testing.assert_array_equal(d.busy_until, [3.5, 4.0, 3.5])
+    assert float(d.time_wasted) == 2.0 and float(d.traj_wasted) == 1.0
+    # next round from 3.5: w0 at 4.5, 5.5, 6.5, ...; w1 (free at 4) at 6, 8; w2 at 6.5:
+    # T = 6.5, the tie at 6.5 going to w0 first, then w2 (both used); w1 is in flight to 8.
     d2 = _rennala(tm, key, d.t_end, d.busy_until, M=5, inflight="discard")
-    assert float(d2.t_collect_end) == 8.0
-    np.testing.assert_array_equal(d2.counts, [4, 1, 0])
-    np.testing.assert_array_equal(d2.busy_until, [9.0, 8.0, 9.0])
-    assert float(d2.time_wasted) == 1.0 + 2.0 + 3.0
-    # a worker still busy past T (9.5 > 8) never starts: no waste, busy_until unchanged.
-    d3 = _rennala(tm, key, d.t_end, jnp.array([4.0, 4.0, 9.5]), M=5, inflight="discard")
-    np.testing.assert_array_equal(d3.counts, [4, 1, 0])
-    np.testing.assert_array_equal(d3.busy_until, [9.0, 8.0, 9.5])
-    assert float(d3.time_wasted) == 1.0 + 2.0 and int(d3.comms) == 1
+    assert float(d2.t_collect_end) == 6.5
+    np.testing.assert_array_equal(d2.counts, [3, 1, 1])
+    np.testing.assert_array_equal(d2.busy_until, [7.0, 8.0, 7.0])
+    assert float(d2.time_wasted) == 2.0
+    # a worker still busy past T (9.5 > 6.5) never starts: no waste, busy_until unchanged.
+    d3 = _rennala(tm, key, d.t_end, jnp.array([3.5, 4.0, 9.5]), M=5, inflight="discard")
+    np.testing.assert_array_equal(d3.counts, [4, 1, 0])  # w0: 4.5 .. 7.5, w1: 6
+    assert float(d3.t_collect_end) == 7.5
+    np.testing.assert_array_equal(d3.busy_until, [8.0, 8.0, 9.5])
+    assert float(d3.time_wasted) == 2.0 and int(d3.comms) == 1
+
+
+def test_rennala_unused_tie_at_T_is_wasted_but_free():
+    tm = make_time_model(3, h="linear", kappa=0.5)
+    key, busy = jax.random.key(0), jnp.zeros(3)
+    # M = 4: (1, w0), (2, w0), (2, w1), (3, w0) -> T = 3; w2 also completes at 3, unused.
+    d = _rennala(tm, key, 0.0, busy, M=4, inflight="discard")
+    np.testing.assert_array_equal(d.counts, [3, 1, 0])
+    # w2's gradient (3 units) and w1's 2nd (2 -> 4, 2 units) are thrown away; w2 is free at T.
+    assert float(d.time_wasted) == 5.0 and float(d.traj_wasted) == 2.0
+    np.testing.assert_array_equal(d.busy_until, [3.5, 4.0, 3.5])
+    c = _rennala(tm, key, 0.0, busy, M=4)
+    assert float(c.time_wasted) == 1.0 + 3.0 and float(c.traj_wasted) == 1.5
+
+
+def test_discard_round_end_issue_example():
+    """n = 2, h = (0.3, 11), M = 3: worker 0 delivers the 3rd gradient exactly when the
+    collection ends and takes the new point at once: rounds of 0.9, 25 rounds end at 22.5."""
+    tm = make_time_model(2, h=[0.3, 11.0])
+    res = clock.simulate_rounds(
+        tm, jax.random.key(0), rule="rennala", M=3, rounds=25, inflight="discard"
+    )
+    np.testing.assert_allclose(np.diff(np.asarray(res["t_end"]), prepend=0.0), 0.9, rtol=1e-5)
+    np.testing.assert_allclose(res["t_end"][-1], 22.5, rtol=1e-6)
+    np.testing.assert_array_equal(res["counts"], [[3, 0]] * 25)
+
+
+_rennala_c = jax.jit(S.rennala, static_argnames=("M", "inflight", "allreduce"))
+
+
+def test_allreduce_contributors_hand_computed():
+    tm = make_time_model(3, h="linear", kappa=[0.5, 1.0, 4.0])
+    key, busy = jax.random.key(0), jnp.zeros(3)
+    # M = 2: (1, w0), (2, w0) -> T = 2 (w1's completion at 2 loses the tie): P = {w0}.
+    s = _rennala_c(tm, key, 0.0, busy, M=2, allreduce="contributors")
+    np.testing.assert_array_equal(s.counts, [2, 0, 0])
+    assert float(s.comm_time) == 0.5 and float(s.t_end) == 2.5
+    # w1 gets the point at 2 + max(0.5, 1.0), w2 at 2 + 4.
+    np.testing.assert_array_equal(s.busy_until, [2.5, 3.0, 6.0])
+    # next round from 2.5: w0 at 3.5, 4.5 -> T = 4.5; w1 starts at 3, w2 at 6.
+    s2 = _rennala_c(tm, key, s.t_end, s.busy_until, M=2, allreduce="contributors")
+    assert float(s2.t_collect_end) == 4.5 and float(s2.t_end) == 5.0
+    assert float(s2.time_wasted) == 1.5  # w1 from 3 to 4.5; w2 never started
+    # with "all" the AllReduce waits for the slowest link: rounds of 2 + 4.
+    a = _rennala_c(tm, key, 0.0, busy, M=2, allreduce="all")
+    assert float(a.comm_time) == 4.0 and float(a.t_end) == 6.0
+    np.testing.assert_array_equal(a.busy_until, [6.0, 6.0, 6.0])
+    # every worker contributes to a sync round: the two modes agree.
+    b = S.sync_batch(2, 3)
+    for mode in S.ALLREDUCE:
+        y = _sync_c(tm, key, 0.0, busy, per_worker=b, allreduce=mode)
+        assert float(y.t_end) == 3.0 + 4.0
+
+
+_sync_c = jax.jit(S.sync, static_argnames=("per_worker", "inflight", "allreduce"))
 
 
 @jax.jit
@@ -277,16 +341,11 @@ def test_all_rules_shapes_vmap_over_keys_and_from_times():
     )
 
 
-def _offsets(busy, t0, inflight):
-    """Each worker's start relative to ``t0`` (as in the schedules): 0 in cancel mode."""
-    return jnp.maximum(busy - t0, 0.0) if inflight == "discard" else jnp.zeros_like(busy)
-
-
 def _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, filler=None):
     """``rennala_from_times`` on a full ``[n, M + 1]`` matrix assembled from the lazy draws
     of ``rennala(tm, key, ...)``: column 0 and the candidate rows as drawn, every other entry
     from ``filler`` (default: zeros, the entries most likely to steal a slot)."""
-    first, rows, tau_rows = S.sample_rennala_times(tm, key, _offsets(busy, t0, inflight), M=M)
+    first, rows, tau_rows = S.sample_rennala_times(tm, key, S.start_offsets(t0, busy), M=M)
     full = jnp.zeros((tm.n, M + 1)) if filler is None else filler
     full = full.at[:, 0].set(first).at[rows].set(tau_rows)
     return S.rennala_from_times(tm.kappa, full, t0, busy, M=M, inflight=inflight)
@@ -309,10 +368,10 @@ def test_rennala_draws_only_what_the_round_can_use(n, M, h, noise, inflight):
     or random) give the same round through the full-matrix ``rennala_from_times``."""
     tm = make_time_model(n, h=h, noise=noise, kappa="sqrt")
     key = jax.random.key(n * 7 + M)
-    busy = jax.random.uniform(jax.random.key(1), (n,), maxval=3.0)  # discard: staggered starts
+    busy = jax.random.uniform(jax.random.key(1), (n,), maxval=3.0)  # staggered starts
     t0 = 1.0
     got = S.rennala(tm, key, t0, busy, M=M, inflight=inflight)
-    first, rows, tau_rows = S.sample_rennala_times(tm, key, _offsets(busy, t0, inflight), M=M)
+    first, rows, tau_rows = S.sample_rennala_times(tm, key, S.start_offsets(t0, busy), M=M)
     chex.assert_shape(first, (n,))
     chex.assert_shape(rows, (min(n, M),))
     chex.assert_shape(tau_rows, (min(n, M), M + 1))
@@ -333,43 +392,8 @@ def test_bad_static_arguments():
         S.rennala(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=2, inflight="keep")
     with pytest.raises(ValueError, match="capacity"):
         S.malenia(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=2, capacity=0)
-
-
-@pytest.mark.parametrize(
-    "n,noise", [(1, "exponential"), (3, "deterministic"), (10, "straggler:0.3:4")]
-)
-def test_async_matches_reference(n, noise):
-    tm = make_time_model(n, h="sqrt", noise=noise, kappa="linear")
-    num = 60
-    init_key, run_key = jax.random.split(jax.random.key(11))
-
-    @jax.jit
-    def go():
-        state = S.async_init(tm, init_key, 0.5)
-        final, arr = S.async_arrivals(tm, run_key, state, num)
-        xi = jax.vmap(lambda j: sample_noise(tm, jax.random.fold_in(run_key, j), ()))(
-            jnp.arange(num)
-        )
-        return sample_compute_times(tm, init_key, 1)[:, 0], xi, final, arr
-
-    first, xi, final, arr = jax.tree.map(np.asarray, go())
-    expected = ref.simulate_async(first, xi, np.asarray(tm.h), np.asarray(tm.kappa), 0.5)
-    for j, e in enumerate(expected):
-        for name in ("worker", "dispatch_version", "staleness", "grad_index"):
-            assert int(getattr(arr, name)[j]) == e[name], (j, name)
-        np.testing.assert_allclose(arr.time[j], e["time"], rtol=1e-6)
-        np.testing.assert_allclose(arr.compute_time[j], e["compute_time"], rtol=1e-6)
-    assert int(final.version) == num and int(final.dispatch_count.sum()) == n + num
-    assert np.all(np.diff(arr.time) >= 0)
-
-
-def test_async_ties_lower_worker_first():
-    tm = make_time_model(3)  # every gradient takes 1: all workers tie at every arrival
-    state = S.async_init(tm, jax.random.key(0), 0.0)
-    _, arr = S.async_arrivals(tm, jax.random.key(1), state, 6)
-    np.testing.assert_array_equal(arr.worker, [0, 1, 2, 0, 1, 2])
-    np.testing.assert_array_equal(arr.staleness, [0, 1, 2, 2, 2, 2])
-    np.testing.assert_array_equal(arr.time, [1, 1, 1, 2, 2, 2])
+    with pytest.raises(ValueError, match="allreduce"):
+        S.sync(tm, jax.random.key(0), 0.0, jnp.zeros(2), per_worker=1, allreduce="some")
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="checks the CPU lowering")
@@ -409,3 +433,71 @@ def test_rennala_lazy_draws_have_the_full_draws_distribution():
     np.testing.assert_allclose(
         np.quantile(lazy, [0.1, 0.5, 0.9]), np.quantile(full, [0.1, 0.5, 0.9]), rtol=0.08
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Discard mode against the natural event-driven simulator (Tyurin's form, kappa = 0).
+
+NATURAL_SHAPES = [("rennala", 5, 7), ("rennala", 3, 2), ("malenia", 4, 9), ("malenia", 6, 10)]
+
+
+def _natural_configs():
+    """24 random tie-free configurations (rule, n, M, h, noise, seed) over a few shapes, so
+    that configurations of one shape and noise kind share one compiled clock."""
+    rng = np.random.default_rng(2026)
+    out = []
+    for rule, n, M in NATURAL_SHAPES:
+        for c in range(6):
+            noise = (
+                "exponential",
+                f"lognormal:{rng.uniform(0.3, 1.2):.3f}",
+                f"uniform:{rng.uniform(0.1, 0.9):.3f}:{rng.uniform(1.1, 1.9):.3f}",
+            )[c % 3]
+            h = np.round(rng.uniform(0.4, 3.0, size=n), 6).tolist()
+            out.append((rule, n, M, h, noise, len(out)))
+    return out
+
+
+def _tau_of_rennala(tm, key, res, M):
+    """``(version, worker, k) -> tau`` from the clock's own lazy draws (undrawn: an error)."""
+    busy_before = np.vstack([np.zeros((1, tm.n)), np.asarray(res["busy_until"])[:-1]])
+
+    @functools.cache
+    def draws(v):
+        off = S.start_offsets(res["t_start"][v], jnp.asarray(busy_before[v], jnp.float32))
+        first, rows, tau_rows = S.sample_rennala_times(tm, jax.random.fold_in(key, v), off, M=M)
+        return np.asarray(first), np.asarray(rows).tolist(), np.asarray(tau_rows)
+
+    def tau_of(v, w, k):
+        first, rows, tau_rows = draws(v)
+        if k == 0:
+            return float(first[w])
+        assert w in rows, f"round {v}: worker {w} needs an undrawn compute time"
+        return float(tau_rows[rows.index(w), k])
+
+    return tau_of
+
+
+@pytest.mark.parametrize("config", _natural_configs(), ids=lambda c: f"{c[0]}-n{c[1]}-{c[5]}")
+def test_discard_matches_natural_simulator(config):
+    rule, n, M, h, noise, seed = config
+    rounds = 8
+    tm = make_time_model(n, h=h, noise=noise)
+    key = jax.random.key(seed)
+    cap = S.default_malenia_capacity(M, n)
+    # one round more than compared: the simulator begins gradients of the next point too
+    res = clock.simulate_rounds(
+        tm, key, rule=rule, M=M, rounds=rounds + 1, inflight="discard", capacity=cap
+    )
+    res = jax.tree.map(np.asarray, res)
+    assert not res["overflow"].any()
+    if rule == "rennala":
+        tau_of = _tau_of_rennala(tm, key, res, M)
+    else:
+        taus = [np.asarray(sample_compute_times(tm, jax.random.fold_in(key, v), cap + 1))
+                for v in range(rounds + 1)]  # fmt: skip
+        tau_of = lambda v, w, k: float(taus[v][w, k])
+    expected = natural.discard_rounds(rule, n, rounds, tau_of, M=M)
+    for v, e in enumerate(expected):
+        np.testing.assert_allclose(res["t_end"][v], e["t_end"], rtol=2e-5, err_msg=f"round {v}")
+        np.testing.assert_array_equal(res["counts"][v], e["counts"], err_msg=f"round {v}")

@@ -160,6 +160,7 @@ def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState):
         state.busy_until,
         per_worker=K * B,
         inflight=setup.inflight,
+        allreduce=setup.allreduce,
     )
     worker = jnp.repeat(jnp.arange(n, dtype=jnp.int32), B)  # slot s = i·B + b
     rank = jnp.tile(jnp.arange(B, dtype=jnp.int32), n)

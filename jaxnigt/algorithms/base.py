@@ -17,6 +17,7 @@ Gradients are ascent directions on J; the optimizers descend, so they receive ``
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxnigt import schedules
+from jaxnigt import events, schedules
 from jaxnigt.collect import gradient_from_schedule
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.nigt import nigt, nigt_eval_params
@@ -49,6 +50,8 @@ class Setup:
       per_worker_batch: synchronous per-worker batch b (None: max(1, ceil(M/n))).
       malenia_capacity: per-worker capacity of a Malenia round.
       inflight: ``cancel`` or ``discard``.
+      allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
+      link: ``shared`` or ``independent``: the asynchronous methods' server link.
       async_block: arrivals per logged step of the asynchronous methods.
       mesh: optional device mesh over which each round's trajectory slots are split
         (``jaxnigt.parallel``); None keeps everything on one device.
@@ -65,6 +68,8 @@ class Setup:
     inflight: str
     async_block: int
     mesh: Any = None
+    allreduce: str = "all"
+    link: str = "shared"
 
     @property
     def n(self) -> int:
@@ -144,6 +149,11 @@ def _nan() -> jax.Array:
     return jnp.full([], jnp.nan, jnp.float32)
 
 
+def _ratio(num: jax.Array, den: jax.Array) -> jax.Array:
+    """``num / den``, NaN where ``den`` is not positive."""
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), jnp.nan)
+
+
 # ----------------------------------------------------------------------- round engine
 
 ScheduleFn = Callable[..., schedules.RoundSchedule]
@@ -165,23 +175,23 @@ class RoundSpec:
     optimizer: OptimizerFactory
 
 
+def _modes(setup: Setup) -> dict[str, str]:
+    return {"inflight": setup.inflight, "allreduce": setup.allreduce}
+
+
 def rennala_schedule(setup: Setup, M: int) -> ScheduleFn:
-    return lambda tm, key, t0, busy: schedules.rennala(
-        tm, key, t0, busy, M=M, inflight=setup.inflight
-    )
+    return functools.partial(schedules.rennala, M=M, **_modes(setup))
 
 
 def malenia_schedule(setup: Setup, M: int) -> ScheduleFn:
-    return lambda tm, key, t0, busy: schedules.malenia(
-        tm, key, t0, busy, M=M, capacity=setup.malenia_capacity, inflight=setup.inflight
+    return functools.partial(
+        schedules.malenia, M=M, capacity=setup.malenia_capacity, **_modes(setup)
     )
 
 
 def sync_schedule(setup: Setup, M: int) -> ScheduleFn:
     b = schedules.sync_batch(M, setup.n, setup.per_worker_batch)
-    return lambda tm, key, t0, busy: schedules.sync(
-        tm, key, t0, busy, per_worker=b, inflight=setup.inflight
-    )
+    return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
 
 
 def _round(setup: Setup, spec: RoundSpec, M: int, state: TrainState):
@@ -247,6 +257,7 @@ def round_metrics(
         "staleness_min": _nan(),
         "staleness_mean": _nan(),
         "staleness_max": _nan(),
+        "link_util": _nan(),
         "overflow": sched.overflow,
         "nonfinite": ~(finite & jnp.isfinite(train_return)),
     }
@@ -312,7 +323,7 @@ class AsyncSpec:
 
 
 class AsyncExtra(NamedTuple):
-    engine: schedules.AsyncState
+    engine: events.AsyncState
     worker_params: Any  # [n, ...] the point each worker was dispatched with
     time_key: jax.Array
     roll_key: jax.Array
@@ -322,7 +333,7 @@ def async_init(setup: Setup, spec: AsyncSpec, key: jax.Array, hyper: Hyper) -> T
     """Every worker dispatched at x_0 (server version 0) at time 0."""
     k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
     params = setup.policy.init(k_init)
-    engine = schedules.async_init(setup.tm, k_first, 0.0)
+    engine = events.async_init(setup.tm, k_first, 0.0)
     extra = AsyncExtra(engine, per_worker(params, setup.n), k_time, k_roll)
     return initial_state(setup, params, spec.optimizer(hyper).init(params), key, hyper, extra)
 
@@ -335,8 +346,8 @@ def async_step(setup: Setup, spec: AsyncSpec, state: TrainState):
 
     def arrival(carry, _):
         engine, params, opt_state, worker_params = carry
-        engine, arr = schedules.async_next(
-            setup.tm, jax.random.fold_in(ex.time_key, engine.version), engine
+        engine, arr = events.async_next(
+            setup.tm, jax.random.fold_in(ex.time_key, engine.version), engine, link=setup.link
         )
         point = jax.tree.map(lambda w: w[arr.worker], worker_params)
         key = jax.random.fold_in(jax.random.fold_in(ex.roll_key, arr.worker), arr.grad_index)
@@ -380,6 +391,7 @@ def async_step(setup: Setup, spec: AsyncSpec, state: TrainState):
         "staleness_min": jnp.min(out["staleness"]),
         "staleness_mean": jnp.mean(out["staleness"]),
         "staleness_max": jnp.max(out["staleness"]),
+        "link_util": _ratio(engine.link_busy - ex.engine.link_busy, engine.time - ex.engine.time),
         "overflow": jnp.bool_(False),
         "nonfinite": ~(jnp.all(out["finite"]) & _finite(params) & jnp.isfinite(train_return)),
     }

@@ -1,0 +1,138 @@
+"""Tests for jaxnigt.events (the per-arrival engine) against hand-computed cases and two
+independent references (tests/reference_sim.py and tests/reference_natural.py)."""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxnigt import events as E
+from jaxnigt.timing import make_time_model, sample_compute_times, sample_noise
+
+try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
+    from tests import reference_natural as natural
+    from tests import reference_sim as ref
+except ImportError:
+    import reference_natural as natural
+    import reference_sim as ref
+
+NUM = 80
+
+
+@functools.partial(jax.jit, static_argnames=("link",))
+def _arrivals(tm, init_key, run_key, *, link):
+    state = E.async_init(tm, init_key, 0.5)
+    final, arr = E.async_arrivals(tm, run_key, state, NUM, link=link)
+    xi = jax.vmap(lambda j: sample_noise(tm, jax.random.fold_in(run_key, j), ()))(jnp.arange(NUM))
+    return sample_compute_times(tm, init_key, 1)[:, 0], xi, final, arr
+
+
+CONFIGS = [  # (n, h, noise, kappa)
+    (1, "sqrt", "exponential", "linear"),
+    (3, "sqrt", "deterministic", "linear"),  # ties among compute completions
+    (10, "sqrt", "straggler:0.3:4", "linear"),
+    (7, "decreasing", "lognormal:0.8", "sqrt"),
+    (12, "linear", "uniform:0.5:1.5", 0.05),  # fast link: rarely a queue
+    (5, "equal", "deterministic", "equal"),  # every worker ties at every event
+]
+
+
+@pytest.mark.parametrize("link", E.LINKS)
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"n{c[0]}-{c[2]}")
+def test_matches_both_references(config, link):
+    n, h, noise, kappa = config
+    tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
+    init_key, run_key = jax.random.split(jax.random.key(11 + n))
+    first, xi, final, arr = jax.tree.map(np.asarray, _arrivals(tm, init_key, run_key, link=link))
+    h_, kappa_ = np.asarray(tm.h), np.asarray(tm.kappa)
+    for source, expected in (
+        ("reference_sim", ref.simulate_async(first, xi, h_, kappa_, 0.5, link=link)),
+        ("reference_natural", natural.async_arrivals(first, xi, h_, kappa_, 0.5, link)),
+    ):
+        for j, e in enumerate(expected):
+            where = f"{source} {link} arrival {j}"
+            for name in ("worker", "dispatch_version", "staleness"):
+                assert int(getattr(arr, name)[j]) == e[name], (where, name)
+            np.testing.assert_allclose(arr.time[j], e["time"], rtol=1e-6, err_msg=where)
+            np.testing.assert_allclose(
+                arr.link_wait[j], e["link_wait"], rtol=1e-5, atol=1e-5, err_msg=where
+            )
+    assert int(final.version) == NUM and int(final.dispatch_count.sum()) == n + NUM
+    assert np.all(np.diff(arr.time) >= 0)
+    np.testing.assert_allclose(final.link_busy, kappa_[arr.worker].sum(), rtol=1e-5)
+    if link == "shared":  # one exchange at a time: every arrival is >= its kappa after the last
+        gaps = np.diff(np.concatenate([[0.5], arr.time.astype(np.float64)]))
+        assert np.all(gaps >= kappa_[arr.worker] - 1e-6 * arr.time)  # float32 rounding
+    else:
+        np.testing.assert_array_equal(arr.link_wait, 0.0)
+
+
+def _run(tm, link, num):
+    state = E.async_init(tm, jax.random.key(0), 0.0)
+    return jax.tree.map(np.asarray, E.async_arrivals(tm, jax.random.key(1), state, num, link=link))
+
+
+def test_shared_link_fast_worker_waits_for_slow_exchange():
+    # h = (1, 1.5), kappa = (1, 3). w0 computes to 1, exchanges 1 -> 2. w1 computed at 1.5,
+    # waits for the link until 2, exchanges 2 -> 5. w0 (redispatched at 2) computes to 3 and
+    # waits until 5: 5 -> 6. w1 (redispatched at 5) computes to 6.5: 6.5 -> 9.5. w0
+    # (redispatched at 6) computes to 7, waits until 9.5: 9.5 -> 10.5.
+    tm = make_time_model(2, h=[1.0, 1.5], kappa=[1.0, 3.0])
+    final, arr = _run(tm, "shared", 5)
+    np.testing.assert_array_equal(arr.worker, [0, 1, 0, 1, 0])
+    np.testing.assert_array_equal(arr.time, [2.0, 5.0, 6.0, 9.5, 10.5])
+    np.testing.assert_array_equal(arr.link_wait, [0.0, 0.5, 2.0, 0.0, 2.5])
+    np.testing.assert_array_equal(arr.dispatch_time, [0.0, 0.0, 2.0, 5.0, 6.0])
+    np.testing.assert_array_equal(arr.compute_end, [1.0, 1.5, 3.0, 6.5, 7.0])
+    np.testing.assert_array_equal(arr.staleness, [0, 1, 1, 1, 1])
+    assert float(final.link_busy) == 1 + 3 + 1 + 3 + 1
+    # independent links overlap: w0 arrives every 2 units, w1 at 4.5, 9, ...
+    _, ind = _run(tm, "independent", 5)
+    np.testing.assert_array_equal(ind.worker, [0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(ind.time, [2.0, 4.0, 4.5, 6.0, 8.0])
+    np.testing.assert_array_equal(ind.staleness, [0, 0, 2, 1, 0])
+
+
+def test_ties_lower_worker_first():
+    tm = make_time_model(3)  # every gradient takes 1: all workers tie at every arrival
+    _, arr = _run(tm, "independent", 6)
+    np.testing.assert_array_equal(arr.worker, [0, 1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(arr.staleness, [0, 1, 2, 2, 2, 2])
+    np.testing.assert_array_equal(arr.time, [1, 1, 1, 2, 2, 2])
+    tm = make_time_model(3, kappa=0.5)  # the shared link serves the tied requests in id order
+    _, arr = _run(tm, "shared", 6)
+    np.testing.assert_array_equal(arr.worker, [0, 1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(arr.time, [1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+
+
+def test_shared_link_rate_bound():
+    """With one link every exchange occupies it for kappa_i >= min kappa."""
+    tm = make_time_model(20, h="sqrt", noise="exponential", kappa="sqrt")
+    final, arr = _run(tm, "shared", 300)
+    rate = 300 / float(arr.time[-1])
+    assert rate <= 1.0 / float(np.min(np.asarray(tm.kappa)))
+    assert float(final.link_busy) <= float(arr.time[-1]) * (1 + 1e-6)
+
+
+class EngineVariantsTest(chex.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_shapes_dtypes(self):
+        tm = make_time_model(4, h="sqrt", noise="exponential", kappa="sqrt")
+        step = self.variant(functools.partial(E.async_next, link="shared"))
+        state = E.async_init(tm, jax.random.key(0), 0.0)
+        state, arr = step(tm, jax.random.key(1), state)
+        chex.assert_shape([state.compute_end, state.dispatch_version, state.dispatch_time], (4,))
+        chex.assert_rank([arr.worker, arr.time, arr.link_wait, state.link_free], 0)
+        chex.assert_type([arr.worker, arr.staleness, arr.grad_index, state.version], jnp.int32)
+        chex.assert_type([arr.time, arr.link_wait, state.link_busy], jnp.float32)
+
+
+def test_bad_link():
+    tm = make_time_model(2)
+    with pytest.raises(ValueError, match="link"):
+        E.async_next(tm, jax.random.key(0), E.async_init(tm, jax.random.key(0), 0.0), link="x")
