@@ -1,7 +1,8 @@
 """Checkpoints of a running experiment (orbax), so a long sweep survives a crash.
 
 A checkpoint holds one algorithm's vmapped training state (every array, PRNG keys stored as
-their raw key data), the metrics history collected so far and the number of chunks done.
+their raw key data), the per-step metrics collected so far (evaluation columns included) and
+the number of chunks done.
 Restoring it into the state's own structure and continuing gives the same metrics as a run
 that was never interrupted: the compiled program is deterministic and every key it uses is
 either in the state or derived from the chunk count.
@@ -22,6 +23,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxnigt.files import atomic_write_text
 
 KEEP = 2
 _COMPLETE = re.compile(r"chunk_\d{6}")  # orbax writes into "<name>.orbax-checkpoint-tmp*" first
@@ -52,7 +55,6 @@ def save(
     algorithm: str,
     state: Any,
     history: dict[str, np.ndarray],
-    evals: list[tuple[np.ndarray, np.ndarray]],
     chunks: int,
 ) -> Path:
     """Writes a checkpoint after ``chunks`` chunks (atomically: orbax writes then renames)."""
@@ -63,8 +65,6 @@ def save(
     payload = {
         "state": {f"{i:05d}": x for i, x in enumerate(leaves)},
         "history": {k: np.asarray(v) for k, v in history.items()},
-        "eval_columns": np.stack([c for c, _ in evals]),
-        "eval_returns": np.stack([r for _, r in evals]),
         "chunks": np.asarray(chunks, np.int64),
     }
     root = algorithm_dir(run_dir, algorithm)
@@ -88,7 +88,7 @@ def restore(path: str | Path, template: Any):
     """Reads a checkpoint into the structure (and key types) of ``template``.
 
     Returns:
-      ``(state, history, evals, chunks)`` as given to :func:`save`.
+      ``(state, history, chunks)`` as given to :func:`save`.
     """
     raw = _checkpointer().restore(Path(path).resolve())
     leaves, treedef = jax.tree.flatten(template)
@@ -101,8 +101,7 @@ def restore(path: str | Path, template: Any):
             restored.append(jnp.asarray(s, dtype=t.dtype))
     state = jax.tree.unflatten(treedef, restored)
     history = {k: np.asarray(v) for k, v in raw["history"].items()}
-    evals = list(zip(np.asarray(raw["eval_columns"]), np.asarray(raw["eval_returns"]), strict=True))
-    return state, history, evals, int(raw["chunks"])
+    return state, history, int(raw["chunks"])
 
 
 def done_algorithms(run_dir: str | Path) -> list[str]:
@@ -111,8 +110,6 @@ def done_algorithms(run_dir: str | Path) -> list[str]:
 
 
 def mark_done(run_dir: str | Path, algorithm: str) -> None:
-    from jaxnigt.runner import atomic_write_text
-
     done = done_algorithms(run_dir)
     if algorithm not in done:
         done.append(algorithm)

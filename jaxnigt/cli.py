@@ -50,7 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cfg = config_lib.load(args.config, overrides)
     except config_lib.ConfigError as e:
         return _error(str(e))
-    from jaxnigt import runner
+    from jaxnigt import files, runner
     from jaxnigt.distributed import is_writer
 
     if args.resume:
@@ -58,14 +58,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return _error("--out and --resume name different directories; give one")
         out = Path(args.resume)
         try:
-            runner.check_resumable(cfg, out)
+            files.check_resumable(cfg, out)
         except config_lib.ConfigError as e:
             return _error(str(e))
     else:
         out = Path(args.out) if args.out else Path("runs") / cfg.name
         try:
             if is_writer():
-                runner.prepare_run_dir(out, args.overwrite)
+                files.prepare_run_dir(out, args.overwrite)
         except FileExistsError as e:
             return _error(str(e))
     try:
@@ -109,10 +109,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     del args
     from jaxnigt import envs
-    from jaxnigt.config import ALGORITHMS
+    from jaxnigt.algorithms import NAMES
 
     print("environments:", ", ".join(envs.list_envs()))
-    print("algorithms:  ", ", ".join(ALGORITHMS))
+    print("algorithms:  ", ", ".join(NAMES))
     configs = sorted(p.name for p in CONFIG_DIR.glob("*.yaml")) if CONFIG_DIR.is_dir() else []
     print("configs:     ", ", ".join(configs) if configs else "(none found)")
     return 0

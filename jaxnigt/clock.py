@@ -39,13 +39,13 @@ import dataclasses
 import functools
 import os
 import sys
-import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import events, schedules, timing
+from jaxnigt import checks, events, schedules, timing
+from jaxnigt.files import atomic_write_text
 from jaxnigt.timing import TimeModel
 
 ROUND_RULES = ("rennala", "malenia", "sync")
@@ -95,12 +95,9 @@ class ClockConfig:
 
 def _int(flag: str, raw, minimum: int | None = 1) -> int:
     try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise FlagError(flag, f"expected an integer >= {minimum}, got {raw!r}") from None
-    if minimum is not None and value < minimum:
-        raise FlagError(flag, f"expected an integer >= {minimum}, got {value}")
-    return value
+        return checks.integer_text(flag, raw, minimum)
+    except checks.CheckError as e:
+        raise FlagError(flag, str(e).removeprefix(f"{flag}: ")) from None
 
 
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
@@ -245,16 +242,7 @@ def rennala_theory_time(h: np.ndarray, M: int) -> float:
 
 
 def _write_lines(path: str, lines: list[str]) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".csv.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def _write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:

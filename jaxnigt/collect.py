@@ -70,7 +70,6 @@ def gradient_from_schedule(
       ``(grads, stats)`` with ``stats`` holding ``sum_return``, ``sum_length`` and ``count``
       over slots with nonzero weight.
     """
-    capacity = sched.slot_worker.shape[0]
     keys = slot_keys(round_key, sched.slot_worker, sched.slot_rank)
     types = jnp.asarray(worker_types, jnp.int32)[sched.slot_worker]
 
@@ -78,18 +77,27 @@ def gradient_from_schedule(
         k, t, w = (constrain_slots(x, mesh) for x in (k, t, w))
         traj = rollout(task, policy, params, k, t)
         grads, stats = policy_gradient(policy, params, traj, w, gamma)
-        return grads, {key: stats[key] for key in ("sum_return", "sum_length", "count")}
+        return grads, {key: stats[key] for key in _STATS}
 
-    if capacity <= chunk:
+    if sched.slot_worker.shape[0] <= chunk:
         return batch_gradient(keys, types, weights)
+    return _chunked_sum(batch_gradient, params, (keys, types, weights), sched.num_slots, chunk)
 
-    num_chunks_max = -(-capacity // chunk)
-    pad = num_chunks_max * chunk - capacity
+
+_STATS = ("sum_return", "sum_length", "count")
+
+
+def _chunked_sum(batch_gradient, params, slots, num_valid: jax.Array, chunk: int):
+    """Sum of ``batch_gradient`` over fixed-size chunks of the ``[S]`` slot arrays ``slots``
+    (keys, types, weights), in a ``while_loop`` that stops after the last valid slot."""
+    keys, types, weights = slots
+    capacity = keys.shape[0]
+    pad = -(-capacity // chunk) * chunk - capacity
     if pad:
         keys = jnp.concatenate([keys, keys[:pad]])
         types = jnp.concatenate([types, types[:pad]])
         weights = jnp.concatenate([weights, jnp.zeros((pad,), weights.dtype)])
-    num_chunks = (sched.num_slots + chunk - 1) // chunk
+    num_chunks = (num_valid + chunk - 1) // chunk
 
     def body(carry):
         i, acc_g, acc_s = carry
@@ -100,7 +108,7 @@ def gradient_from_schedule(
         return i + 1, acc_g, acc_s
 
     zeros_g = jax.tree.map(jnp.zeros_like, params)
-    zeros_s = {k: jnp.zeros([], jnp.float32) for k in ("sum_return", "sum_length", "count")}
+    zeros_s = {k: jnp.zeros([], jnp.float32) for k in _STATS}
     _, grads, stats = jax.lax.while_loop(
         lambda c: c[0] < num_chunks, body, (jnp.int32(0), zeros_g, zeros_s)
     )

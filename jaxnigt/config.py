@@ -18,13 +18,14 @@ A config file has the sections below (every field optional except where noted)::
   grid: {learning_rate: [...], eta: [...]}         # optional: vmapped hyperparameter grid
 
 Every value is checked when loaded; a bad value raises :class:`ConfigError` whose message
-names the field, the bad value and what is allowed.
+names the field, the bad value and what is allowed.  The loader is derived from the
+dataclasses: every field carries its default and one validator (``metadata["check"]``), so a
+default lives in exactly one place.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,26 +33,78 @@ from typing import Any
 
 import yaml
 
-from jaxnigt import timing
+from jaxnigt import checks, timing
+from jaxnigt.algorithms import NAMES as ALGORITHMS
+from jaxnigt.events import LINKS
+from jaxnigt.schedules import ALLREDUCE, INFLIGHT
 
-ALGORITHMS = (
-    "rennala_nigt",
-    "malenia_nigt",
-    "sync_nigt",
-    "sync_pg",
-    "rennala_pg",
-    "afedpg",
-    "asgd",
-    "admm_pg",
-)
-INFLIGHT = ("cancel", "discard")
-LINKS = ("shared", "independent")
-ALLREDUCE = ("all", "contributors")
 ON_NONFINITE = ("stop", "mark")
+HETEROGENEOUS = ("sign_flip",)
+NUM_TYPES = {"sign_flip": 2}
 
 
-class ConfigError(ValueError):
+class ConfigError(checks.CheckError):
     """A config value is invalid; the message names the field and the allowed values."""
+
+
+# Validators are ``check(path, value, siblings) -> value`` (see :mod:`jaxnigt.checks`);
+# ``siblings`` holds the fields of the same section parsed so far (``cluster.h`` needs n).
+_int, _float, _bool, _choice, _str = (
+    checks.integer,
+    checks.number,
+    checks.boolean,
+    checks.choice,
+    checks.string,
+)
+_optional, _list = checks.optional, checks.sequence
+Check = checks.Check
+
+
+def _env_names() -> list[str]:
+    from jaxnigt import envs  # keeps `jaxnigt.config` importable without brax loaded
+
+    return envs.list_envs()
+
+
+def _profile(*, positive: bool) -> Check:
+    def check(path, v, ctx):
+        if isinstance(v, list | tuple):
+            v = tuple(_float()(f"{path}[{i}]", x, ctx) for i, x in enumerate(v))
+        elif not isinstance(v, str):
+            v = _float()(path, v, ctx)
+        try:
+            timing.profile_values(v, ctx["n"], name=path, allow_zero=not positive)
+        except ValueError as e:
+            raise ConfigError(f"{path}: {e}") from None
+        return v
+
+    return check
+
+
+def _noise(path, v, ctx):
+    _str(path, v, ctx)
+    try:
+        timing.parse_noise(v)
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return v
+
+
+def _algorithms(path, v, ctx):
+    if isinstance(v, str):
+        v = [v]
+    v = _list(_choice(ALGORITHMS), what=str(list(ALGORITHMS)))(path, v, ctx)
+    if len(set(v)) != len(v):
+        raise ConfigError(f"{path}: got {list(v)}; expected no duplicates")
+    return v
+
+
+def _opt(check: Check, default=None, **kw) -> Any:
+    """A dataclass field with ``default`` and the validator ``check``."""
+    return field(default=default, metadata={"check": check}, **kw)
+
+
+# ------------------------------------------------------------------------------ sections
 
 
 @dataclass(frozen=True)
@@ -68,12 +121,12 @@ class EnvConfig:
       ls_iterations: optional MJX line-search iterations.
     """
 
-    name: str = "reacher"
-    horizon: int | None = None
-    heterogeneous: str | None = None
-    types: tuple[int, ...] | None = None
-    solver_iterations: int | None = None
-    ls_iterations: int | None = None
+    name: str = _opt(_choice(_env_names), "reacher")
+    horizon: int | None = _opt(_optional(_int(1)))
+    heterogeneous: str | None = _opt(_optional(_choice(HETEROGENEOUS)))
+    types: tuple[int, ...] | None = _opt(_optional(_list(_int(0), what="type ids")))
+    solver_iterations: int | None = _opt(_optional(_int(1)))
+    ls_iterations: int | None = _opt(_optional(_int(1)))
 
 
 @dataclass(frozen=True)
@@ -96,15 +149,15 @@ class ClusterConfig:
         the ``contributors`` (b_i ≥ 1; the others receive the point over their own link).
     """
 
-    n: int = 10
-    h: Any = "sqrt"
-    noise: str = "deterministic"
-    kappa: Any = 0.0
-    scale_by_dim: bool = False
-    per_step: bool = False
-    inflight: str = "cancel"
-    link: str = "shared"
-    allreduce: str = "all"
+    n: int = _opt(_int(1), 10)
+    h: Any = _opt(_profile(positive=True), "sqrt")
+    noise: str = _opt(_noise, "deterministic")
+    kappa: Any = _opt(_profile(positive=False), 0.0)
+    scale_by_dim: bool = _opt(_bool, False)
+    per_step: bool = _opt(_bool, False)
+    inflight: str = _opt(_choice(INFLIGHT), "cancel")
+    link: str = _opt(_choice(LINKS), "shared")
+    allreduce: str = _opt(_choice(ALLREDUCE), "all")
 
 
 @dataclass(frozen=True)
@@ -129,17 +182,17 @@ class HParams:
         max(1, ceil(M/n)), so one local step collects about M trajectories in all.
     """
 
-    learning_rate: float = 2.0**-5
-    eta: float = 0.1
-    M: int = 20
-    M_init: int | None = None
-    gamma: float = 0.99
-    per_worker_batch: int | None = None
-    malenia_capacity: int | None = None
-    async_block: int | None = None
-    admm_rho: float = 1.0
-    admm_local_steps: int = 1
-    admm_local_batch: int | None = None
+    learning_rate: float = _opt(_float(0.0, open_low=False), 2.0**-5)
+    eta: float = _opt(_float(0.0, 1.0), 0.1)
+    M: int = _opt(_int(1), 20)
+    M_init: int | None = _opt(_optional(_int(1)))
+    gamma: float = _opt(_float(0.0, 1.0), 0.99)
+    per_worker_batch: int | None = _opt(_optional(_int(1)))
+    malenia_capacity: int | None = _opt(_optional(_int(1)))
+    async_block: int | None = _opt(_optional(_int(1)))
+    admm_rho: float = _opt(_float(0.0), 1.0)
+    admm_local_steps: int = _opt(_int(1), 1)
+    admm_local_batch: int | None = _opt(_optional(_int(1)))
 
 
 @dataclass(frozen=True)
@@ -152,17 +205,30 @@ class EvalConfig:
       deterministic: evaluate the mean action (True) or sample (False).
     """
 
-    every: int = 10
-    episodes: int = 8
-    deterministic: bool = True
+    every: int = _opt(_int(1), 10)
+    episodes: int = _opt(_int(1), 8)
+    deterministic: bool = _opt(_bool, True)
 
 
 @dataclass(frozen=True)
 class GridConfig:
     """Optional hyperparameter grid run as one vmapped program (values are traced)."""
 
-    learning_rate: tuple[float, ...] | None = None
-    eta: tuple[float, ...] | None = None
+    learning_rate: tuple[float, ...] | None = _opt(_optional(_list(_float(), what="numbers")))
+    eta: tuple[float, ...] | None = _opt(_optional(_list(_float(0.0, 1.0), what="numbers")))
+
+
+def _per_algorithm(path, v, ctx):
+    if not isinstance(v, Mapping):
+        raise ConfigError(f"{path}: got {v!r}; expected a mapping algorithm -> hparams")
+    out = {}
+    for name, section in v.items():
+        if name not in ALGORITHMS:
+            raise ConfigError(
+                f"{path}.{name}: unknown algorithm; expected one of {list(ALGORITHMS)}"
+            )
+        out[name] = _parse(HParams, section, f"{path}.{name}", base=ctx["hparams"])
+    return out
 
 
 @dataclass(frozen=True)
@@ -184,22 +250,24 @@ class ExperimentConfig:
       devices: number of local devices to shard over (``null`` = all).
     """
 
-    name: str = "experiment"
-    algorithms: tuple[str, ...] = ("rennala_nigt",)
-    seeds: int = 3
-    seed: int = 0
-    budget: float | None = 1000.0
-    max_rounds: int | None = None
-    target_return: float | None = None
+    name: str = _opt(_str, "experiment")
+    algorithms: tuple[str, ...] = _opt(_algorithms, ("rennala_nigt",))
+    seeds: int = _opt(_int(1), 3)
+    seed: int = _opt(_int(0), 0)
+    budget: float | None = _opt(_optional(_float(0.0)), 1000.0)
+    max_rounds: int | None = _opt(_optional(_int(1)))
+    target_return: float | None = _opt(_optional(_float()))
     env: EnvConfig = field(default_factory=EnvConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     hparams: HParams = field(default_factory=HParams)
-    per_algorithm: Mapping[str, HParams] = field(default_factory=dict)
+    per_algorithm: Mapping[str, HParams] = field(
+        default_factory=dict, metadata={"check": _per_algorithm}
+    )
     eval: EvalConfig = field(default_factory=EvalConfig)
     grid: GridConfig = field(default_factory=GridConfig)
-    checkpoint_every: int = 10
-    on_nonfinite: str = "stop"
-    devices: int | None = None
+    checkpoint_every: int = _opt(_int(0), 10)
+    on_nonfinite: str = _opt(_choice(ON_NONFINITE), "stop")
+    devices: int | None = _opt(_optional(_int(1)))
 
     def hparams_for(self, algorithm: str) -> HParams:
         """The hyperparameters of one algorithm (per-algorithm overrides applied)."""
@@ -231,53 +299,6 @@ def _plain(x: Any) -> Any:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp))
-
-
-def _check_type(path: str, value: Any, kinds: tuple[type, ...], allowed: str) -> Any:
-    if isinstance(value, bool) and bool not in kinds:
-        raise ConfigError(f"{path}: got {value!r} ({type(value).__name__}); expected {allowed}")
-    if not isinstance(value, kinds):
-        raise ConfigError(f"{path}: got {value!r} ({type(value).__name__}); expected {allowed}")
-    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
-def _int(path, v, *, minimum=None, optional=False):
-    if v is None and optional:
-        return None
-    v = _check_type(path, v, (int,), "an integer" + (f" >= {minimum}" if minimum else ""))
-    if minimum is not None and v < minimum:
-        raise ConfigError(f"{path}: got {v!r}; expected an integer >= {minimum}")
-    return v
-
-
-def _float(path, v, *, positive=False, optional=False):
-    if v is None and optional:
-        return None
-    v = _check_type(path, v, (int, float), "a number" + (" > 0" if positive else ""))
-    if not math.isfinite(v) or (positive and v <= 0):
-        raise ConfigError(
-            f"{path}: got {v!r}; expected a finite number" + (" > 0" if positive else "")
-        )
-    return float(v)
-
-
-def _bool(path, v):
-    return _check_type(path, v, (bool,), "true or false")
-
-
-def _str(path, v, choices=None, optional=False):
-    if v is None and optional:
-        return None
-    v = _check_type(path, v, (str,), "a string" if not choices else f"one of {list(choices)}")
-    if choices is not None and v not in choices:
-        raise ConfigError(f"{path}: got {v!r}; expected one of {list(choices)}")
-    return v
-
-
 def _section(path: str, raw: Any, cls: type) -> dict[str, Any]:
     if raw is None:
         return {}
@@ -290,198 +311,66 @@ def _section(path: str, raw: Any, cls: type) -> dict[str, Any]:
     return dict(raw)
 
 
-def _parse_env(raw: Any) -> EnvConfig:
-    from jaxnigt import envs  # local: keeps `jaxnigt.config` importable without brax loaded
-
-    d = _section("env", raw, EnvConfig)
-    name = _str("env.name", d.get("name", EnvConfig.name))
-    available = envs.list_envs()
-    if name not in available:
-        raise ConfigError(f"env.name: got {name!r}; expected one of {available}")
-    types = d.get("types")
-    if types is not None:
-        if not isinstance(types, Sequence) or isinstance(types, str):
-            raise ConfigError(f"env.types: got {types!r}; expected a list of type ids")
-        types = tuple(_int(f"env.types[{i}]", t, minimum=0) for i, t in enumerate(types))
-    return EnvConfig(
-        name=name,
-        horizon=_int("env.horizon", d.get("horizon"), minimum=1, optional=True),
-        heterogeneous=_str(
-            "env.heterogeneous", d.get("heterogeneous"), ("sign_flip",), optional=True
-        ),
-        types=types,
-        solver_iterations=_int(
-            "env.solver_iterations", d.get("solver_iterations"), minimum=1, optional=True
-        ),
-        ls_iterations=_int("env.ls_iterations", d.get("ls_iterations"), minimum=1, optional=True),
-    )
+def _default(f: dataclasses.Field, base: Any) -> Any:
+    if base is not None:
+        return getattr(base, f.name)
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
-def _profile(path: str, v: Any, n: int, *, positive: bool) -> Any:
-    if isinstance(v, list | tuple):
-        v = tuple(_float(f"{path}[{i}]", x) for i, x in enumerate(v))
-    elif not isinstance(v, str):
-        v = _float(path, v)
-    try:
-        timing.profile_values(v, n, name=path, allow_zero=not positive)
-    except ValueError as e:
-        raise ConfigError(f"{path}: {e}") from None
-    return v
+def _parse(cls: type, raw: Any, path: str, base: Any = None) -> Any:
+    """An instance of the config dataclass ``cls`` from ``raw``: every field validated by its
+    own check (absent fields take the default, or ``base``'s value)."""
+    given = _section(path or "config", raw, cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        where = f"{path}.{f.name}" if path else f.name
+        if dataclasses.is_dataclass(f.default_factory):
+            values[f.name] = _parse(f.default_factory, given.get(f.name), where)
+            continue
+        value = given.get(f.name, _default(f, base))
+        try:
+            values[f.name] = f.metadata["check"](where, value, values)
+        except ConfigError:
+            raise
+        except checks.CheckError as e:
+            raise ConfigError(str(e)) from None
+    return cls(**values)
 
 
-def _parse_cluster(raw: Any) -> ClusterConfig:
-    d = _section("cluster", raw, ClusterConfig)
-    n = _int("cluster.n", d.get("n", ClusterConfig.n), minimum=1)
-    noise = _str("cluster.noise", d.get("noise", ClusterConfig.noise))
-    try:
-        timing.parse_noise(noise)
-    except ValueError as e:
-        raise ConfigError(f"cluster.noise: {e}") from None
-    return ClusterConfig(
-        n=n,
-        h=_profile("cluster.h", d.get("h", ClusterConfig.h), n, positive=True),
-        noise=noise,
-        kappa=_profile("cluster.kappa", d.get("kappa", ClusterConfig.kappa), n, positive=False),
-        scale_by_dim=_bool("cluster.scale_by_dim", d.get("scale_by_dim", False)),
-        per_step=_bool("cluster.per_step", d.get("per_step", False)),
-        inflight=_str("cluster.inflight", d.get("inflight", "cancel"), INFLIGHT),
-        link=_str("cluster.link", d.get("link", ClusterConfig.link), LINKS),
-        allreduce=_str("cluster.allreduce", d.get("allreduce", ClusterConfig.allreduce), ALLREDUCE),
-    )
-
-
-def _parse_hparams(path: str, raw: Any, base: HParams) -> HParams:
-    d = _section(path, raw, HParams)
-    get = lambda k: d.get(k, getattr(base, k))
-    eta = _float(f"{path}.eta", get("eta"))
-    if not 0.0 < eta <= 1.0:
-        raise ConfigError(f"{path}.eta: got {eta!r}; expected a number in (0, 1]")
-    gamma = _float(f"{path}.gamma", get("gamma"))
-    if not 0.0 < gamma <= 1.0:
-        raise ConfigError(f"{path}.gamma: got {gamma!r}; expected a number in (0, 1]")
-    lr = _float(f"{path}.learning_rate", get("learning_rate"))
-    if lr < 0:
-        raise ConfigError(f"{path}.learning_rate: got {lr!r}; expected a number >= 0")
-    return HParams(
-        learning_rate=lr,
-        eta=eta,
-        M=_int(f"{path}.M", get("M"), minimum=1),
-        M_init=_int(f"{path}.M_init", get("M_init"), minimum=1, optional=True),
-        gamma=gamma,
-        per_worker_batch=_int(
-            f"{path}.per_worker_batch", get("per_worker_batch"), minimum=1, optional=True
-        ),
-        malenia_capacity=_int(
-            f"{path}.malenia_capacity", get("malenia_capacity"), minimum=1, optional=True
-        ),
-        async_block=_int(f"{path}.async_block", get("async_block"), minimum=1, optional=True),
-        admm_rho=_float(f"{path}.admm_rho", get("admm_rho"), positive=True),
-        admm_local_steps=_int(f"{path}.admm_local_steps", get("admm_local_steps"), minimum=1),
-        admm_local_batch=_int(
-            f"{path}.admm_local_batch", get("admm_local_batch"), minimum=1, optional=True
-        ),
-    )
-
-
-def _float_list(path: str, v: Any) -> tuple[float, ...] | None:
-    if v is None:
-        return None
-    if not isinstance(v, list | tuple) or not v:
-        raise ConfigError(f"{path}: got {v!r}; expected a non-empty list of numbers")
-    return tuple(_float(f"{path}[{i}]", x) for i, x in enumerate(v))
+def _check_consistency(cfg: ExperimentConfig) -> None:
+    """Rules that involve several fields."""
+    env, n = cfg.env, cfg.cluster.n
+    if cfg.budget is None and cfg.max_rounds is None:
+        raise ConfigError(
+            "budget: got null and max_rounds is null; set at least one stop criterion"
+        )
+    if env.types is not None and len(env.types) != n:
+        raise ConfigError(
+            f"env.types: got {len(env.types)} entries; expected one per worker (cluster.n = {n})"
+        )
+    if env.heterogeneous is None:
+        if env.types is not None and any(env.types):
+            raise ConfigError("env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip)")
+        return
+    num_types = NUM_TYPES[env.heterogeneous]
+    if n < num_types and env.types is None:
+        raise ConfigError(
+            f"env.heterogeneous: {num_types} environment types need "
+            f"cluster.n >= {num_types}, got n = {n}"
+        )
+    if env.types is not None and max(env.types) >= num_types:
+        raise ConfigError(
+            f"env.types: got {list(env.types)}; expected type ids in [0, {num_types})"
+        )
 
 
 def from_dict(raw: Any) -> ExperimentConfig:
     """Builds and validates an :class:`ExperimentConfig` from a plain mapping."""
-    d = _section("config", raw, ExperimentConfig)
-    algorithms = d.get("algorithms", list(ExperimentConfig.algorithms))
-    if isinstance(algorithms, str):
-        algorithms = [algorithms]
-    if not isinstance(algorithms, list | tuple) or not algorithms:
-        raise ConfigError(
-            f"algorithms: got {algorithms!r}; expected a non-empty list of {list(ALGORITHMS)}"
-        )
-    algorithms = tuple(_str(f"algorithms[{i}]", a, ALGORITHMS) for i, a in enumerate(algorithms))
-    if len(set(algorithms)) != len(algorithms):
-        raise ConfigError(f"algorithms: got {list(algorithms)}; expected no duplicates")
-
-    env = _parse_env(d.get("env"))
-    cluster = _parse_cluster(d.get("cluster"))
-    if env.types is not None and len(env.types) != cluster.n:
-        raise ConfigError(
-            f"env.types: got {len(env.types)} entries; "
-            f"expected one per worker (cluster.n = {cluster.n})"
-        )
-    if env.heterogeneous is not None:
-        num_types = 2
-        if cluster.n < num_types and env.types is None:
-            raise ConfigError(
-                f"env.heterogeneous: {num_types} environment types need "
-                f"cluster.n >= {num_types}, got n = {cluster.n}"
-            )
-        if env.types is not None and max(env.types) >= num_types:
-            raise ConfigError(
-                f"env.types: got {list(env.types)}; expected type ids in [0, {num_types})"
-            )
-    elif env.types is not None and any(env.types):
-        raise ConfigError("env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip)")
-
-    hparams = _parse_hparams("hparams", d.get("hparams"), HParams())
-    per_raw = d.get("per_algorithm") or {}
-    if not isinstance(per_raw, Mapping):
-        raise ConfigError(
-            f"per_algorithm: got {per_raw!r}; expected a mapping algorithm -> hparams"
-        )
-    per_algorithm = {}
-    for name, section in per_raw.items():
-        if name not in ALGORITHMS:
-            raise ConfigError(
-                f"per_algorithm.{name}: unknown algorithm; expected one of {list(ALGORITHMS)}"
-            )
-        per_algorithm[name] = _parse_hparams(f"per_algorithm.{name}", section, hparams)
-
-    ev = _section("eval", d.get("eval"), EvalConfig)
-    eval_cfg = EvalConfig(
-        every=_int("eval.every", ev.get("every", EvalConfig.every), minimum=1),
-        episodes=_int("eval.episodes", ev.get("episodes", EvalConfig.episodes), minimum=1),
-        deterministic=_bool("eval.deterministic", ev.get("deterministic", True)),
-    )
-    gr = _section("grid", d.get("grid"), GridConfig)
-    grid = GridConfig(
-        learning_rate=_float_list("grid.learning_rate", gr.get("learning_rate")),
-        eta=_float_list("grid.eta", gr.get("eta")),
-    )
-    if grid.eta is not None:
-        for i, e in enumerate(grid.eta):
-            if not 0.0 < e <= 1.0:
-                raise ConfigError(f"grid.eta[{i}]: got {e!r}; expected a number in (0, 1]")
-
-    budget = _float(
-        "budget", d.get("budget", ExperimentConfig.budget), positive=True, optional=True
-    )
-    max_rounds = _int("max_rounds", d.get("max_rounds"), minimum=1, optional=True)
-    if budget is None and max_rounds is None:
-        raise ConfigError(
-            "budget: got null and max_rounds is null; set at least one stop criterion"
-        )
-    return ExperimentConfig(
-        name=_str("name", d.get("name", ExperimentConfig.name)),
-        algorithms=algorithms,
-        seeds=_int("seeds", d.get("seeds", ExperimentConfig.seeds), minimum=1),
-        seed=_int("seed", d.get("seed", 0), minimum=0),
-        budget=budget,
-        max_rounds=max_rounds,
-        target_return=_float("target_return", d.get("target_return"), optional=True),
-        env=env,
-        cluster=cluster,
-        hparams=hparams,
-        per_algorithm=per_algorithm,
-        eval=eval_cfg,
-        grid=grid,
-        checkpoint_every=_int("checkpoint_every", d.get("checkpoint_every", 10), minimum=0),
-        on_nonfinite=_str("on_nonfinite", d.get("on_nonfinite", "stop"), ON_NONFINITE),
-        devices=_int("devices", d.get("devices"), minimum=1, optional=True),
-    )
+    cfg = _parse(ExperimentConfig, raw, "")
+    _check_consistency(cfg)
+    return cfg
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

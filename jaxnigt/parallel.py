@@ -2,7 +2,7 @@
 
 The simulated workers are an axis of arrays, so scaling out is a sharding decision, not a
 different program. :func:`make_mesh` builds a 1-D mesh over local devices with the axis name
-``"worker"``. The runner then either
+``"shard"``. The runner then either
 
 * shards the **batch axis** (seeds × grid points) when it divides evenly — independent runs,
   no communication; or
@@ -19,11 +19,11 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-AXIS = "worker"
+AXIS = "shard"
 
 
 def make_mesh(devices: int | None = None) -> Mesh:
-    """A 1-D mesh named ``"worker"`` over the first ``devices`` devices (default: all)."""
+    """A 1-D mesh named ``"shard"`` over the first ``devices`` devices (default: all)."""
     available = jax.devices()
     if devices is not None and devices > len(available):
         raise ValueError(f"devices: asked for {devices}, only {len(available)} available")
@@ -68,3 +68,14 @@ def constrain_slots(x: jax.Array, mesh: Mesh | None) -> jax.Array:
     if mesh is None or mesh.size == 1 or x.shape[0] % mesh.size:
         return x
     return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(AXIS)))
+
+
+def device_plan(devices: int | None, batch: int) -> tuple[Mesh | None, Mesh | None]:
+    """``(batch_mesh, slot_mesh)``: shard the batch axis if it divides the devices, else each
+    round's trajectory slots.  Returns ``(None, None)`` on a single device."""
+    mesh = make_mesh(devices)
+    if mesh.size == 1:
+        return None, None
+    if batch_sharding(mesh, batch) is not None:
+        return mesh, None
+    return None, mesh

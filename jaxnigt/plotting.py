@@ -8,12 +8,12 @@ of all evaluation points.
 
 from __future__ import annotations
 
-import csv
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from jaxnigt.results import group_curves, read_metrics, seed_curves
 
 X_AXES = {"time": "sim_time", "steps": "env_steps", "comms": "comms"}
 X_LABELS = {
@@ -21,63 +21,6 @@ X_LABELS = {
     "env_steps": "environment steps",
     "comms": "vector communications",
 }
-
-
-def read_metrics_raw(run_dir: str | Path) -> list[dict]:
-    """Rows of ``run_dir/metrics.csv`` exactly as written (strings)."""
-    path = Path(run_dir) / "metrics.csv"
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def read_metrics(run_dir: str | Path) -> list[dict]:
-    """Rows of ``run_dir/metrics.csv`` as dicts (numbers parsed, empty cells → NaN)."""
-    path = Path(run_dir) / "metrics.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{str(path)!r} not found (is {str(run_dir)!r} a run directory?)")
-    rows = []
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            out = {}
-            for k, v in row.items():
-                if k == "algorithm":
-                    out[k] = v
-                elif k in ("grid", "seed", "round"):
-                    out[k] = int(v)
-                else:
-                    out[k] = float(v) if v != "" else float("nan")
-            rows.append(out)
-    return rows
-
-
-def group_curves(
-    rows: Sequence[dict], *, x: str, y: str
-) -> dict[tuple[str, int], dict[int, tuple[np.ndarray, np.ndarray]]]:
-    """``{(algorithm, grid): {seed: (xs, ys)}}`` over rows where ``y`` is a number."""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: ([], [])))
-    for r in rows:
-        v = r.get(y, "")
-        v = float(v) if v not in ("", None) else float("nan")
-        if np.isnan(v):
-            continue
-        xs, ys = acc[(r["algorithm"], int(r["grid"]))][int(r["seed"])]
-        xs.append(float(r[x]))
-        ys.append(v)
-    return {
-        key: {s: (np.asarray(a), np.asarray(b)) for s, (a, b) in seeds.items()}
-        for key, seeds in acc.items()
-    }
-
-
-def resample(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Step-function value at each grid point: the last ``ys`` at or before it (NaN before)."""
-    order = np.argsort(xs, kind="stable")
-    xs, ys = xs[order], ys[order]
-    idx = np.searchsorted(xs, grid, side="right") - 1
-    out = np.where(idx >= 0, ys[np.clip(idx, 0, None)], np.nan)
-    return out
 
 
 def plot_runs(
@@ -115,8 +58,7 @@ def plot_runs(
     for run_dir in run_dirs:
         rows = read_metrics(run_dir)
         for (algorithm, grid), seeds in sorted(group_curves(rows, x=xcol, y=y).items()):
-            xs = np.unique(np.concatenate([a for a, _ in seeds.values()]))
-            ys = np.stack([resample(a, b, xs) for a, b in seeds.values()])
+            xs, ys = seed_curves(seeds)
             med = np.nanmedian(ys, axis=0)
             lo, hi = np.nanquantile(ys, 0.2, axis=0), np.nanquantile(ys, 0.8, axis=0)
             label = algorithm if grid == 0 else f"{algorithm} [grid {grid}]"

@@ -1,28 +1,22 @@
 """Experiment runner: a whole scenario (algorithms × seeds × optional grid) → a run directory.
 
 For each algorithm the seeds (and grid points) run as ONE vmapped, jitted program: ``init``
-then chunks of ``eval.every`` steps as a ``lax.scan``; between chunks the deploy params are
-evaluated, a progress bar advances, and the stop criteria (simulated-time budget, round cap,
-non-finite values, Malenia capacity overflow) are checked. The run directory holds:
-
-* ``config.yaml`` — the resolved config;
-* ``metrics.csv`` — one row per algorithm, grid point, seed and round (rewritten atomically
-  after every algorithm, so a crash loses at most the algorithm in progress);
-* ``summary.json`` — per algorithm (and grid point): final and best median evaluation
-  return, and simulated time to reach ``target_return`` if the config names one;
-* ``curves.png`` — return against simulated time, median and 20/80% band across seeds.
+then chunks of ``eval.every`` steps as a ``lax.scan``, each followed by an evaluation of the
+deploy params.  The loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation,
+or the newest checkpoint), :func:`advance` (one chunk, its evaluation and the health checks)
+and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).  The run
+directory holds ``config.yaml``, ``metrics.csv`` (:mod:`jaxnigt.results`), ``summary.json``
+and ``curves.png``.
 """
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 import itertools
 import json
 import math
-import os
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,57 +24,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnigt import checkpoint, parallel, results
 from jaxnigt import config as config_lib
-from jaxnigt import parallel
+from jaxnigt.algorithms.core import HEALTH_FLAGS, LOGGED
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.distributed import is_writer, to_host
+from jaxnigt.files import atomic_write_text, check_resumable, prepare_run_dir
 from jaxnigt.trainer import Trainer, make_trainer
 
-# Columns written for every row; per-type evaluation columns are appended when V > 1.
-BASE_COLUMNS = (
-    "algorithm",
-    "grid",
-    "learning_rate",
-    "eta",
-    "seed",
-    "round",
-    "sim_time",
-    "env_steps",
-    "env_steps_wasted",
-    "comms",
-    "grads",
-    "round_time",
-    "train_return",
-    "eval_return",
-    "counts_min",
-    "counts_mean",
-    "counts_max",
-    "staleness_min",
-    "staleness_mean",
-    "staleness_max",
-    "link_util",
-)
+__all__ = [
+    "RunError",
+    "check_resumable",
+    "grid_points",
+    "prepare_run_dir",
+    "run_algorithm",
+    "run_experiment",
+    "seed_keys",
+]
 
 
 class RunError(RuntimeError):
     """A run stopped for a reason the user must see (divergence, capacity overflow, ...)."""
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-        # mkstemp creates 0600; give the result the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def grid_points(config: ExperimentConfig, algorithm: str) -> list[dict[str, float]]:
@@ -97,9 +61,9 @@ def seed_keys(config: ExperimentConfig, num_seeds: int) -> jax.Array:
     return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
 
 
-def _eval_keys(keys: jax.Array, round_index: int) -> jax.Array:
+def _eval_keys(keys: jax.Array, chunk: int) -> jax.Array:
     # Evaluation randomness is separate from training randomness (fold_in a large tag).
-    return jax.vmap(lambda k: jax.random.fold_in(jax.random.fold_in(k, 1 << 30), round_index))(keys)
+    return jax.vmap(lambda k: jax.random.fold_in(jax.random.fold_in(k, 1 << 30), chunk))(keys)
 
 
 class _Progress:
@@ -125,17 +89,201 @@ class _Progress:
             self.bar.close()
 
 
-def device_plan(config: ExperimentConfig, batch: int):
-    """``(mesh, slot_mesh)``: shard the batch axis if it divides the devices, else the slots.
+@dataclasses.dataclass
+class _Run:
+    """One algorithm's run on the host: what is fixed, and the progress so far."""
 
-    Returns ``(None, None)`` on a single device.
+    trainer: Trainer
+    points: list[dict[str, float]]
+    num_seeds: int
+    keys: jax.Array
+    hyper: dict[str, jax.Array]
+    mesh: Any
+    program: Callable
+    budget: float
+    max_rounds: float
+    budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
+    diverged: np.ndarray  # [B] bool
+    history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
+    chunks: int = 0
+    state: Any = None
+
+    @property
+    def batch(self) -> int:
+        return len(self.budgets)
+
+    def stacked(self, with_flags: bool = False) -> dict[str, np.ndarray]:
+        """The history concatenated along the step axis (optionally with the divergence flags)."""
+        out = {k: np.concatenate([h[k] for h in self.history], axis=1) for k in self.history[0]}
+        if with_flags:
+            out["diverged_flag"] = self.diverged.astype(np.float32)[:, None]
+        return out
+
+
+def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, num_seeds: int):
+    """The vmapped program and inputs of one algorithm's run."""
+    points = grid_points(config, algorithm)
+    batch = num_seeds * len(points)
+    mesh, slot_mesh = parallel.device_plan(config.devices, batch)
+    tr = trainer or make_trainer(config, algorithm, mesh=slot_mesh)
+    keys = jnp.concatenate([seed_keys(config, num_seeds)] * len(points))
+    hyper = {
+        k: jnp.asarray([p[k] for p in points for _ in range(num_seeds)], jnp.float32)
+        for k in ("learning_rate", "eta")
+    }
+    hyper["gamma"] = jnp.full((batch,), tr.hparams.gamma, jnp.float32)
+    budget = config.budget if config.budget is not None else math.inf
+    max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
+    every = config.eval.every
+    program = jax.jit(
+        jax.vmap(
+            lambda s, k, train, b: tr.chunk_and_evaluate(
+                s, k, train, every, budget=b, max_rounds=max_rounds
+            ),
+            in_axes=(0, 0, None, 0),
+        )
+    )
+    keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
+    return _Run(
+        trainer=tr,
+        points=points,
+        num_seeds=num_seeds,
+        keys=keys,
+        hyper=hyper,
+        mesh=mesh,
+        program=program,
+        budget=budget,
+        max_rounds=max_rounds,
+        budgets=np.full(batch, budget, np.float32),
+        diverged=np.zeros(batch, bool),
+    )
+
+
+def evaluation_columns(
+    active: np.ndarray, returns: np.ndarray, worker_types: np.ndarray, num_types: int
+) -> dict[str, np.ndarray]:
+    """``eval_return`` (and ``eval_type{v}``) ``[B, L]`` of one chunk's steps.
+
+    Each seed's evaluation belongs to its last active step of the chunk (NaN elsewhere); a
+    seed with no active step was not evaluated.  Episode e of ``returns`` ``[B, E]`` ran in
+    environment type ``e mod V``.
     """
-    mesh = parallel.make_mesh(config.devices)
-    if mesh.size == 1:
-        return None, None
-    if parallel.batch_sharding(mesh, batch) is not None:
-        return mesh, None
-    return None, mesh
+    B, L = active.shape
+    last = np.where(active.any(axis=1), L - 1 - np.argmax(active[:, ::-1], axis=1), -1)
+    b = np.nonzero(last >= 0)[0]
+    out = {"eval_return": np.full((B, L), np.nan, np.float32)}
+    out["eval_return"][b, last[b]] = returns[b].mean(axis=1)
+    for v in range(num_types if num_types > 1 else 0):
+        out[f"eval_type{v}"] = np.full((B, L), np.nan, np.float32)
+        out[f"eval_type{v}"][b, last[b]] = returns[b, v::num_types].mean(axis=1)
+    return out
+
+
+def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray) -> None:
+    setup = run.trainer.setup
+    num_types = setup.task.num_types
+    evals = evaluation_columns(metrics["active"], returns, setup.worker_types, num_types)
+    run.history.append({**metrics, **evals})
+
+
+def _initial_metrics(batch: int) -> dict[str, np.ndarray]:
+    """The row of step 0 before any update: counters at zero, no training statistics."""
+    nan = np.full((batch, 1), np.nan, np.float32)
+    zero = np.zeros((batch, 1), np.float32)
+    row: dict[str, np.ndarray] = {c: nan for c in LOGGED}
+    row.update({c: zero for c in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads")})
+    row.update({c: np.zeros((batch, 1), bool) for c in HEALTH_FLAGS})
+    row.update(round=np.zeros((batch, 1), np.int32), active=np.ones((batch, 1), bool))
+    return row
+
+
+def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
+    """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
+    checkpoint of ``algorithm`` in ``run_dir``."""
+    run.state = jax.jit(jax.vmap(run.trainer.init))(run.keys, run.hyper)
+    found = checkpoint.latest(run_dir, algorithm) if (resume and run_dir) else None
+    if found is not None:
+        state, restored, run.chunks = checkpoint.restore(found, run.state)
+        run.state = parallel.shard_batch(state, run.mesh, run.batch)
+        run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
+        run.budgets[run.diverged] = -np.inf
+        run.history = [restored]
+        log(f"[jaxnigt] {algorithm}: resumed from {found}")
+        return
+    # Evaluation of x_0 at time 0 (the training part of the program is skipped).
+    run.state, _, returns = run.program(run.state, _eval_keys(run.keys, 0), False, run.budgets)
+    _record(run, _initial_metrics(run.batch), to_host(returns))
+    if run.trainer.first_step is not None:  # round 0 with M_init != M: its own compiled shape
+        budget = jnp.asarray(run.budgets)
+        run.state, m0 = jax.jit(jax.vmap(run.trainer.first_step))(run.state, budget)
+        m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
+        m0 = jax.tree.map(lambda x: x[:, None], to_host(m0))
+        run.history.append({**m0, **_no_evaluation(run, 1)})
+
+
+def _no_evaluation(run: _Run, length: int) -> dict[str, np.ndarray]:
+    active = np.zeros((run.batch, length), bool)
+    returns = np.zeros((run.batch, 1), np.float32)
+    setup = run.trainer.setup
+    return evaluation_columns(active, returns, setup.worker_types, setup.task.num_types)
+
+
+def advance(run: _Run) -> None:
+    """One chunk of steps for every seed still running, then its evaluation."""
+    run.chunks += 1
+    keys = _eval_keys(run.keys, run.chunks)
+    run.state, metrics, returns = run.program(run.state, keys, True, run.budgets)
+    _record(run, to_host(metrics), to_host(returns))
+
+
+def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
+    """Flags of the last chunk: a capacity overflow always stops the run; non-finite values
+    stop it too, or (``on_nonfinite: mark``) freeze the diverged seed."""
+    last = run.history[-1]
+    for flag, what in (
+        ("overflow", "Malenia capacity overflow (raise hparams.malenia_capacity)"),
+        ("nonfinite", "non-finite parameters, gradients or returns"),
+    ):
+        flags = np.asarray(last[flag]) & np.asarray(last["active"])
+        bad = flags.any(axis=1)
+        if bad.any() and not (mark_diverged and flag == "nonfinite"):
+            b = int(np.argmax(bad))
+            rnd = int(last["round"][b][np.argmax(flags[b])])
+            p = run.points[b // run.num_seeds]
+            raise RunError(
+                f"{algorithm}: {what} at round {rnd}, seed {b % run.num_seeds} "
+                f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
+            )
+        for b in np.nonzero(bad & ~run.diverged)[0]:
+            log(f"[jaxnigt] {algorithm}: seed {b % run.num_seeds} diverged (marked, others go on)")
+        run.diverged |= bad
+    run.budgets[run.diverged] = -np.inf
+
+
+def _finished(run: _Run, bar: _Progress) -> bool:
+    """Whether every running seed has crossed the budget (or the step cap); updates the bar."""
+    running = ~run.diverged
+    if not running.any():
+        return True
+    clock_time, steps = to_host((run.state.counters.time, run.state.steps))
+    sim_time = float(np.min(clock_time[running]))
+    steps_done = int(np.min(steps[running]))
+    last = run.history[-1]
+    returns = np.where(last["active"], last["train_return"], np.nan)
+    median = float(np.nanmedian(_last_finite(returns))) if steps_done else math.nan
+    bar.update(
+        sim_time if math.isfinite(run.budget) else steps_done,
+        round=steps_done,
+        median_return=f"{median:.2f}",
+    )
+    return sim_time >= run.budget or steps_done >= run.max_rounds
+
+
+def _last_finite(values: np.ndarray) -> np.ndarray:
+    """Per row, the last non-NaN value (NaN if none)."""
+    ok = ~np.isnan(values)
+    idx = values.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)
+    return np.where(ok.any(axis=1), values[np.arange(values.shape[0]), idx], np.nan)
 
 
 def run_algorithm(
@@ -156,322 +304,35 @@ def run_algorithm(
     checkpoint there, giving the same metrics as an uninterrupted run.
 
     Returns:
-      A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = rounds
-      including round 0) plus ``eval_return`` (NaN where not evaluated), ``eval_type{v}``
-      for heterogeneous tasks, and ``[B]`` arrays ``grid``, ``seed``, ``learning_rate``,
-      ``eta``, ``diverged``.
+      A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
+      including step 0): the step metrics, ``active``, ``eval_return`` (NaN where not
+      evaluated) and ``eval_type{v}`` for heterogeneous tasks; and ``[B]`` arrays ``grid``,
+      ``seed``, ``learning_rate``, ``eta``, ``diverged``.
     """
-    from jaxnigt import checkpoint
-
-    num_seeds = num_seeds or config.seeds
-    points = grid_points(config, algorithm)
-    mesh, slot_mesh = device_plan(config, num_seeds * len(points))
-    tr = trainer or make_trainer(config, algorithm, mesh=slot_mesh)
-    keys1 = seed_keys(config, num_seeds)
-    keys = jnp.concatenate([keys1] * len(points))
-    batch = len(keys)
-    hyper = {
-        k: jnp.asarray([p[k] for p in points for _ in range(num_seeds)], jnp.float32)
-        for k in ("learning_rate", "eta")
-    }
-    hyper["gamma"] = jnp.full((batch,), tr.hparams.gamma, jnp.float32)
-    every = config.eval.every
-    budget = config.budget if config.budget is not None else math.inf
-    max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-    checkpoint_every = config.checkpoint_every
-    mark_diverged = config.on_nonfinite == "mark"
-    num_types = tr.setup.task.num_types
-    init = jax.jit(jax.vmap(tr.init))
-    # Per-seed budgets: a diverged seed (on_nonfinite: mark) gets -inf and stops stepping.
-    program = jax.jit(
-        jax.vmap(
-            lambda s, k, train, b: tr.chunk_and_evaluate(
-                s, k, train, every, budget=b, max_rounds=max_rounds
-            ),
-            in_axes=(0, 0, None, 0),
-        )
-    )
-    keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
-    budgets = np.full(batch, budget, np.float32)
-    diverged = np.zeros(batch, bool)
-
-    history: list[dict[str, np.ndarray]] = []
-    evals: list[tuple[np.ndarray, np.ndarray]] = []  # ([B] column of each seed's eval, [B, E])
-    bar = _Progress(progress, budget if math.isfinite(budget) else max_rounds, algorithm)
+    run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
+    total = run.budget if math.isfinite(run.budget) else run.max_rounds
+    bar = _Progress(progress, total, algorithm)
     t_start = time.perf_counter()
     try:
-        state = init(keys, hyper)
-        found = checkpoint.latest(run_dir, algorithm) if (resume and run_dir) else None
-        if found is not None:
-            state, restored, evals, chunks = checkpoint.restore(found, state)
-            state = parallel.shard_batch(state, mesh, batch)
-            history.append(restored)
-            diverged = np.asarray(restored.pop("diverged_flag", np.zeros((batch, 1))))[:, 0] > 0
-            budgets[diverged] = -np.inf
-            log(f"[jaxnigt] {algorithm}: resumed from {found}")
-        else:
-            chunks = 0
-            # Evaluation of x_0 at time 0 (the training part of the program is skipped).
-            state, _, returns = program(state, _eval_keys(keys, 0), False, budgets)
-            history.append(_initial_metrics(state))
-            evals.append((np.zeros(batch, np.int64), to_host(returns)))
-            if tr.first_step is not None:  # round 0 with M_init != M: its own compiled shape
-                state, m0 = jax.jit(jax.vmap(tr.first_step))(state)
-                m0 = {**m0, "active": np.ones(batch, bool)}
-                history.append(jax.tree.map(lambda x: x[:, None], to_host(m0)))
-        columns = sum(h["sim_time"].shape[1] for h in history)
+        start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
         while True:
-            bad = _check_health(history[-1], algorithm, points, num_seeds, raise_=not mark_diverged)
-            if bad.any():
-                newly = bad & ~diverged
-                for b in np.nonzero(newly)[0]:
-                    seed = b % num_seeds
-                    log(f"[jaxnigt] {algorithm}: seed {seed} diverged (marked, others go on)")
-                diverged |= bad
-                budgets[diverged] = -np.inf
-            running = ~diverged
-            if not running.any():
+            _health(run, algorithm, config.on_nonfinite == "mark", log)
+            if _finished(run, bar):
                 break
-            clock_time, clock_round = to_host((state.clock.time, state.round))
-            times = clock_time[running]
-            sim_time = float(np.min(times))
-            rounds_done = int(np.min(clock_round[running]))
-            done_value = sim_time if math.isfinite(budget) else rounds_done
-            last_return = _last_active(history[-1], "train_return")
-            median = float(np.nanmedian(last_return)) if rounds_done else math.nan
-            bar.update(done_value, round=rounds_done, median_return=f"{median:.2f}")
-            if sim_time >= budget or rounds_done >= max_rounds:
-                break
-            if (
-                run_dir is not None
-                and checkpoint_every
-                and chunks
-                and chunks % checkpoint_every == 0
-            ):
-                checkpoint.save(run_dir, algorithm, state, _stack(history, diverged), evals, chunks)
-            chunks += 1
-            state, ms, returns = program(state, _eval_keys(keys, chunks), True, budgets)
-            ms = to_host(ms)
-            history.append(ms)
-            # Each seed's evaluation belongs to its last active round of the chunk.
-            active = ms["active"]
-            last = np.where(
-                active.any(axis=1), active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1), -1
-            )
-            evals.append((np.where(last >= 0, columns + last, -1), to_host(returns)))
-            columns += active.shape[1]
+            every = config.checkpoint_every
+            if run_dir is not None and every and run.chunks and run.chunks % every == 0:
+                checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
+            advance(run)
     finally:
         bar.close()
-    wall = time.perf_counter() - t_start
-
-    out = _stack(history)
-    num_rounds = out["sim_time"].shape[1]
-    ev = np.full((len(keys), num_rounds), np.nan, np.float32)
-    ev_types = np.full((num_types, len(keys), num_rounds), np.nan, np.float32)
-    for column, returns in evals:
-        b = np.nonzero(column >= 0)[0]
-        ev[b, column[b]] = returns[b].mean(axis=1)
-        for v in range(num_types if num_types > 1 else 0):
-            ev_types[v, b, column[b]] = returns[b, v::num_types].mean(axis=1)
-    out["eval_return"] = ev
-    if num_types > 1:
-        for v in range(num_types):
-            out[f"eval_type{v}"] = ev_types[v]
-    out["grid"] = np.repeat(np.arange(len(points)), num_seeds)
-    out["seed"] = np.tile(np.arange(num_seeds), len(points))
-    out["learning_rate"] = to_host(hyper["learning_rate"])
-    out["eta"] = to_host(hyper["eta"])
-    out["wall_seconds"] = np.asarray(wall)
-    out["diverged"] = diverged
+    out = run.stacked()
+    out["grid"] = np.repeat(np.arange(len(run.points)), run.num_seeds)
+    out["seed"] = np.tile(np.arange(run.num_seeds), len(run.points))
+    out["learning_rate"] = to_host(run.hyper["learning_rate"])
+    out["eta"] = to_host(run.hyper["eta"])
+    out["wall_seconds"] = np.asarray(time.perf_counter() - t_start)
+    out["diverged"] = run.diverged
     return out
-
-
-def _stack(history: list[dict[str, np.ndarray]], diverged: np.ndarray | None = None):
-    """Concatenates chunk metrics along the round axis (optionally with the divergence flags)."""
-    out = {k: np.concatenate([h[k] for h in history], axis=1) for k in history[0]}
-    if diverged is not None:
-        out["diverged_flag"] = diverged.astype(np.float32)[:, None]
-    return out
-
-
-def _initial_metrics(state) -> dict[str, np.ndarray]:
-    """The row of round 0 before any update: clock at zero, no training statistics."""
-    batch = state.round.shape[0]
-    nan = np.full((batch, 1), np.nan, np.float32)
-    zero = np.zeros((batch, 1), np.float32)
-    row = {c: nan for c in BASE_COLUMNS[6:] if c != "eval_return"}
-    row.update(
-        round=np.zeros((batch, 1), np.int32),
-        sim_time=zero,
-        env_steps=zero,
-        env_steps_wasted=zero,
-        comms=zero,
-        grads=zero,
-        overflow=np.zeros((batch, 1), bool),
-        nonfinite=np.zeros((batch, 1), bool),
-        active=np.ones((batch, 1), bool),
-    )
-    return row
-
-
-def _last_active(metrics: dict[str, np.ndarray], key: str) -> np.ndarray:
-    """Per seed, ``metrics[key]`` at its last active column (NaN if none)."""
-    active = metrics.get("active", np.ones_like(metrics["sim_time"], bool))
-    vals = np.where(active, metrics[key], np.nan)
-    out = np.full(vals.shape[0], np.nan)
-    for b in range(vals.shape[0]):
-        ok = np.nonzero(~np.isnan(vals[b]))[0]
-        if ok.size:
-            out[b] = vals[b, ok[-1]]
-    return out
-
-
-def _check_health(last, algorithm, points, num_seeds, raise_: bool = True) -> np.ndarray:
-    """Per batch element, whether a step of ``last`` saw non-finite values or an overflow.
-
-    Raises :class:`RunError` naming algorithm, seed and round when ``raise_``; a capacity
-    overflow always raises (it would silently drop trajectories).
-    """
-    found = np.zeros(np.asarray(last["sim_time"]).shape[0], bool)
-    for flag, what in (
-        ("overflow", "Malenia capacity overflow (raise hparams.malenia_capacity)"),
-        ("nonfinite", "non-finite parameters, gradients or returns"),
-    ):
-        flags = np.asarray(last[flag]) & np.asarray(last.get("active", True))
-        bad = flags.any(axis=1)
-        if bad.any() and (raise_ or flag == "overflow"):
-            b = int(np.argmax(bad))
-            rnd = int(last["round"][b][np.argmax(flags[b])])
-            p = points[b // num_seeds]
-            raise RunError(
-                f"{algorithm}: {what} at round {rnd}, seed {b % num_seeds} "
-                f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
-            )
-        found |= bad
-    return found
-
-
-def metric_rows(algorithm: str, m: dict[str, np.ndarray]) -> list[dict]:
-    """Flattens :func:`run_algorithm` output into CSV rows (inactive rounds, i.e. no-op
-    steps after a seed crossed the budget, are dropped)."""
-    rows = []
-    extra = sorted(k for k in m if k.startswith("eval_type"))
-    B, R = m["sim_time"].shape
-    for b in range(B):
-        for r in range(R):
-            if not m["active"][b, r]:
-                continue
-            row = {
-                "algorithm": algorithm,
-                "grid": int(m["grid"][b]),
-                "learning_rate": float(m["learning_rate"][b]),
-                "eta": float(m["eta"][b]),
-                "seed": int(m["seed"][b]),
-            }
-            for c in BASE_COLUMNS[5:]:
-                row[c] = _scalar(m[c][b, r])
-            for c in extra:
-                row[c] = _scalar(m[c][b, r])
-            rows.append(row)
-    return rows
-
-
-def _scalar(x):
-    x = np.asarray(x).item()
-    if isinstance(x, bool):
-        return int(x)
-    if isinstance(x, float):
-        return "" if math.isnan(x) else f"{x:.6g}"
-    return x
-
-
-def write_csv(path: Path, rows: Sequence[dict]) -> None:
-    cols = list(BASE_COLUMNS)
-    for row in rows:
-        for k in row:
-            if k not in cols:
-                cols.append(k)
-    import io
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, restval="")
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
-
-
-def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
-    """Per algorithm and grid point: final/best median eval return, time to target."""
-    from jaxnigt.plotting import group_curves
-
-    summary: dict[str, Any] = {}
-    for (algorithm, grid), seeds in group_curves(rows, x="sim_time", y="eval_return").items():
-        finals = [ys[-1] for _, ys in seeds.values() if len(ys)]
-        medians_over_time = _median_curve(seeds)
-        entry = {
-            "seeds": len(seeds),
-            "final_median_return": float(np.median(finals)) if finals else None,
-            "best_median_return": (
-                float(np.max(medians_over_time[1])) if medians_over_time[1].size else None
-            ),
-        }
-        entry["learning_rate"] = next(
-            (
-                float(r["learning_rate"])
-                for r in rows
-                if r["algorithm"] == algorithm and int(r["grid"]) == grid
-            ),
-            None,
-        )
-        entry["eta"] = next(
-            (
-                float(r["eta"])
-                for r in rows
-                if r["algorithm"] == algorithm and int(r["grid"]) == grid
-            ),
-            None,
-        )
-        if target is not None:
-            xs, med = medians_over_time
-            hit = np.nonzero(med >= target)[0]
-            entry["target_return"] = target
-            entry["time_to_target"] = float(xs[hit[0]]) if hit.size else None
-        summary[algorithm if grid == 0 else f"{algorithm}[grid={grid}]"] = entry
-    return summary
-
-
-def _median_curve(seeds: dict[int, tuple[np.ndarray, np.ndarray]]):
-    from jaxnigt.plotting import resample
-
-    xs = np.unique(np.concatenate([x for x, _ in seeds.values()]))
-    ys = np.stack([resample(x, y, xs) for x, y in seeds.values()])
-    return xs, np.nanmedian(ys, axis=0)
-
-
-def prepare_run_dir(out: Path, overwrite: bool) -> None:
-    """Creates ``out``; refuses an existing non-empty directory unless ``overwrite``."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"--out {str(out)!r} exists and is not empty; pass --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
-
-
-def check_resumable(config: ExperimentConfig, run_dir: str | Path) -> None:
-    """Raises ConfigError unless ``run_dir`` holds a run of exactly this config."""
-    run_dir = Path(run_dir)
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise config_lib.ConfigError(
-            f"--resume: {str(run_dir)!r} is not a run directory (no config.yaml)"
-        )
-    previous = config_lib.from_dict(config_lib.read_yaml(path))
-    if previous != config:
-        old, new = previous.to_dict(), config.to_dict()
-        differs = sorted(k for k in new if old.get(k) != new.get(k))
-        raise config_lib.ConfigError(
-            f"--resume: {str(run_dir)!r} was written by a different config "
-            f"(differs in: {', '.join(differs)})"
-        )
 
 
 def run_experiment(
@@ -490,14 +351,11 @@ def run_experiment(
     finished keep their rows in ``metrics.csv`` and the one in progress continues from its
     newest checkpoint.
     """
-    from jaxnigt import checkpoint
-    from jaxnigt.plotting import read_metrics_raw
-
     out = Path(out)
     if resume:
         check_resumable(config, out)
         done = checkpoint.done_algorithms(out)
-        rows = [r for r in read_metrics_raw(out) if r["algorithm"] in done]
+        rows = [r for r in results.read_metrics_raw(out) if r["algorithm"] in done]
     else:
         if is_writer():
             prepare_run_dir(out, overwrite)
@@ -508,7 +366,8 @@ def run_experiment(
         if algorithm in done:
             log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
             continue
-        _, slot_mesh = device_plan(config, config.seeds * len(grid_points(config, algorithm)))
+        batch = config.seeds * len(grid_points(config, algorithm))
+        _, slot_mesh = parallel.device_plan(config.devices, batch)
         tr = make_trainer(config, algorithm, mesh=slot_mesh)
         log(
             f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
@@ -517,14 +376,14 @@ def run_experiment(
         m = run_algorithm(
             config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume, log=log
         )
-        rows.extend(metric_rows(algorithm, m))
+        rows.extend(results.metric_rows(algorithm, m))
         timings[algorithm] = float(m["wall_seconds"])
         if is_writer():  # only process 0 writes; the others hold the same gathered rows
-            write_csv(out / "metrics.csv", rows)
+            results.write_csv(out / "metrics.csv", rows)
             checkpoint.mark_done(out, algorithm)
         if m["diverged"].any():
             log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")
-    summary = summarize(rows, config.target_return)
+    summary = results.summarize(rows, config.target_return)
     for name, wall in timings.items():
         if name in summary:
             summary[name]["wall_seconds"] = round(wall, 2)

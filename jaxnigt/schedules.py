@@ -416,14 +416,33 @@ def malenia_from_times(
     M = _check_static("M", M)
     cap = _check_static("capacity", capacity)
     _check_modes(inflight, allreduce)
-    n = tau.shape[0]
     t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
     comp = off[:, None] + cum
     used = comp[:, :cap]
     flat = used.reshape(-1)
     order = jnp.argsort(flat, stable=True)
     events = flat[order]
-    num = flat.shape[0]
+    hi = _malenia_end(used, events, M)
+    t_rel = events[jnp.minimum(hi, events.shape[0] - 1)]
+    counts = jnp.sum(used <= t_rel, axis=1).astype(jnp.int32)
+    coll = Collection(
+        t_rel=t_rel,
+        counts=counts,
+        slot_worker=order // cap,
+        slot_rank=order % cap,
+        slot_valid=events <= t_rel,
+        overflow=(hi >= events.shape[0]) | jnp.any(comp[:, cap] <= t_rel),
+    )
+    work = worker_times(off, tau, cum, counts)
+    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
+
+
+def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
+    """Index into the sorted completions ``events`` of the first at which Malenia's rule
+    holds for the ``[n, capacity]`` completion times ``used`` (``len(events)`` if never).
+
+    The rule is monotone in time: a binary search evaluating ``sum_i 1/b_i`` directly."""
+    n, num = used.shape[0], events.shape[0]
     threshold = jnp.float32(n * n / M * (1.0 + MALENIA_RTOL))
 
     def holds(t):
@@ -438,18 +457,7 @@ def malenia_from_times(
         return jnp.where(active & ~ok, mid + 1, lo), jnp.where(active & ok, mid, hi)
 
     _, hi = lax.fori_loop(0, num.bit_length() + 1, search, (jnp.int32(0), jnp.int32(num)))
-    t_rel = events[jnp.minimum(hi, num - 1)]
-    counts = jnp.sum(used <= t_rel, axis=1).astype(jnp.int32)
-    coll = Collection(
-        t_rel=t_rel,
-        counts=counts,
-        slot_worker=order // cap,
-        slot_rank=order % cap,
-        slot_valid=events <= t_rel,
-        overflow=(hi >= num) | jnp.any(comp[:, cap] <= t_rel),
-    )
-    work = worker_times(off, tau, cum, counts)
-    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
+    return hi
 
 
 def sync_from_times(

@@ -13,7 +13,7 @@ Example::
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(3))
     hyper = tr.hyper(batch=3)
     state = jax.jit(jax.vmap(tr.init))(keys, hyper)
-    state, ms = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 10)))(state)
+    state, ms = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 10, budget=500.0)))(state)
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import envs, schedules, timing
-from jaxnigt.algorithms import REGISTRY
-from jaxnigt.algorithms import base as engine
-from jaxnigt.algorithms.admm_pg import AdmmSpec
+from jaxnigt import algorithms, envs, schedules, timing
+from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
 from jaxnigt.config import ExperimentConfig, HParams
 from jaxnigt.policy import make_policy, num_params
 from jaxnigt.rollout import evaluate as evaluate_returns
@@ -55,7 +53,7 @@ def make_task(config: ExperimentConfig):
     return _cached_task(e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations)
 
 
-def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> engine.Setup:
+def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Setup:
     """Static pieces of one algorithm's run: task, policy, time model, sizes.
 
     ``mesh`` (``jaxnigt.parallel.make_mesh``) splits each round's trajectory slots across
@@ -77,7 +75,7 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         horizon=task.horizon,
     )
     types = envs.worker_types(c.n, task.num_types, config.env.types)
-    return engine.Setup(
+    return Setup(
         task=task,
         policy=policy,
         tm=tm,
@@ -100,22 +98,30 @@ class Trainer:
 
     Attributes:
       name: algorithm name.
-      setup: the static :class:`~jaxnigt.algorithms.base.Setup`.
-      init: ``(key, hyper) -> state`` at x_0, simulated time 0 (no rollouts).
-      step: ``(state) -> (state, metrics)``, one round (or one block of arrivals).
-      first_step: round 0 with ``M_init`` gradients when ``M_init != M`` (a second compiled
-        shape); ``None`` when round 0 is an ordinary ``step``.
+      setup: the static :class:`~jaxnigt.algorithms.core.Setup`.
+      algorithm: its :class:`~jaxnigt.algorithms.core.Algorithm` (init, step, eval_params,
+        first_step).
       hparams: the config's hyperparameters of this algorithm.
+      eval_episodes: episodes per evaluation.
+      eval_deterministic: evaluate the mean action.
     """
 
     name: str
-    setup: engine.Setup
-    init: Callable[[jax.Array, dict], Any]
-    step: Callable[[Any], tuple[Any, dict]]
-    first_step: Callable[[Any], tuple[Any, dict]] | None
+    setup: Setup
+    algorithm: Algorithm
     hparams: HParams
     eval_episodes: int
     eval_deterministic: bool
+
+    @property
+    def init(self) -> Callable[[jax.Array, dict], TrainState]:
+        """``(key, hyper) -> state`` at x_0, simulated time 0 (no rollouts)."""
+        return self.algorithm.init
+
+    @property
+    def first_step(self) -> Callable | None:
+        """Round 0 with ``M_init`` gradients when it differs from M (else None)."""
+        return self.algorithm.first_step
 
     @property
     def dim(self) -> int:
@@ -136,36 +142,40 @@ class Trainer:
             out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}
         return out
 
+    def step(self, state: TrainState, budget: Any = jnp.inf) -> tuple[TrainState, StepMetrics]:
+        """One step (round or block of arrivals) under the simulated-time ``budget``."""
+        return self.algorithm.step(state, jnp.asarray(budget, jnp.float32))
+
     def run_chunk(
-        self, state: Any, length: int, *, budget: Any = jnp.inf, max_rounds: Any = None
-    ) -> tuple[Any, dict]:
+        self, state: TrainState, length: int, *, budget: Any = jnp.inf, max_rounds: Any = None
+    ) -> tuple[TrainState, dict]:
         """``length`` steps as one ``lax.scan``; metrics stacked on a leading axis.
 
-        A step taken once the state's simulated time has reached ``budget`` (or its round
+        A step taken once the state's simulated time has reached ``budget`` (or its step
         count ``max_rounds``) is a no-op that keeps the state, and its metrics carry
-        ``active = False``: under ``vmap`` every seed stops exactly at the first round that
+        ``active = False``: under ``vmap`` every seed stops exactly at the first step that
         crosses the budget, whatever the other seeds do.
         """
         max_rounds = jnp.iinfo(jnp.int32).max if max_rounds is None else max_rounds
 
         def body(s, _):
-            active = (s.clock.time < budget) & (s.round < max_rounds)
-            new, metrics = self.step(s)
+            active = (s.counters.time < budget) & (s.steps < max_rounds)
+            new, metrics = self.step(s, budget)
             new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, s)
-            return new, {**metrics, "active": active}
+            return new, {**metrics._asdict(), "active": active}
 
         return jax.lax.scan(body, state, None, length=length)
 
     def chunk_and_evaluate(
         self,
-        state: Any,
+        state: TrainState,
         eval_key: jax.Array,
         train: jax.Array,
         length: int,
         *,
         budget: Any = jnp.inf,
         max_rounds: Any = None,
-    ) -> tuple[Any, dict, jax.Array]:
+    ) -> tuple[TrainState, dict, jax.Array]:
         """``length`` steps (skipped when ``train`` is False), then evaluate the result.
 
         One compiled program serves both the initial evaluation (``train=False``) and every
@@ -178,11 +188,11 @@ class Trainer:
         state, metrics = jax.lax.cond(train, run, skip, state)
         return state, metrics, self.evaluate(state, eval_key)
 
-    def deploy_params(self, state: Any) -> Any:
+    def deploy_params(self, state: TrainState) -> Any:
         """Params to evaluate and deploy (NIGT's iterate x_t; otherwise the params)."""
-        return engine.deploy_params(state.params, state.opt_state)
+        return self.algorithm.eval_params(state)
 
-    def evaluate(self, state: Any, key: jax.Array) -> jax.Array:
+    def evaluate(self, state: TrainState, key: jax.Array) -> jax.Array:
         """Undiscounted returns ``[episodes]`` of the deploy params (episode e: type e mod V)."""
         return evaluate_returns(
             self.setup.task,
@@ -196,8 +206,7 @@ class Trainer:
 
 def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
     """Builds the :class:`Trainer` of one algorithm of an experiment config."""
-    if algorithm not in REGISTRY:
-        raise ValueError(f"unknown algorithm {algorithm!r}; available: {sorted(REGISTRY)}")
+    algorithms.get(algorithm)  # a clear error for an unknown name before any env is built
     return build_trainer(
         make_setup(config, algorithm, mesh=mesh),
         algorithm,
@@ -208,37 +217,21 @@ def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) 
 
 
 def build_trainer(
-    setup: engine.Setup,
+    setup: Setup,
     algorithm: str,
     hparams: HParams,
     *,
     eval_episodes: int = 8,
     eval_deterministic: bool = True,
 ) -> Trainer:
-    """A :class:`Trainer` from an explicit :class:`~jaxnigt.algorithms.base.Setup`.
+    """A :class:`Trainer` from an explicit :class:`~jaxnigt.algorithms.core.Setup`.
 
     Use this to run an algorithm on your own ``TaskEnv``/policy/time model without a config.
     """
-    if algorithm not in REGISTRY:
-        raise ValueError(f"unknown algorithm {algorithm!r}; available: {sorted(REGISTRY)}")
-    spec = REGISTRY[algorithm]
-    first_step = None
-    if isinstance(spec, engine.RoundSpec):
-        init = functools.partial(engine.round_init, setup, spec)
-        step = functools.partial(engine.round_step, setup, spec)
-        if setup.M_init != setup.M:
-            first_step = functools.partial(engine.round_first_step, setup, spec)
-    elif isinstance(spec, AdmmSpec):
-        init, step = spec.make(setup, hparams)
-    else:
-        init = functools.partial(engine.async_init, setup, spec)
-        step = functools.partial(engine.async_step, setup, spec)
     return Trainer(
         name=algorithm,
         setup=setup,
-        init=init,
-        step=step,
-        first_step=first_step,
+        algorithm=algorithms.get(algorithm)(setup, hparams),
         hparams=hparams,
         eval_episodes=eval_episodes,
         eval_deterministic=eval_deterministic,

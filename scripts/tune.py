@@ -46,6 +46,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from jaxnigt.results import median_curve, read_metrics
+
 PAPER_LR_EXP = list(range(-10, 0))
 PAPER_ETA = [0.001, 0.01, 0.1]
 PAPER_M = [20, 30, 50]
@@ -80,15 +82,6 @@ def last_times(rows, algorithm):
     return out
 
 
-def median_curve(curves):
-    """Median across seeds of step-resampled curves on the union of evaluation times."""
-    from jaxnigt.plotting import resample
-
-    xs = np.unique(np.concatenate([x for x, _ in curves.values()]))
-    ys = np.stack([resample(x, y, xs) for x, y in curves.values()])
-    return xs, np.nanmedian(ys, axis=0)
-
-
 def final_median(curves):
     """Median over seeds of each seed's last evaluation."""
     return float(np.median([y[np.argmax(x)] for x, y in curves.values()]))
@@ -116,8 +109,6 @@ def work_counts(rows, algorithm):
 
 def time_to_target(run_dir, fractions=(0.5,), reference="rennala_nigt"):
     """Time-to-target table of one run directory (see the module docstring)."""
-    from jaxnigt.plotting import read_metrics
-
     rows = read_metrics(run_dir)
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
     types = sorted(k for k in rows[0] if k.startswith("eval_type"))
@@ -216,8 +207,6 @@ def tuning_config(raw, algorithm, M, lrs, etas, budget, seeds):
 
 def score_points(run_dir, algorithm, budget):
     """Per grid point of one tuning run: α, η, final median return, whether it diverged."""
-    from jaxnigt.plotting import read_metrics
-
     rows = read_metrics(run_dir)
     ends = last_times(rows, algorithm)
     curves = seed_curves(rows, algorithm)

@@ -53,3 +53,26 @@ def linear_policy():
     return GaussianPolicy(
         obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False
     )
+
+
+def match_setup(*, h, kappa, M, async_block=2, malenia_capacity=None, link="shared"):
+    """A two-worker :class:`~jaxnigt.algorithms.core.Setup` on the Match task (types 0, 1)
+    with a linear policy: the algorithm tests' hand-computable cluster."""
+    import numpy as np
+
+    from jaxnigt import timing
+    from jaxnigt.algorithms.core import Setup
+
+    return Setup(
+        task=match_task(),
+        policy=linear_policy(),
+        tm=timing.make_time_model(2, h=h, kappa=kappa),
+        worker_types=np.array([0, 1], np.int32),
+        M=M,
+        M_init=M,
+        per_worker_batch=None,
+        malenia_capacity=malenia_capacity or 4 * M,
+        inflight="cancel",
+        async_block=async_block,
+        link=link,
+    )

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tasks import linear_policy, match_task
+from tasks import match_setup
 
-from jaxnigt import cli, timing
+from jaxnigt import cli
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.admm_pg import (
     admm_options,
@@ -19,7 +19,6 @@ from jaxnigt.algorithms.admm_pg import (
     consensus_update,
     lagrangian_ascent,
 )
-from jaxnigt.algorithms.base import Setup
 from jaxnigt.collect import slot_keys
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.rollout import rollout
@@ -122,11 +121,13 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
         state0 = admm.init(key, {**admm.hyper(), "rho": jnp.float32(rho)})
         z0 = state0.params
         state, metrics = step(state0)
-        assert set(metrics) == set(m_sync)
+        assert type(metrics) is type(m_sync)
         # z' equals sync_pg's update from the same x_0 and key.
         chex.assert_trees_all_close(state.params, s_sync.params, rtol=1e-5, atol=1e-6)
         for k in ("sim_time", "round_time", "env_steps", "comms", "grads", "train_return"):
-            np.testing.assert_allclose(metrics[k], m_sync[k], rtol=1e-6, err_msg=k)
+            np.testing.assert_allclose(
+                getattr(metrics, k), getattr(m_sync, k), rtol=1e-6, err_msg=k
+            )
         # θ_i' = z + α g_i(z) with g_i rolled out by hand from worker i's slot keys.
         _, _, k_roll = jax.random.split(state0.key, 3)
         for i in range(n):
@@ -140,29 +141,17 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
         # λ_i' = ρ (θ_i' − z').
         want_lam = jax.tree.map(lambda t, c: rho * (t - c), state.extra.theta, state.params)
         chex.assert_trees_all_close(state.extra.lam, want_lam, rtol=1e-5, atol=1e-6 * rho)
-        np.testing.assert_array_equal(metrics["counts_min"], B)
-        np.testing.assert_array_equal(metrics["counts_max"], B)
-        assert np.isnan(metrics["staleness_mean"]) and not metrics["nonfinite"]
+        np.testing.assert_array_equal(metrics.counts_min, B)
+        np.testing.assert_array_equal(metrics.counts_max, B)
+        assert np.isnan(metrics.staleness_mean) and not metrics.nonfinite
         np.testing.assert_allclose(state.hyper["rho"], rho)
 
 
 # --- heterogeneous one-step task: consensus is reached on the average objective ----------
 
 
-def _match_setup() -> Setup:
-    task, policy = match_task(), linear_policy()
-    return Setup(
-        task=task,
-        policy=policy,
-        tm=timing.make_time_model(2, h=[1.0, 10.0], kappa=0.5),
-        worker_types=np.array([0, 1], np.int32),
-        M=16,
-        M_init=16,
-        per_worker_batch=None,
-        malenia_capacity=64,
-        inflight="cancel",
-        async_block=2,
-    )
+def _match_setup():
+    return match_setup(h=[1.0, 10.0], kappa=0.5, M=16, malenia_capacity=64)
 
 
 def test_consensus_residual_decreases_on_heterogeneous_task():
@@ -194,11 +183,11 @@ def test_consensus_residual_decreases_on_heterogeneous_task():
     assert abs(gain) < 0.25, gain
     lam_gain = np.asarray(lam["params"]["mean"]["kernel"])[:, -20:].mean(axis=(0, 1)).ravel()
     np.testing.assert_allclose(lam_gain, [2.0, -2.0], atol=0.8)
-    assert not np.any(metrics["nonfinite"])
-    np.testing.assert_array_equal(metrics["counts_mean"], 2 * 32)
+    assert not np.any(metrics.nonfinite)
+    np.testing.assert_array_equal(metrics.counts_mean, 2 * 32)
     # Per round: max_i(K·B·h_i) + max_i κ_i = 64·10 + 0.5.
-    np.testing.assert_allclose(metrics["round_time"], 640.5, rtol=1e-6)
-    np.testing.assert_array_equal(metrics["comms"][:, -1], 40)
+    np.testing.assert_allclose(metrics.round_time, 640.5, rtol=1e-6)
+    np.testing.assert_array_equal(metrics.comms[:, -1], 40)
 
 
 # --- config ---------------------------------------------------------------------------------

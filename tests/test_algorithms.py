@@ -6,12 +6,10 @@ import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tasks import linear_policy, match_task
+from tasks import match_setup
 
+from jaxnigt import algorithms
 from jaxnigt import config as config_lib
-from jaxnigt import timing
-from jaxnigt.algorithms import REGISTRY
-from jaxnigt.algorithms.base import Setup
 from jaxnigt.collect import slot_keys
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.rollout import rollout
@@ -32,8 +30,12 @@ _LR = {
 }
 
 
-def test_registry_covers_config_algorithms():
-    assert set(REGISTRY) == set(config_lib.ALGORITHMS)
+def test_registry_names_and_factories():
+    assert config_lib.ALGORITHMS == algorithms.NAMES
+    for name in algorithms.NAMES:
+        assert callable(algorithms.get(name))
+    with pytest.raises(ValueError, match="available: rennala_nigt"):
+        algorithms.get("ppo")
 
 
 @pytest.mark.parametrize("algorithm", sorted(_LR))
@@ -101,9 +103,9 @@ def test_rennala_nigt_n1_m1_equals_hand_computed_nigt():
         chex.assert_trees_all_close(
             tr.deploy_params(state), unravel(jnp.asarray(x_flat)), atol=1e-5
         )
-        # Clock: one gradient of time 1 per round, then one AllReduce of 0.5.
-        np.testing.assert_allclose(float(metrics["sim_time"]), 1.5 * (t + 1), rtol=1e-6)
-        assert float(metrics["comms"]) == t + 1
+        # Counters: one gradient of time 1 per round, then one AllReduce of 0.5.
+        np.testing.assert_allclose(float(metrics.sim_time), 1.5 * (t + 1), rtol=1e-6)
+        assert float(metrics.comms) == t + 1
 
 
 def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
@@ -130,21 +132,8 @@ def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
 # --- heterogeneous bias: a one-step task whose two worker types want opposite actions ------
 
 
-def _bias_setup(M: int) -> Setup:
-    task, policy = match_task(), linear_policy()
-    tm = timing.make_time_model(2, h=[1.0, 10.0], kappa=0.0)
-    return Setup(
-        task=task,
-        policy=policy,
-        tm=tm,
-        worker_types=np.array([0, 1], np.int32),
-        M=M,
-        M_init=M,
-        per_worker_batch=None,
-        malenia_capacity=4 * M,
-        inflight="cancel",
-        async_block=2,
-    )
+def _bias_setup(M: int):
+    return match_setup(h=[1.0, 10.0], kappa=0.0, M=M)
 
 
 def _final_gain(algorithm: str) -> np.ndarray:

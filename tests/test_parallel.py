@@ -16,10 +16,17 @@ SCRIPT = textwrap.dedent(
     import jax
     import numpy as np
     from jaxnigt import config as config_lib
-    from jaxnigt.runner import device_plan, run_algorithm
+    from jaxnigt.parallel import batch_sharding, device_plan, make_mesh
+    from jaxnigt.runner import run_algorithm
 
     assert len(jax.devices()) == 4, jax.devices()
     out = {}
+    four, one = make_mesh(), make_mesh(1)
+    out["batch_sharding"] = {
+        "4 devices, batch 3": batch_sharding(four, 3) is None,
+        "4 devices, batch 8": tuple(batch_sharding(four, 8).spec),
+        "1 device, batch 8": batch_sharding(one, 8) is None,
+    }
     # 4 seeds: batch axis sharded; 1 seed: slot axis sharded.
     for algorithm, seeds in (("rennala_nigt", 4), ("rennala_nigt", 1), ("malenia_nigt", 1)):
         res = {}
@@ -31,7 +38,7 @@ SCRIPT = textwrap.dedent(
                 "hparams": {"M": 8, "learning_rate": 0.05, "eta": 0.3},
                 "budget": 20.0, "eval": {"every": 4, "episodes": 4},
             })
-            mesh, slot_mesh = device_plan(cfg, seeds)
+            mesh, slot_mesh = device_plan(cfg.devices, seeds)
             m = run_algorithm(cfg, algorithm, progress=False, log=lambda s: None)
             res[devices] = (m, mesh is not None, slot_mesh is not None)
         a, b = res[1][0], res[4][0]
@@ -44,7 +51,6 @@ SCRIPT = textwrap.dedent(
             "same_shape": a["sim_time"].shape == b["sim_time"].shape,
         }
     # Slot sharding turns the gradient's sum over slots into a cross-device all-reduce.
-    from jaxnigt.parallel import make_mesh
     from jaxnigt.trainer import make_trainer
     texts = {}
     for mesh in (None, make_mesh()):
@@ -59,11 +65,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_make_mesh_and_batch_sharding():
+def test_make_mesh_and_single_device_plan():
     mesh = parallel.make_mesh()
     assert mesh.axis_names == (parallel.AXIS,)
     assert mesh.size == len(jax.devices())
-    assert parallel.batch_sharding(mesh, 3) is None or mesh.size in (1, 3)
+    assert parallel.batch_sharding(None, 8) is None
+    assert parallel.batch_sharding(parallel.make_mesh(1), 8) is None
+    assert parallel.device_plan(1, 8) == (None, None)
 
 
 def test_sharded_runs_equal_single_device():
@@ -80,6 +88,11 @@ def test_sharded_runs_equal_single_device():
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
     result = json.loads(line[len("RESULT") :])
     assert result.pop("all_reduce") == {"sharded": True, "single": False}
+    assert result.pop("batch_sharding") == {
+        "4 devices, batch 3": True,
+        "4 devices, batch 8": ["shard"],
+        "1 device, batch 8": True,
+    }
     for name, r in result.items():
         assert r["same_shape"], name
         assert r["diff"] < 1e-3, (name, r)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from jaxnigt.plotting import group_curves, resample
+from jaxnigt.results import group_curves, resample
 
 
 def test_resample_is_last_value_at_or_before():

@@ -1,4 +1,6 @@
-"""Tests for jaxnigt.runner: summaries, atomic writes, run-directory safety, health checks."""
+"""Tests for jaxnigt.runner: evaluation bookkeeping and health checks of the run loop."""
+
+import types
 
 import numpy as np
 import pytest
@@ -6,72 +8,59 @@ import pytest
 from jaxnigt import runner
 
 
-def _rows():
-    rows = []
-    # Two seeds; eval at t = 0, 10, 20 with returns rising; seed 1 reaches 5 later.
-    for seed, values in ((0, [0.0, 5.0, 6.0]), (1, [1.0, 2.0, 5.0])):
-        for t, v in zip((0.0, 10.0, 20.0), values, strict=True):
-            rows.append(
-                {
-                    "algorithm": "a",
-                    "grid": 0,
-                    "seed": seed,
-                    "sim_time": f"{t}",
-                    "eval_return": f"{v}",
-                    "learning_rate": 0.1,
-                    "eta": 0.5,
-                }
-            )
-    return rows
+def test_evaluation_belongs_to_each_seeds_last_active_step():
+    active = np.array([[True, True, True], [True, False, False], [False, False, False]])
+    returns = np.array([[1.0, 3.0, 5.0, 7.0], [2.0, 2.0, 4.0, 4.0], [9.0, 9.0, 9.0, 9.0]])
+    cols = runner.evaluation_columns(active, returns.astype(np.float32), np.array([0, 1]), 2)
+    ev = cols["eval_return"]
+    np.testing.assert_array_equal(ev[0], [np.nan, np.nan, 4.0])
+    np.testing.assert_array_equal(ev[1], [3.0, np.nan, np.nan])
+    assert np.isnan(ev[2]).all()  # not active in this chunk: not evaluated
+    # episode e has type e mod 2
+    np.testing.assert_array_equal(cols["eval_type0"][0], [np.nan, np.nan, 3.0])
+    np.testing.assert_array_equal(cols["eval_type1"][0], [np.nan, np.nan, 5.0])
+    one = runner.evaluation_columns(active, returns.astype(np.float32), np.zeros(2, int), 1)
+    assert set(one) == {"eval_return"}
 
 
-def test_summarize_final_best_and_time_to_target():
-    s = runner.summarize(_rows(), target=5.0)["a"]
-    assert s["seeds"] == 2
-    assert s["final_median_return"] == pytest.approx(5.5)
-    # median curve: t=0 -> 0.5, t=10 -> 3.5, t=20 -> 5.5
-    assert s["best_median_return"] == pytest.approx(5.5)
-    assert s["time_to_target"] == pytest.approx(20.0)
-    assert runner.summarize(_rows(), target=100.0)["a"]["time_to_target"] is None
+def _run(last):
+    return types.SimpleNamespace(
+        history=[last],
+        points=[{"learning_rate": 0.1, "eta": 0.5}],
+        num_seeds=2,
+        diverged=np.zeros(2, bool),
+        budgets=np.full(2, 10.0, np.float32),
+    )
 
 
-def test_atomic_write_replaces_whole_file(tmp_path):
-    p = tmp_path / "x.txt"
-    runner.atomic_write_text(p, "one")
-    runner.atomic_write_text(p, "two")
-    assert p.read_text() == "two"
-    import os
-    import stat
-
-    umask = os.umask(0)
-    os.umask(umask)
-    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask
-    assert [f.name for f in tmp_path.iterdir()] == ["x.txt"]
-
-
-def test_prepare_run_dir(tmp_path):
-    out = tmp_path / "run"
-    runner.prepare_run_dir(out, overwrite=False)
-    (out / "metrics.csv").write_text("x")
-    with pytest.raises(FileExistsError, match="--overwrite"):
-        runner.prepare_run_dir(out, overwrite=False)
-    runner.prepare_run_dir(out, overwrite=True)
-
-
-def test_health_check_names_algorithm_seed_and_round():
-    last = {
+def _last():
+    return {
         "nonfinite": np.array([[False, False], [False, True]]),
         "overflow": np.zeros((2, 2), bool),
         "active": np.ones((2, 2), bool),
         "round": np.array([[3, 4], [3, 4]]),
-        "sim_time": np.zeros((2, 2)),
     }
-    points = [{"learning_rate": 0.1, "eta": 0.5}]
+
+
+def test_health_check_names_algorithm_seed_and_round():
     with pytest.raises(runner.RunError, match=r"afedpg: non-finite .* round 4, seed 1"):
-        runner._check_health(last, "afedpg", points, num_seeds=2)
-    # on_nonfinite: mark -> the flags come back instead of an error.
-    np.testing.assert_array_equal(
-        runner._check_health(last, "afedpg", points, num_seeds=2, raise_=False), [False, True]
-    )
+        runner._health(_run(_last()), "afedpg", False, print)
+    # on_nonfinite: mark -> the seed is frozen (budget -inf) and reported once.
+    logged = []
+    run = _run(_last())
+    runner._health(run, "afedpg", True, logged.append)
+    np.testing.assert_array_equal(run.diverged, [False, True])
+    np.testing.assert_array_equal(run.budgets, [10.0, -np.inf])
+    runner._health(run, "afedpg", True, logged.append)
+    assert logged == ["[jaxnigt] afedpg: seed 1 diverged (marked, others go on)"]
+    last = _last()
     last["active"][1, 1] = False  # a no-op step after the budget does not count
-    assert not runner._check_health(last, "afedpg", points, num_seeds=2).any()
+    runner._health(_run(last), "afedpg", False, print)
+
+
+def test_overflow_always_stops():
+    last = _last()
+    last["nonfinite"][:] = False
+    last["overflow"][0, 0] = True
+    with pytest.raises(runner.RunError, match=r"capacity overflow .* at round 3, seed 0"):
+        runner._health(_run(last), "malenia_nigt", True, print)

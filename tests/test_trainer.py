@@ -1,5 +1,10 @@
 """Tests for jaxnigt.trainer: vmapped seeds/grids, budget masking, determinism."""
 
+import json
+import subprocess
+import sys
+import textwrap
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -9,15 +14,14 @@ import pytest
 from jaxnigt import config as config_lib
 from jaxnigt.trainer import make_trainer
 
-_CFG = config_lib.from_dict(
-    {
-        "env": {"name": "point_mass"},
-        "cluster": {"n": 3, "h": "sqrt", "kappa": 1.0, "noise": "exponential"},
-        "algorithms": ["rennala_nigt", "afedpg"],
-        "hparams": {"M": 6, "learning_rate": 0.05, "eta": 0.3},
-        "budget": 50.0,
-    }
-)
+_RAW = {
+    "env": {"name": "point_mass"},
+    "cluster": {"n": 3, "h": "sqrt", "kappa": 1.0, "noise": "exponential"},
+    "algorithms": ["rennala_nigt", "afedpg"],
+    "hparams": {"M": 6, "learning_rate": 0.05, "eta": 0.3},
+    "budget": 50.0,
+}
+_CFG = config_lib.from_dict(_RAW)
 
 
 def _keys(seeds):
@@ -50,20 +54,57 @@ def test_seeds_together_equal_seeds_alone(trainer, run_batch):
     )
 
 
-def test_same_seed_same_results(trainer, run_batch):
-    a = run_batch(_keys([0, 1]), trainer.hyper(batch=2))
-    b = run_batch(_keys([0, 1]), trainer.hyper(batch=2))
-    chex.assert_trees_all_equal(a[1], b[1])
+_FRESH = textwrap.dedent(
+    """
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    from jaxnigt import config as config_lib
+    from jaxnigt.trainer import make_trainer
+    cfg = config_lib.from_dict(json.loads(sys.argv[1]))
+    tr = make_trainer(cfg, sys.argv[2])
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.asarray([0, 1]))
+    run = jax.jit(jax.vmap(lambda k, h: tr.run_chunk(tr.init(k, h), 4)))
+    _, m = run(keys, tr.hyper(batch=2))
+    print("RESULT" + json.dumps({k: np.asarray(v).tolist() for k, v in m.items()}))
+    """
+)
 
 
-def test_grid_values_are_traced_not_recompiled(trainer, run_batch):
-    hyper = trainer.hyper(batch=2)
-    hyper = {**hyper, "learning_rate": jnp.asarray([0.01, 0.1]), "eta": jnp.asarray([0.5, 0.2])}
-    size = run_batch._cache_size()
-    _, m = run_batch(_keys([0, 0]), hyper)
-    assert run_batch._cache_size() == size
-    # Different hyperparameters from the same seed give different trajectories after round 1.
-    assert not np.allclose(m["train_return"][0, 1:], m["train_return"][1, 1:])
+def test_same_seed_same_results_in_a_fresh_process(trainer, run_batch):
+    """The same config and seeds give bitwise the same metrics in another process."""
+    here = jax.tree.map(np.asarray, run_batch(_keys([0, 1]), trainer.hyper(batch=2))[1])
+    raw = json.dumps(config_lib.from_dict(_RAW).to_dict())
+    proc = subprocess.run(
+        [sys.executable, "-c", _FRESH, raw, trainer.name],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
+    there = json.loads(line[len("RESULT") :])
+    assert set(there) == set(here)
+    for k, v in here.items():
+        np.testing.assert_array_equal(np.asarray(there[k], v.dtype), v, err_msg=k)
+
+
+def test_grid_values_are_traced_not_recompiled(trainer):
+    chex.clear_trace_counter()  # the lambda below is one function for chex across params
+    run = jax.jit(
+        jax.vmap(chex.assert_max_traces(lambda k, h: trainer.run_chunk(trainer.init(k, h), 2), n=1))
+    )
+    returns = []
+    for lr, eta in (([0.01, 0.1], [0.5, 0.2]), ([0.3, 0.002], [0.9, 0.05])):
+        hyper = {
+            **trainer.hyper(batch=2),
+            "learning_rate": jnp.asarray(lr),
+            "eta": jnp.asarray(eta),
+        }
+        _, m = run(_keys([0, 0]), hyper)
+        returns.append(np.asarray(m["train_return"]))
+    # Different hyperparameters from the same seed give different trajectories after step 1.
+    assert not np.allclose(returns[0][0, 1:], returns[0][1, 1:])
+    assert not np.allclose(returns[0][:, 1:], returns[1][:, 1:])
 
 
 def test_budget_masking_freezes_state(trainer):
@@ -74,7 +115,7 @@ def test_budget_masking_freezes_state(trainer):
     last = np.nonzero(active)[0][-1]
     assert active[: last + 1].all() and not active[last + 1 :].any()
     assert times[last - 1] < 20.0 <= times[last]
-    assert float(state.clock.time) == pytest.approx(float(times[last]))
+    assert float(state.counters.time) == pytest.approx(float(times[last]))
 
 
 def test_chunk_and_evaluate_without_training_keeps_state(trainer):

@@ -1,31 +1,31 @@
 """Algorithms: each a short composition of schedule, aggregator weights and optax update.
 
-``REGISTRY`` maps an algorithm name to its spec: a :class:`~jaxnigt.algorithms.base.RoundSpec`
-(round-based, AllReduce), an :class:`~jaxnigt.algorithms.base.AsyncSpec` (per-arrival) or an
-:class:`~jaxnigt.algorithms.admm_pg.AdmmSpec` (consensus ADMM).
+Every algorithm module has ``make(setup, hparams) -> Algorithm``
+(:class:`~jaxnigt.algorithms.core.Algorithm`); :func:`get` looks one up by name.  Modules
+are imported on first use, so listing the names costs nothing.
 """
 
-from jaxnigt.algorithms import (
-    admm_pg,
-    afedpg,
-    asgd,
-    malenia_nigt,
-    rennala_nigt,
-    rennala_pg,
-    sync_nigt,
-    sync_pg,
+from __future__ import annotations
+
+import importlib
+
+NAMES = (
+    "rennala_nigt",
+    "malenia_nigt",
+    "sync_nigt",
+    "sync_pg",
+    "rennala_pg",
+    "afedpg",
+    "asgd",
+    "admm_pg",
 )
-from jaxnigt.algorithms.base import AsyncSpec, RoundSpec, Setup, TrainState
 
-REGISTRY = {
-    "rennala_nigt": rennala_nigt.SPEC,
-    "malenia_nigt": malenia_nigt.SPEC,
-    "sync_nigt": sync_nigt.SPEC,
-    "sync_pg": sync_pg.SPEC,
-    "rennala_pg": rennala_pg.SPEC,
-    "afedpg": afedpg.SPEC,
-    "asgd": asgd.SPEC,
-    "admm_pg": admm_pg.SPEC,
-}
 
-__all__ = ["REGISTRY", "AsyncSpec", "RoundSpec", "Setup", "TrainState"]
+def get(name: str):
+    """The factory ``make(setup, hparams) -> Algorithm`` of algorithm ``name``."""
+    if name not in NAMES:
+        raise ValueError(f"unknown algorithm {name!r}; available: {', '.join(NAMES)}")
+    return importlib.import_module(f"jaxnigt.algorithms.{name}").make
+
+
+__all__ = ["NAMES", "get"]

@@ -16,8 +16,8 @@ worker i in its own environment type at its own θ_i (each local step draws fres
 trajectories). Local steps warm-start from the previous round's θ_i (inexact ADMM). Since
 ``Σ_i λ_i = 0`` after every dual update, ``z = mean_i θ_i`` from round 1 on.
 
-State layout (:class:`~jaxnigt.algorithms.base.TrainState`): ``params`` = z (what
-``deploy_params`` returns; ``opt_state`` is ``optax.EmptyState()``), ``extra`` =
+State layout (:class:`~jaxnigt.algorithms.core.TrainState`): ``params`` = z (what
+``eval_params`` returns; ``opt_state`` is ``optax.EmptyState()``), ``extra`` =
 :class:`AdmmExtra` with θ and λ as pytrees with a leading worker axis ``[n, ...]``;
 ``hyper`` holds the traced local learning rate α, γ and ρ (ρ defaults to the config's
 ``admm_rho``; pass ``hyper["rho"]`` to ``init`` to sweep it). K and B are shapes: static.
@@ -38,9 +38,7 @@ are for ascent on J (minimizing −J gives the same updates).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -48,17 +46,8 @@ import jax.numpy as jnp
 import optax
 
 from jaxnigt import schedules
-from jaxnigt.algorithms.base import (
-    Clock,
-    Hyper,
-    Setup,
-    TrainState,
-    _finite,
-    _with_clock,
-    initial_state,
-    per_worker,
-    round_metrics,
-)
+from jaxnigt.algorithms import core
+from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.collect import slot_keys
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.rollout import rollout
@@ -85,6 +74,16 @@ def admm_options(setup: Setup, hparams: Any) -> AdmmOptions:
         rho=float(hparams.admm_rho),
         local_steps=int(hparams.admm_local_steps),
         local_batch=schedules.sync_batch(setup.M, setup.n, hparams.admm_local_batch),
+    )
+
+
+def make(setup: Setup, hparams: Any) -> Algorithm:
+    """``admm_pg`` with K, B and the default ρ from ``hparams``."""
+    opts = admm_options(setup, hparams)
+    return Algorithm(
+        init=functools.partial(admm_init, setup, opts),
+        step=functools.partial(admm_step, setup, opts),
+        eval_params=core.held_params,
     )
 
 
@@ -135,96 +134,74 @@ def consensus_residual(theta: Any, z: Any) -> jax.Array:
     return jnp.sqrt(sum(sq))
 
 
-def admm_init(setup: Setup, opts: AdmmOptions, key: jax.Array, hyper: Hyper) -> TrainState:
-    """z_0 = x_0 (as ``round_init``), θ_i = z_0, λ_i = 0, time 0."""
+def admm_init(
+    setup: Setup, opts: AdmmOptions, key: jax.Array, hyper: core.TracedHParams
+) -> TrainState:
+    """z_0 = x_0 (as the round engine's init), θ_i = z_0, λ_i = 0, time 0."""
     k_init, k_run = jax.random.split(key)
     z = setup.policy.init(k_init)
-    theta = per_worker(z, setup.n)
+    theta = core.stack_workers(z, setup.n)
     hyper = {**hyper, "rho": jnp.asarray(hyper.get("rho", opts.rho), jnp.float32)}
     extra = AdmmExtra(theta, jax.tree.map(jnp.zeros_like, theta))
-    return initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra)
+    return core.initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra)
 
 
-def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState):
-    """One round: K local steps per worker, one AllReduce, dual update.
-
-    Returns ``(state, metrics)`` with the metric keys of the round engine (staleness NaN).
-    """
-    n, K, B = setup.n, opts.local_steps, opts.local_batch
-    alpha, gamma, rho = (state.hyper[k] for k in ("learning_rate", "gamma", "rho"))
-    key, k_sched, k_roll = jax.random.split(state.key, 3)
-    sched = schedules.sync(
-        setup.tm,
-        k_sched,
-        state.clock.time,
-        state.busy_until,
-        per_worker=K * B,
-        inflight=setup.inflight,
-        allreduce=setup.allreduce,
-    )
+def _local_step(setup: Setup, opts: AdmmOptions, state: TrainState, k_roll, theta, k):
+    """Local ascent step k of every worker on its augmented Lagrangian (B trajectories each)."""
+    n, B = setup.n, opts.local_batch
+    alpha, gamma, rho = (state.hyper[name] for name in ("learning_rate", "gamma", "rho"))
     worker = jnp.repeat(jnp.arange(n, dtype=jnp.int32), B)  # slot s = i·B + b
     rank = jnp.tile(jnp.arange(B, dtype=jnp.int32), n)
     types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
     weights = jnp.full((n * B,), 1.0 / B, jnp.float32)
-    z, ex = state.params, state.extra
+    keys = slot_keys(k_roll, worker, k * B + rank)
+    at = jax.tree.map(lambda t: jnp.repeat(t, B, axis=0), theta)
+    traj = rollout(setup.task, setup.policy, at, keys, types, per_slot_params=True)
+    g_slot, stats = policy_gradient(setup.policy, at, traj, weights, gamma, per_slot_params=True)
+    g = jax.tree.map(lambda x: jnp.sum(x.reshape(n, B, *x.shape[1:]), axis=1), g_slot)
+    d = lagrangian_ascent(g, theta, state.extra.lam, state.params, rho)
+    theta = jax.tree.map(lambda t, di: t + alpha * di, theta, d)
+    out = {name: stats[name] for name in ("sum_return", "sum_length", "count")}
+    return theta, {**out, "finite": core.all_finite(g)}
 
-    def local_step(theta, k):
-        keys = slot_keys(k_roll, worker, k * B + rank)
-        at = jax.tree.map(lambda t: jnp.repeat(t, B, axis=0), theta)
-        traj = rollout(setup.task, setup.policy, at, keys, types, per_slot_params=True)
-        g_slot, stats = policy_gradient(
-            setup.policy, at, traj, weights, gamma, per_slot_params=True
-        )
-        g = jax.tree.map(lambda x: jnp.sum(x.reshape(n, B, *x.shape[1:]), axis=1), g_slot)
-        d = lagrangian_ascent(g, theta, ex.lam, z, rho)
-        theta = jax.tree.map(lambda t, di: t + alpha * di, theta, d)
-        out = {k: stats[k] for k in ("sum_return", "sum_length", "count")}
-        return theta, {**out, "finite": _finite(g)}
 
-    theta, out = jax.lax.scan(local_step, ex.theta, jnp.arange(K, dtype=jnp.int32))
-    z, lam = consensus_update(theta, ex.lam, rho)
-
+def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState, budget: jax.Array):
+    """One round: K local steps per worker, one AllReduce, dual update."""
+    del budget  # a round is applied whole once it starts before the budget
+    key, k_sched, k_roll = jax.random.split(state.key, 3)
+    sched = schedules.sync(
+        setup.tm,
+        k_sched,
+        state.counters.time,
+        state.busy_until,
+        per_worker=opts.local_steps * opts.local_batch,
+        inflight=setup.inflight,
+        allreduce=setup.allreduce,
+    )
+    local = functools.partial(_local_step, setup, opts, state, k_roll)
+    ks = jnp.arange(opts.local_steps, dtype=jnp.int32)
+    theta, out = jax.lax.scan(local, state.extra.theta, ks)
+    z, lam = consensus_update(theta, state.extra.lam, state.hyper["rho"])
     count = jnp.sum(out["count"])
-    train_return = jnp.sum(out["sum_return"]) / jnp.maximum(count, 1.0)
-    clock = Clock(
-        time=sched.t_end,
-        env_steps=state.clock.env_steps + jnp.sum(out["sum_length"]),
-        env_steps_wasted=state.clock.env_steps_wasted,
-        comms=state.clock.comms + sched.comms.astype(jnp.float32),
-    )
-    metrics = round_metrics(
-        sched,
-        grads=count,
-        train_return=train_return,
-        finite=jnp.all(out["finite"]) & _finite((z, theta, lam)),
-    )
-    new_state = state._replace(
+    new = state._replace(
         params=z,
         key=key,
-        round=state.round + 1,
-        clock=clock,
+        steps=state.steps + 1,
+        counters=core.advance(
+            state.counters,
+            time=sched.t_end,
+            env_steps=jnp.sum(out["sum_length"]),
+            comms=sched.comms,
+        ),
         busy_until=sched.busy_until,
         extra=AdmmExtra(theta, lam),
     )
-    return new_state, _with_clock(metrics, new_state)
-
-
-@dataclasses.dataclass(frozen=True)
-class AdmmSpec:
-    """A consensus-ADMM algorithm: ``make(setup, hparams) -> (init, step)``.
-
-    Unlike :class:`~jaxnigt.algorithms.base.RoundSpec`, its static options (K, B, ρ) come
-    from the config's hyperparameters, so the trainer asks the spec for its functions.
-    """
-
-    def make(
-        self, setup: Setup, hparams: Any
-    ) -> tuple[Callable[[jax.Array, Hyper], TrainState], Callable[[TrainState], tuple]]:
-        opts = admm_options(setup, hparams)
-        return (
-            functools.partial(admm_init, setup, opts),
-            functools.partial(admm_step, setup, opts),
-        )
-
-
-SPEC = AdmmSpec()
+    return new, core.step_metrics(
+        new,
+        round_time=sched.t_end - sched.t_start,
+        grads=count,
+        train_return=core.mean_return(jnp.sum(out["sum_return"]), count),
+        counts=sched.counts,
+        finite=jnp.all(out["finite"]) & core.all_finite((z, theta, lam)),
+        overflow=sched.overflow,
+    )

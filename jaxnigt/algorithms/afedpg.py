@@ -1,14 +1,14 @@
 """AFedPG (greedy asynchronous policy gradient), as reconstructed in SPEC §6.
 
 Each worker, dispatched at server version k, samples one trajectory at the lookahead point
-ỹ = θ_k + ((1−η)/η)(θ_k − θ_{k−1}) and sends its gradient back after τ + κ_i; on every
-arrival the server sets d ← (1−η) d + η g and θ ← θ + α d/‖d‖. That is exactly the NIGT
-recurrence applied per arrival, with the held params being the lookahead point, so the
-server update *is* :func:`jaxnigt.nigt`. The AFedPG paper's delay-adaptive weights are not
-public; this reconstruction (no delay adaptation; one communication per gradient) is the
-project's.
+ỹ = θ_k + ((1−η)/η)(θ_k − θ_{k−1}) and sends its gradient back after τ + its exchange on the
+server link; on every arrival the server sets d ← (1−η) d + η g and θ ← θ + α d/‖d‖. That is
+exactly the NIGT recurrence applied per arrival, with the held params being the lookahead
+point, so the server update *is* :func:`jaxnigt.nigt`. The AFedPG paper's delay-adaptive
+weights are not public; this reconstruction (no delay adaptation; one communication per
+gradient) is the project's.
 """
 
-from jaxnigt.algorithms.base import AsyncSpec, nigt_optimizer
+from jaxnigt.algorithms import async_engine, core
 
-SPEC = AsyncSpec(optimizer=nigt_optimizer)
+make = async_engine.factory(update=core.NIGT)

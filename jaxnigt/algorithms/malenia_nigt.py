@@ -6,8 +6,8 @@ unbiased estimate of the average objective's gradient, whatever the speeds. NIGT
 """
 
 from jaxnigt import aggregators
-from jaxnigt.algorithms.base import RoundSpec, malenia_schedule, nigt_optimizer
+from jaxnigt.algorithms import core, round_engine
 
-SPEC = RoundSpec(
-    schedule=malenia_schedule, weights=aggregators.malenia_weights, optimizer=nigt_optimizer
+make = round_engine.factory(
+    schedule=round_engine.malenia_schedule, weights=aggregators.malenia_weights, update=core.NIGT
 )

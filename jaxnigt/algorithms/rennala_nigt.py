@@ -6,8 +6,8 @@ NIGT step. Round 0 aggregates M_init gradients at x_0 to form d_0.
 """
 
 from jaxnigt import aggregators
-from jaxnigt.algorithms.base import RoundSpec, nigt_optimizer, rennala_schedule
+from jaxnigt.algorithms import core, round_engine
 
-SPEC = RoundSpec(
-    schedule=rennala_schedule, weights=aggregators.rennala_weights, optimizer=nigt_optimizer
+make = round_engine.factory(
+    schedule=round_engine.rennala_schedule, weights=aggregators.rennala_weights, update=core.NIGT
 )

@@ -1,8 +1,8 @@
 """Rennala policy gradient: Rennala's M-earliest collection with a plain step θ += α g."""
 
 from jaxnigt import aggregators
-from jaxnigt.algorithms.base import RoundSpec, rennala_schedule, sgd_optimizer
+from jaxnigt.algorithms import core, round_engine
 
-SPEC = RoundSpec(
-    schedule=rennala_schedule, weights=aggregators.rennala_weights, optimizer=sgd_optimizer
+make = round_engine.factory(
+    schedule=round_engine.rennala_schedule, weights=aggregators.rennala_weights, update=core.SGD
 )

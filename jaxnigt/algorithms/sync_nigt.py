@@ -2,6 +2,8 @@
 for the slowest worker; plain mean; NIGT step."""
 
 from jaxnigt import aggregators
-from jaxnigt.algorithms.base import RoundSpec, nigt_optimizer, sync_schedule
+from jaxnigt.algorithms import core, round_engine
 
-SPEC = RoundSpec(schedule=sync_schedule, weights=aggregators.sync_weights, optimizer=nigt_optimizer)
+make = round_engine.factory(
+    schedule=round_engine.sync_schedule, weights=aggregators.sync_weights, update=core.NIGT
+)

@@ -1,6 +1,8 @@
 """Synchronous policy gradient: the synchronous schedule with a plain step θ += α g."""
 
 from jaxnigt import aggregators
-from jaxnigt.algorithms.base import RoundSpec, sgd_optimizer, sync_schedule
+from jaxnigt.algorithms import core, round_engine
 
-SPEC = RoundSpec(schedule=sync_schedule, weights=aggregators.sync_weights, optimizer=sgd_optimizer)
+make = round_engine.factory(
+    schedule=round_engine.sync_schedule, weights=aggregators.sync_weights, update=core.SGD
+)

@@ -51,7 +51,7 @@ def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
         times.append(time.perf_counter() - t0)
     wall = float(np.median(times))
     env_steps = np.asarray(metrics["env_steps"])  # [(seeds,) rounds] cumulative
-    steps = float(np.sum(env_steps[..., -1] - np.asarray(state.clock.env_steps)))
+    steps = float(np.sum(env_steps[..., -1] - np.asarray(state.counters.env_steps)))
     return {
         "algorithm": algorithm,
         "env": cfg.env.name,

@@ -58,7 +58,7 @@ from benchmarks.common import (
 )
 
 from jaxnigt import aggregators, schedules
-from jaxnigt.algorithms import REGISTRY
+from jaxnigt.algorithms.core import nigt_optimizer
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.policy import GaussianPolicy, num_params
 from jaxnigt.rollout import Trajectories
@@ -141,20 +141,19 @@ class Reference:
         self.obs_size, self.action_size = obs_size, action_size
         self.params0, self.key0 = params, state.key
         self.hyper = state.hyper
-        spec = REGISTRY["rennala_nigt"]
-        self.opt_state0 = jax.jit(lambda p, h: spec.optimizer(h).init(p))(params, self.hyper)
+        self.opt_state0 = jax.jit(lambda p, h: nigt_optimizer(h).init(p))(params, self.hyper)
         self.seed = seed
         M, tm, inflight = self.M, tr.setup.tm, tr.setup.inflight
         policy = self.policy
 
         def schedule(key, t0, busy):
-            key, k_sched, _ = jax.random.split(key, 3)  # the trainer's split (base._round)
+            key, k_sched, _ = jax.random.split(key, 3)  # the trainer's split (round_engine)
             sched = schedules.rennala(tm, k_sched, t0, busy, M=M, inflight=inflight)
             return key, sched, aggregators.rennala_weights(sched)
 
         def update(params, opt_state, traj, weights, hyper):
             grads, stats = policy_gradient(policy, params, traj, weights, hyper["gamma"])
-            opt = spec.optimizer(hyper)
+            opt = nigt_optimizer(hyper)
             upd, opt_state = opt.update(jax.tree.map(jnp.negative, grads), opt_state, params)
             return optax.apply_updates(params, upd), opt_state, stats["sum_length"]
 
@@ -275,7 +274,7 @@ def bench_env(
             tr, state, run, compile_s = progs[mode]
             _, metrics = run(state)
             steps = rounds * M * horizon
-            alive = float(metrics["env_steps"][-1] - state.clock.env_steps)
+            alive = float(metrics["env_steps"][-1] - state.counters.env_steps)
             sim_time = float(metrics["sim_time"][-1])
             r = last[mode]
             jax_s = med[label, mode]

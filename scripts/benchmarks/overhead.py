@@ -87,7 +87,7 @@ def bench_one(
     )
     _, metrics = train(state)
     _, lengths = bare(state.params, key)
-    alive_train = float(metrics["env_steps"][-1] - state.clock.env_steps)
+    alive_train = float(metrics["env_steps"][-1] - state.counters.env_steps)
     alive_bare = float(np.sum(np.asarray(lengths)))
     grads = float(np.sum(np.asarray(metrics["grads"])))
     steps = rounds * M * horizon

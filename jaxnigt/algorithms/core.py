@@ -1,0 +1,310 @@
+"""What every algorithm shares: the static setup, the run state, the step metrics, the interface.
+
+An algorithm is an :class:`Algorithm`: four pure functions over a :class:`TrainState` that a
+factory ``make(setup, hparams)`` builds by composing the shared engines
+(:mod:`~jaxnigt.algorithms.round_engine`, :mod:`~jaxnigt.algorithms.async_engine`) with a
+schedule, aggregator weights and an optax update.  Every step returns a
+:class:`StepMetrics`, whose simulated-time counters are advanced by one helper
+(:func:`advance`), so the metric names live in one place and the CSV columns derive from it.
+
+Everything is a pure function of explicit state; the sweepable hyperparameters (learning
+rate, η, γ, ...) live in the state as arrays, so seeds and grids are a ``vmap`` away.
+Gradients are ascent directions on J; the optimizers descend, so they receive ``−g``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxnigt.nigt import nigt, nigt_eval_params
+from jaxnigt.timing import TimeModel
+
+# Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
+# HParams hold the Python values; these are what the compiled program sees).
+TracedHParams = dict[str, jax.Array]
+OptimizerFactory = Callable[[TracedHParams], optax.GradientTransformation]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Setup:
+    """Everything static about one algorithm's run (closed over by the jitted step).
+
+    Compared and hashed by identity (``eq=False``): it holds arrays, and jit caches the step
+    per Setup object.
+
+    Attributes:
+      task: the ``TaskEnv``.
+      policy: the ``GaussianPolicy``.
+      tm: the cluster's ``TimeModel`` (arrays; closed over as constants).
+      worker_types: ``[n]`` int32 environment type of each worker (numpy).
+      M: gradients per round; M_init: gradients of round 0.
+      per_worker_batch: synchronous per-worker batch b (None: max(1, ceil(M/n))).
+      malenia_capacity: per-worker capacity of a Malenia round.
+      inflight: ``cancel`` or ``discard``.
+      async_block: arrivals per step of the asynchronous methods.
+      mesh: optional device mesh over which each round's trajectory slots are split
+        (``jaxnigt.parallel``); None keeps everything on one device.
+      allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
+      link: ``shared`` or ``independent``: the asynchronous methods' server link.
+    """
+
+    task: Any
+    policy: Any
+    tm: TimeModel
+    worker_types: np.ndarray
+    M: int
+    M_init: int
+    per_worker_batch: int | None
+    malenia_capacity: int
+    inflight: str
+    async_block: int
+    mesh: Any = None
+    allreduce: str = "all"
+    link: str = "shared"
+
+    @property
+    def n(self) -> int:
+        return int(self.worker_types.shape[0])
+
+    @property
+    def horizon(self) -> int:
+        return int(self.task.horizon)
+
+
+class Counters(NamedTuple):
+    """Cumulative simulated-cluster counters (float32 scalars; per seed under vmap)."""
+
+    time: jax.Array
+    env_steps: jax.Array
+    env_steps_wasted: jax.Array
+    comms: jax.Array
+
+
+class TrainState(NamedTuple):
+    """State of one run (one seed, one hyperparameter point).
+
+    Attributes:
+      params: the point where rollouts happen (NIGT: the extrapolated y_t; ADMM: z).
+      opt_state: the optax state.
+      key: PRNG key of the next step.
+      steps: int32 steps done (rounds, or blocks of arrivals for asynchronous methods).
+      counters: :class:`Counters`.
+      busy_until: ``[n]`` when each worker is free to start the next round's work.
+      hyper: :data:`TracedHParams`.
+      extra: engine-specific state (asynchronous engine, ADMM's per-worker θ and λ).
+    """
+
+    params: Any
+    opt_state: Any
+    key: jax.Array
+    steps: jax.Array
+    counters: Counters
+    busy_until: jax.Array
+    hyper: TracedHParams
+    extra: Any
+
+
+class StepMetrics(NamedTuple):
+    """What one step reports (all ``[]``; stacked along a leading axis by ``lax.scan``).
+
+    The fields up to ``link_util`` are ``metrics.csv`` columns, in order (the runner adds
+    the evaluation returns); ``overflow`` and ``nonfinite`` are health flags.
+
+    Attributes:
+      round: int32 steps done after this one (rounds, or blocks of arrivals).
+      sim_time, env_steps, env_steps_wasted, comms: the :class:`Counters` after the step.
+      grads: gradients that entered an update.
+      round_time: simulated time of the step.
+      train_return: mean undiscounted return of the step's trajectories.
+      counts_min, counts_mean, counts_max: per-worker gradient counts of the step.
+      staleness_min, staleness_mean, staleness_max: server versions between dispatch and
+        arrival (asynchronous methods; NaN otherwise).
+      link_util: server link busy time / step time (asynchronous methods; NaN otherwise).
+      overflow: Malenia's capacity was too small.
+      nonfinite: a parameter, gradient or return was not finite.
+    """
+
+    round: jax.Array
+    sim_time: jax.Array
+    env_steps: jax.Array
+    env_steps_wasted: jax.Array
+    comms: jax.Array
+    grads: jax.Array
+    round_time: jax.Array
+    train_return: jax.Array
+    counts_min: jax.Array
+    counts_mean: jax.Array
+    counts_max: jax.Array
+    staleness_min: jax.Array
+    staleness_mean: jax.Array
+    staleness_max: jax.Array
+    link_util: jax.Array
+    overflow: jax.Array
+    nonfinite: jax.Array
+
+
+HEALTH_FLAGS = ("overflow", "nonfinite")
+LOGGED = tuple(f for f in StepMetrics._fields if f not in HEALTH_FLAGS)
+
+
+class Algorithm(NamedTuple):
+    """The pure functions of one algorithm's run (unbatched; vmap them over seeds and grids).
+
+    Attributes:
+      init: ``(key, hyper) -> TrainState`` at x_0, simulated time 0 (no rollouts).
+      step: ``(state, budget) -> (state, StepMetrics)``: one round (or block of arrivals).
+        ``budget`` is the simulated-time budget: a step that starts before it is applied
+        whole, except that an asynchronous block stops at its first arrival past it.
+      eval_params: ``state -> params`` to evaluate and deploy (NIGT: the iterate x_t).
+      first_step: round 0 with ``M_init`` gradients when ``M_init != M`` (a second compiled
+        shape); None when round 0 is an ordinary ``step``.
+    """
+
+    init: Callable[[jax.Array, TracedHParams], TrainState]
+    step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]]
+    eval_params: Callable[[TrainState], Any]
+    first_step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]] | None = None
+
+
+AlgorithmFactory = Callable[[Setup, Any], Algorithm]
+
+
+# ----------------------------------------------------------------------------- updates
+
+
+def nigt_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
+    """NIGT with traced learning rate and η (params held = the extrapolated point)."""
+    return nigt(hyper["learning_rate"], hyper["eta"])
+
+
+def sgd_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
+    """Plain step θ ← θ + α g (descent on −g)."""
+    return optax.sgd(hyper["learning_rate"])
+
+
+def nigt_iterate(state: TrainState) -> Any:
+    """NIGT's iterate x_t, the params to evaluate (the held params are y_t)."""
+    return nigt_eval_params(state.opt_state)
+
+
+def held_params(state: TrainState) -> Any:
+    """The held params themselves (plain steps; ADMM's consensus point z)."""
+    return state.params
+
+
+class Update(NamedTuple):
+    """A server update: the optax transformation and the params it leaves to evaluate."""
+
+    optimizer: OptimizerFactory
+    eval_params: Callable[[TrainState], Any]
+
+
+NIGT = Update(nigt_optimizer, nigt_iterate)
+SGD = Update(sgd_optimizer, held_params)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def initial_state(
+    setup: Setup, params: Any, opt_state: Any, key: jax.Array, hyper: TracedHParams, extra=()
+) -> TrainState:
+    """A run's state at simulated time 0: no steps, zero counters, idle workers."""
+    zero = jnp.zeros([], jnp.float32)
+    return TrainState(
+        params=params,
+        opt_state=opt_state,
+        key=key,
+        steps=jnp.int32(0),
+        counters=Counters(zero, zero, zero, zero),
+        busy_until=jnp.zeros((setup.n,), jnp.float32),
+        hyper=hyper,
+        extra=extra,
+    )
+
+
+def advance(
+    counters: Counters,
+    *,
+    time: jax.Array,
+    env_steps: jax.Array,
+    comms: jax.Array,
+    env_steps_wasted: jax.Array = 0.0,
+) -> Counters:
+    """The counters after a step that ends at ``time`` and used the given amounts."""
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    return Counters(
+        time=f32(time),
+        env_steps=counters.env_steps + f32(env_steps),
+        env_steps_wasted=counters.env_steps_wasted + f32(env_steps_wasted),
+        comms=counters.comms + f32(comms),
+    )
+
+
+def step_metrics(
+    state: TrainState,
+    *,
+    round_time: jax.Array,
+    grads: jax.Array,
+    train_return: jax.Array,
+    counts: jax.Array,
+    finite: jax.Array,
+    staleness: tuple[jax.Array, jax.Array, jax.Array] | None = None,
+    link_util: jax.Array | None = None,
+    overflow: jax.Array = False,
+) -> StepMetrics:
+    """:class:`StepMetrics` of a step that produced ``state`` (its counters and step count).
+
+    ``counts`` ``[n]`` are the step's gradients per worker; ``staleness`` is
+    ``(min, mean, max)``; absent values are NaN.
+    """
+    nan = jnp.full([], jnp.nan, jnp.float32)
+    staleness = staleness if staleness is not None else (nan, nan, nan)
+    counts = counts.astype(jnp.float32)
+    c = state.counters
+    return StepMetrics(
+        round=state.steps,
+        sim_time=c.time,
+        env_steps=c.env_steps,
+        env_steps_wasted=c.env_steps_wasted,
+        comms=c.comms,
+        grads=jnp.asarray(grads, jnp.float32),
+        round_time=jnp.asarray(round_time, jnp.float32),
+        train_return=train_return,
+        counts_min=jnp.min(counts),
+        counts_mean=jnp.mean(counts),
+        counts_max=jnp.max(counts),
+        staleness_min=staleness[0],
+        staleness_mean=staleness[1],
+        staleness_max=staleness[2],
+        link_util=nan if link_util is None else link_util,
+        overflow=jnp.asarray(overflow, bool),
+        nonfinite=~(finite & jnp.isfinite(train_return)),
+    )
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """Whether every leaf of ``tree`` is finite (a scalar bool)."""
+    leaves = jax.tree.leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+def negate(tree: Any) -> Any:
+    return jax.tree.map(jnp.negative, tree)
+
+
+def stack_workers(tree: Any, n: int) -> Any:
+    """``tree`` repeated along a new leading worker axis ``[n, ...]``."""
+    return jax.tree.map(lambda p: jnp.broadcast_to(p, (n, *p.shape)), tree)
+
+
+def mean_return(sum_return: jax.Array, count: jax.Array) -> jax.Array:
+    """Mean return from summed statistics (``count`` clipped at 1)."""
+    return sum_return / jnp.maximum(count, 1.0)

@@ -1,0 +1,145 @@
+"""The round engine of the AllReduce methods (Rennala/Malenia/Sync NIGT, Rennala/Sync PG).
+
+Each round a schedule (:mod:`jaxnigt.schedules`) picks the trajectory slots that count, an
+aggregator (:mod:`jaxnigt.aggregators`) weights them, the estimator reduces them to one
+gradient at the broadcast point (:func:`jaxnigt.collect.gradient_from_schedule`), and an optax
+update moves the point.  :func:`make` composes those three parts into an
+:class:`~jaxnigt.algorithms.core.Algorithm`; round 0 aggregates ``M_init`` gradients at x_0
+(NIGT's d_0 = g_0), later rounds ``M``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import optax
+
+from jaxnigt import schedules
+from jaxnigt.algorithms import core
+from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.collect import gradient_from_schedule
+
+ScheduleFn = Callable[..., schedules.RoundSchedule]  # (tm, key, t0, busy_until) -> schedule
+WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
+
+
+def _modes(setup: Setup) -> dict[str, str]:
+    return {"inflight": setup.inflight, "allreduce": setup.allreduce}
+
+
+def rennala_schedule(setup: Setup, M: int) -> ScheduleFn:
+    """Rennala's collection of ``M`` gradients (SPEC §4)."""
+    return functools.partial(schedules.rennala, M=M, **_modes(setup))
+
+
+def malenia_schedule(setup: Setup, M: int) -> ScheduleFn:
+    """Malenia's collection with batch ``M`` (SPEC §4)."""
+    return functools.partial(
+        schedules.malenia, M=M, capacity=setup.malenia_capacity, **_modes(setup)
+    )
+
+
+def sync_schedule(setup: Setup, M: int) -> ScheduleFn:
+    """The synchronous collection: ``max(1, ceil(M/n))`` gradients per worker (or the
+    configured per-worker batch)."""
+    b = schedules.sync_batch(M, setup.n, setup.per_worker_batch)
+    return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
+
+
+def factory(
+    *, schedule: Callable[[Setup, int], ScheduleFn], weights: WeightsFn, update: core.Update
+) -> core.AlgorithmFactory:
+    """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights
+    and server update (:data:`~jaxnigt.algorithms.core.NIGT` or ``SGD``)."""
+
+    def make_algorithm(setup: Setup, hparams) -> Algorithm:
+        del hparams
+        return make(setup, schedule=schedule, weights=weights, update=update)
+
+    return make_algorithm
+
+
+def make(
+    setup: Setup,
+    *,
+    schedule: Callable[[Setup, int], ScheduleFn],
+    weights: WeightsFn,
+    update: core.Update,
+) -> Algorithm:
+    """A round-based algorithm from its schedule, aggregator weights and server update."""
+    optimizer = update.optimizer
+
+    def round_with(M: int):
+        return functools.partial(_round, setup, M, schedule(setup, M), weights, optimizer)
+
+    return Algorithm(
+        init=functools.partial(_init, setup, optimizer),
+        step=round_with(setup.M),
+        eval_params=update.eval_params,
+        first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
+    )
+
+
+def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
+    """x_0 at time 0, nothing collected yet."""
+    k_init, k_run = jax.random.split(key)
+    params = setup.policy.init(k_init)
+    return core.initial_state(setup, params, optimizer(hyper).init(params), k_run, hyper)
+
+
+def _round(
+    setup: Setup,
+    M: int,
+    schedule: ScheduleFn,
+    weights: WeightsFn,
+    optimizer: core.OptimizerFactory,
+    state: TrainState,
+    budget: jax.Array,
+):
+    """One round collecting ``M`` gradients: schedule, rollouts of the slots that count (in
+    batches of ``M``), one update."""
+    del budget  # a round is applied whole once it starts before the budget
+    key, k_sched, k_roll = jax.random.split(state.key, 3)
+    sched = schedule(setup.tm, k_sched, state.counters.time, state.busy_until)
+    w = weights(sched)
+    grads, stats = gradient_from_schedule(
+        setup.task,
+        setup.policy,
+        state.params,
+        sched,
+        w,
+        k_roll,
+        setup.worker_types,
+        state.hyper["gamma"],
+        chunk=min(M, sched.slot_worker.shape[0]),
+        mesh=setup.mesh,
+    )
+    updates, opt_state = optimizer(state.hyper).update(
+        core.negate(grads), state.opt_state, state.params
+    )
+    params = optax.apply_updates(state.params, updates)
+    new = state._replace(
+        params=params,
+        opt_state=opt_state,
+        key=key,
+        steps=state.steps + 1,
+        counters=core.advance(
+            state.counters,
+            time=sched.t_end,
+            env_steps=stats["sum_length"],
+            env_steps_wasted=sched.traj_wasted * setup.horizon,
+            comms=sched.comms,
+        ),
+        busy_until=sched.busy_until,
+    )
+    return new, core.step_metrics(
+        new,
+        round_time=sched.t_end - sched.t_start,
+        grads=stats["count"],
+        train_return=core.mean_return(stats["sum_return"], stats["count"]),
+        counts=sched.counts,
+        finite=core.all_finite(grads) & core.all_finite(params),
+        overflow=sched.overflow,
+    )

@@ -1,0 +1,172 @@
+"""Results of a run: CSV rows and columns, reading them back, curves, summaries, time to target.
+
+``metrics.csv`` has one row per algorithm, grid point, seed and step.  Its columns are the
+identifying ones (:data:`ID_COLUMNS`), then the logged fields of
+:class:`~jaxnigt.algorithms.core.StepMetrics` in order with ``eval_return`` after
+``train_return`` (:data:`COLUMNS`), then ``eval_type{v}`` per environment type for
+heterogeneous runs.  Everything here works on plain numpy arrays and dicts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxnigt.algorithms.core import LOGGED
+from jaxnigt.files import atomic_write_text
+
+ID_COLUMNS = ("algorithm", "grid", "learning_rate", "eta", "seed")
+_AFTER = LOGGED.index("train_return") + 1
+COLUMNS = (*ID_COLUMNS, *LOGGED[:_AFTER], "eval_return", *LOGGED[_AFTER:])
+PER_ROUND = COLUMNS[len(ID_COLUMNS) :]  # the columns with a value per step
+
+
+def metric_rows(algorithm: str, m: dict[str, np.ndarray]) -> list[dict]:
+    """Flattens a run's stacked metrics (``[B, R]`` arrays, ``[B]`` ids) into CSV rows.
+
+    Inactive steps (no-ops after a seed crossed the budget) are dropped.
+    """
+    rows = []
+    per_type = sorted(k for k in m if k.startswith("eval_type"))
+    B, R = m["sim_time"].shape
+    for b in range(B):
+        ids = {
+            "algorithm": algorithm,
+            "grid": int(m["grid"][b]),
+            "learning_rate": float(m["learning_rate"][b]),
+            "eta": float(m["eta"][b]),
+            "seed": int(m["seed"][b]),
+        }
+        for r in range(R):
+            if m["active"][b, r]:
+                rows.append({**ids, **{c: _scalar(m[c][b, r]) for c in (*PER_ROUND, *per_type)}})
+    return rows
+
+
+def _scalar(x):
+    x = np.asarray(x).item()
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, float):
+        return "" if math.isnan(x) else f"{x:.6g}"
+    return x
+
+
+def csv_text(rows: Sequence[dict], columns: Sequence[str] = COLUMNS) -> str:
+    """CSV text of ``rows``: ``columns`` first, then any other keys in order of appearance."""
+    cols = list(columns)
+    for row in rows:
+        cols.extend(k for k in row if k not in cols)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, restval="")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] = COLUMNS) -> None:
+    """Writes ``rows`` atomically (see :func:`csv_text`)."""
+    atomic_write_text(path, csv_text(rows, columns))
+
+
+def read_metrics_raw(run_dir: str | Path, name: str = "metrics.csv") -> list[dict]:
+    """Rows of ``run_dir/metrics.csv`` exactly as written (strings; [] if missing)."""
+    path = Path(run_dir) / name
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def read_metrics(run_dir: str | Path, name: str = "metrics.csv") -> list[dict]:
+    """Rows of ``run_dir/metrics.csv`` as dicts (numbers parsed, empty cells → NaN)."""
+    path = Path(run_dir) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} not found (is {str(run_dir)!r} a run directory?)")
+    rows = []
+    for row in read_metrics_raw(run_dir, name):
+        out = {}
+        for k, v in row.items():
+            if k == "algorithm":
+                out[k] = v
+            elif k in ("grid", "seed", "round"):
+                out[k] = int(v)
+            else:
+                out[k] = float(v) if v != "" else float("nan")
+        rows.append(out)
+    return rows
+
+
+Curves = dict[tuple[str, int], dict[int, tuple[np.ndarray, np.ndarray]]]
+
+
+def group_curves(rows: Sequence[dict], *, x: str, y: str) -> Curves:
+    """``{(algorithm, grid): {seed: (xs, ys)}}`` over rows where ``y`` is a number."""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: ([], [])))
+    for r in rows:
+        v = r.get(y, "")
+        v = float(v) if v not in ("", None) else float("nan")
+        if np.isnan(v):
+            continue
+        xs, ys = acc[(r["algorithm"], int(r["grid"]))][int(r["seed"])]
+        xs.append(float(r[x]))
+        ys.append(v)
+    return {
+        key: {s: (np.asarray(a), np.asarray(b)) for s, (a, b) in seeds.items()}
+        for key, seeds in acc.items()
+    }
+
+
+def resample(xs: np.ndarray, ys: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Step-function value at each grid point: the last ``ys`` at or before it (NaN before)."""
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
+    idx = np.searchsorted(xs, grid, side="right") - 1
+    return np.where(idx >= 0, ys[np.clip(idx, 0, None)], np.nan)
+
+
+def seed_curves(seeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(xs, ys)``: every seed's step curve resampled on the union of their x values,
+    ``ys`` ``[seeds, len(xs)]``."""
+    xs = np.unique(np.concatenate([x for x, _ in seeds.values()]))
+    return xs, np.stack([resample(x, y, xs) for x, y in seeds.values()])
+
+
+def median_curve(seeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(xs, median over seeds)`` of the seeds' step curves (see :func:`seed_curves`)."""
+    xs, ys = seed_curves(seeds)
+    return xs, np.nanmedian(ys, axis=0)
+
+
+def time_to_target(xs: np.ndarray, curve: np.ndarray, target: float) -> float | None:
+    """The first ``x`` where ``curve >= target`` (None if never)."""
+    hit = np.nonzero(curve >= target)[0]
+    return float(xs[hit[0]]) if hit.size else None
+
+
+def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
+    """Per algorithm and grid point: final/best median eval return, time to target."""
+    summary: dict[str, Any] = {}
+    for (algorithm, grid), seeds in group_curves(rows, x="sim_time", y="eval_return").items():
+        finals = [ys[-1] for _, ys in seeds.values() if len(ys)]
+        xs, med = median_curve(seeds)
+        first = next(r for r in rows if r["algorithm"] == algorithm and int(r["grid"]) == grid)
+        entry = {
+            "seeds": len(seeds),
+            "final_median_return": float(np.median(finals)) if finals else None,
+            "best_median_return": float(np.max(med)) if med.size else None,
+            "learning_rate": float(first["learning_rate"]),
+            "eta": float(first["eta"]),
+        }
+        if target is not None:
+            entry["target_return"] = target
+            entry["time_to_target"] = time_to_target(xs, med, target)
+        summary[algorithm if grid == 0 else f"{algorithm}[grid={grid}]"] = entry
+    return summary

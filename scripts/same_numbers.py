@@ -1,0 +1,114 @@
+"""Same numbers before and after a refactoring: run fixed scenarios, compare metrics byte for byte.
+
+Runs the demo and short runs that cover every algorithm, both in-flight modes, both server
+links, both AllReduce models, a learning-rate grid and a heterogeneous task, each into
+``OUT/<name>/``, then (with ``--compare REF``) checks that every result file equals the one in
+``REF/<name>/`` byte for byte::
+
+    python scripts/same_numbers.py --out runs/same_before           # on the old commit
+    python scripts/same_numbers.py --out runs/same_after --compare runs/same_before
+
+Exit status 1 names the first file that differs.  ``--quick`` skips the demo (the slowest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ALL = "[rennala_nigt,malenia_nigt,sync_nigt,sync_pg,rennala_pg,afedpg,asgd,admm_pg]"
+SHORT = [
+    "seeds=2",
+    "budget=400",
+    "eval.every=3",
+    "eval.episodes=4",
+    "per_algorithm={}",
+    "hparams.M=8",
+    "hparams.M_init=12",
+    "cluster.n=4",
+    "on_nonfinite=mark",
+]
+SCENARIOS = {
+    "every_algorithm": (
+        "configs/cpu/point_mass_n10_exponential.yaml",
+        [*SHORT, f"algorithms={ALL}"],
+    ),
+    "discard_contributors_independent": (
+        "configs/cpu/point_mass_n10_straggler.yaml",
+        [
+            *SHORT,
+            f"algorithms={ALL}",
+            "cluster.inflight=discard",
+            "cluster.allreduce=contributors",
+            "cluster.link=independent",
+            "grid.learning_rate=[0.01,0.03]",
+        ],
+    ),
+    "heterogeneous": (
+        "configs/cpu/hetero_point_mass_n2.yaml",
+        [
+            *SHORT,
+            "cluster.n=3",
+            "cluster.h=[1.0,10.0,3.0]",
+            "cluster.kappa=0.5",
+            "algorithms=[malenia_nigt,rennala_nigt,afedpg,admm_pg]",
+        ],
+    ),
+    "demo": ("configs/demo.yaml", []),
+}
+FILES = ("metrics.csv", "worker_counts.csv")
+WALL_CLOCK = ("wall_seconds", "compile_seconds")  # summary.json fields that are not results
+
+
+def run(name: str, out: Path) -> None:
+    config, overrides = SCENARIOS[name]
+    cmd = [sys.executable, "-m", "jaxnigt.cli", "run", config, "--out", str(out / name)]
+    cmd += ["--overwrite", "--no-progress"]
+    for o in overrides:
+        cmd += ["--set", o]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def _summary_numbers(path: Path) -> dict:
+    summary = json.loads(path.read_text())
+    return {a: {k: v for k, v in e.items() if k not in WALL_CLOCK} for a, e in summary.items()}
+
+
+def compare(out: Path, ref: Path, names: list[str]) -> int:
+    for name in names:
+        if _summary_numbers(out / name / "summary.json") != _summary_numbers(
+            ref / name / "summary.json"
+        ):
+            print(f"DIFFERENT: {name}/summary.json")
+            return 1
+        for f in FILES:
+            a, b = out / name / f, ref / name / f
+            if not a.exists() and not b.exists():
+                continue
+            if not (a.exists() and b.exists() and filecmp.cmp(a, b, shallow=False)):
+                print(f"DIFFERENT: {a} vs {b}")
+                return 1
+            print(f"same: {name}/{f}")
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--compare", type=Path, help="reference directory from an earlier commit")
+    p.add_argument("--quick", action="store_true", help="skip the demo")
+    p.add_argument("--only", nargs="+", choices=list(SCENARIOS), help="run only these")
+    args = p.parse_args()
+    names = [n for n in (args.only or SCENARIOS) if not (args.quick and n == "demo")]
+    for name in names:
+        run(name, args.out)
+    return compare(args.out, args.compare, names) if args.compare else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
