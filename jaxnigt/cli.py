@@ -93,8 +93,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from jaxnigt.plotting import X_AXES, plot_runs
+    from jaxnigt.plotting import X_AXES, plot_counts, plot_runs
+    from jaxnigt.results import COUNTS_FILE
 
+    if args.counts:
+        for d in args.dirs:
+            if not (Path(d) / COUNTS_FILE).is_file():
+                return _error(f"{d!r} has no {COUNTS_FILE} (written by runs with n <= 64)")
+        for d in args.dirs:
+            out = args.out if args.out and len(args.dirs) == 1 else Path(d) / "counts.png"
+            print(f"[jaxnigt] wrote {plot_counts(d, out=out)}")
+        return 0
     if args.x not in X_AXES:
         return _error(f"--x: got {args.x!r}; expected one of {sorted(X_AXES)}")
     for d in args.dirs:
@@ -163,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--x", default="time", help="x-axis: time, steps or comms")
     plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
     plot.add_argument("--out", help="PNG path (default <dir>/curves_<x>.png)")
+    plot.add_argument(
+        "--counts",
+        action="store_true",
+        help="instead: each worker's share of the gradients, a stacked bar per algorithm",
+    )
     plot.set_defaults(func=_cmd_plot)
 
     lst = sub.add_parser("list", help="environments, algorithms and bundled configs")

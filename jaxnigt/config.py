@@ -175,6 +175,9 @@ class HParams:
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
+      async_wave: the asynchronous methods roll out at most this many ready arrivals as one
+        batch (default: from the cluster's times, see ``async_engine.default_wave``; 1
+        rolls out one arrival at a time; every value gives the same results).
       admm_rho: ``admm_pg``'s penalty ρ > 0 of the augmented Lagrangian
         J_i(θ_i) − λ_iᵀ(θ_i − z) − (ρ/2)‖θ_i − z‖² (also the dual step size).
       admm_local_steps: ``admm_pg``'s local policy-gradient steps K per round (≥ 1).
@@ -190,6 +193,7 @@ class HParams:
     per_worker_batch: int | None = _opt(_optional(_int(1)))
     malenia_capacity: int | None = _opt(_optional(_int(1)))
     async_block: int | None = _opt(_optional(_int(1)))
+    async_wave: int | None = _opt(_optional(_int(1)))
     admm_rho: float = _opt(_float(0.0), 1.0)
     admm_local_steps: int = _opt(_int(1), 1)
     admm_local_batch: int | None = _opt(_optional(_int(1)))
@@ -355,6 +359,11 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
             raise ConfigError("env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip)")
         return
     num_types = NUM_TYPES[env.heterogeneous]
+    if cfg.eval.episodes < num_types:
+        raise ConfigError(
+            f"eval.episodes: got {cfg.eval.episodes}; expected >= {num_types}, one episode "
+            f"per environment type at least"
+        )
     if n < num_types and env.types is None:
         raise ConfigError(
             f"env.heterogeneous: {num_types} environment types need "

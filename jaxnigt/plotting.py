@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxnigt.results import group_curves, read_metrics, seed_curves
+from jaxnigt.results import COUNTS_FILE, group_curves, read_metrics, seed_curves
 
 X_AXES = {"time": "sim_time", "steps": "env_steps", "comms": "comms"}
 X_LABELS = {
@@ -76,6 +76,60 @@ def plot_runs(
     fig.tight_layout()
     out = Path(out) if out is not None else Path(run_dirs[0]) / "curves.png"
     out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def worker_shares(run_dir: str | Path) -> dict[str, np.ndarray]:
+    """Per algorithm (grid point 0): each worker's share of all gradients that entered an
+    update, summed over seeds and evaluation intervals (from ``worker_counts.csv``)."""
+    rows = [r for r in read_metrics(run_dir, COUNTS_FILE) if r["grid"] == 0]
+    workers = sorted(
+        (k for k in rows[0] if k[:1] == "w" and k[1:].isdigit()), key=lambda k: int(k[1:])
+    )
+    totals: dict[str, np.ndarray] = {}
+    for r in rows:
+        counts = np.array([r[w] for w in workers], np.float64)
+        totals[r["algorithm"]] = totals.get(r["algorithm"], 0.0) + counts
+    return {a: t / max(t.sum(), 1.0) for a, t in totals.items()}
+
+
+def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: str | None = None):
+    """Who did the work: a stacked bar per algorithm of each worker's share of the gradients.
+
+    Args:
+      run_dir: a run directory with ``worker_counts.csv`` (runs with n <= 64 write it).
+      out: PNG path (default ``<run_dir>/counts.png``).
+      title: figure title (default: the run directory name).
+
+    Returns:
+      The path written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shares = worker_shares(run_dir)
+    n = len(next(iter(shares.values())))
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 1.0, n))
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(shares) + 1.6), dpi=110)
+    names = list(shares)
+    left = np.zeros(len(names))
+    for i in range(n):
+        width = np.array([shares[a][i] for a in names])
+        ax.barh(names, width, left=left, color=colors[i], edgecolor="white", linewidth=0.3)
+        for y, (x0, w) in enumerate(zip(left, width, strict=True)):
+            if w >= 0.06:
+                ax.text(x0 + w / 2, y, f"w{i}", ha="center", va="center", fontsize=7)
+        left += width
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the gradients that entered an update (worker 0 = w0, left)")
+    ax.set_title(title or f"{Path(run_dir).name}: who did the work ({n} workers)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    out = Path(out) if out is not None else Path(run_dir) / "counts.png"
     fig.savefig(out)
     plt.close(fig)
     return out

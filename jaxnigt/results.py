@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,6 +24,9 @@ from jaxnigt.algorithms.core import LOGGED
 from jaxnigt.files import atomic_write_text
 
 ID_COLUMNS = ("algorithm", "grid", "learning_rate", "eta", "seed")
+COUNTS_FILE = "worker_counts.csv"
+COUNT_COLUMNS = (*ID_COLUMNS, "round", "sim_time")  # then w0, w1, ... w{n-1}
+MAX_COUNTED_WORKERS = 64  # runs with more workers keep only min/mean/max of the counts
 _AFTER = LOGGED.index("train_return") + 1
 COLUMNS = (*ID_COLUMNS, *LOGGED[:_AFTER], "eval_return", *LOGGED[_AFTER:])
 PER_ROUND = COLUMNS[len(ID_COLUMNS) :]  # the columns with a value per step
@@ -37,17 +41,40 @@ def metric_rows(algorithm: str, m: dict[str, np.ndarray]) -> list[dict]:
     per_type = sorted(k for k in m if k.startswith("eval_type"))
     B, R = m["sim_time"].shape
     for b in range(B):
-        ids = {
-            "algorithm": algorithm,
-            "grid": int(m["grid"][b]),
-            "learning_rate": float(m["learning_rate"][b]),
-            "eta": float(m["eta"][b]),
-            "seed": int(m["seed"][b]),
-        }
+        ids = _ids(algorithm, m, b)
         for r in range(R):
             if m["active"][b, r]:
                 rows.append({**ids, **{c: _scalar(m[c][b, r]) for c in (*PER_ROUND, *per_type)}})
     return rows
+
+
+def worker_count_rows(algorithm: str, m: dict[str, np.ndarray]) -> list[dict]:
+    """Rows of ``worker_counts.csv``: per seed and evaluation interval, the gradients each
+    worker contributed to updates since the previous evaluation (``w0`` ... ``w{n-1}``), at
+    the interval's last step.  Empty when the run kept no per-worker counts (n > 64)."""
+    if "worker_counts" not in m:
+        return []
+    rows = []
+    counts, evaluated, active = m["worker_counts"], m["evaluated"], m["active"]
+    for b in range(counts.shape[0]):
+        ends = np.nonzero(evaluated[b])[0]
+        for start, end in itertools.pairwise(ends):
+            steps = slice(start + 1, end + 1)
+            total = counts[b, steps][active[b, steps]].sum(axis=0)
+            row = _ids(algorithm, m, b) | {"round": int(m["round"][b, end])}
+            row["sim_time"] = _scalar(m["sim_time"][b, end])
+            rows.append(row | {f"w{i}": round(float(c)) for i, c in enumerate(total)})
+    return rows
+
+
+def _ids(algorithm: str, m: dict[str, np.ndarray], b: int) -> dict:
+    return {
+        "algorithm": algorithm,
+        "grid": int(m["grid"][b]),
+        "learning_rate": float(m["learning_rate"][b]),
+        "eta": float(m["eta"][b]),
+        "seed": int(m["seed"][b]),
+    }
 
 
 def _scalar(x):

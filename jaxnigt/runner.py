@@ -162,31 +162,51 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
 def evaluation_columns(
     active: np.ndarray, returns: np.ndarray, worker_types: np.ndarray, num_types: int
 ) -> dict[str, np.ndarray]:
-    """``eval_return`` (and ``eval_type{v}``) ``[B, L]`` of one chunk's steps.
+    """``evaluated``, ``eval_return`` (and ``eval_type{v}``) ``[B, L]`` of one chunk's steps.
 
     Each seed's evaluation belongs to its last active step of the chunk (NaN elsewhere); a
     seed with no active step was not evaluated.  Episode e of ``returns`` ``[B, E]`` ran in
-    environment type ``e mod V``.
+    environment type ``e mod V``.  With several types, ``eval_return`` is the worker-weighted
+    mean of the per-type means, the objective J = (1/n) Σ_i J_i: type v has weight
+    (number of workers of type v) / n.
     """
     B, L = active.shape
     last = np.where(active.any(axis=1), L - 1 - np.argmax(active[:, ::-1], axis=1), -1)
     b = np.nonzero(last >= 0)[0]
-    out = {"eval_return": np.full((B, L), np.nan, np.float32)}
-    out["eval_return"][b, last[b]] = returns[b].mean(axis=1)
-    for v in range(num_types if num_types > 1 else 0):
-        out[f"eval_type{v}"] = np.full((B, L), np.nan, np.float32)
-        out[f"eval_type{v}"][b, last[b]] = returns[b, v::num_types].mean(axis=1)
+    out = {"evaluated": np.zeros((B, L), bool)}
+    out["evaluated"][b, last[b]] = True
+
+    def at_last(values: np.ndarray) -> np.ndarray:
+        col = np.full((B, L), np.nan, np.float32)
+        col[b, last[b]] = values[b]
+        return col
+
+    if num_types <= 1:
+        out["eval_return"] = at_last(returns.mean(axis=1))
+        return out
+    per_type = [returns[:, v::num_types].mean(axis=1) for v in range(num_types)]
+    weights = np.bincount(worker_types, minlength=num_types) / len(worker_types)
+    total = sum(np.float32(w) * t for w, t in zip(weights, per_type, strict=True))
+    out["eval_return"] = at_last(np.asarray(total, np.float32))
+    for v, values in enumerate(per_type):
+        out[f"eval_type{v}"] = at_last(values)
     return out
 
 
-def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray) -> None:
+def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:
+    """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
+    was not evaluated, e.g. round 0 of its own shape)."""
     setup = run.trainer.setup
-    num_types = setup.task.num_types
-    evals = evaluation_columns(metrics["active"], returns, setup.worker_types, num_types)
+    if setup.n > results.MAX_COUNTED_WORKERS:  # per-worker counts kept only for small n
+        metrics = {k: v for k, v in metrics.items() if k != "worker_counts"}
+    evaluated = metrics["active"] if returns is not None else np.zeros_like(metrics["active"])
+    if returns is None:
+        returns = np.zeros((run.batch, 1), np.float32)
+    evals = evaluation_columns(evaluated, returns, setup.worker_types, setup.task.num_types)
     run.history.append({**metrics, **evals})
 
 
-def _initial_metrics(batch: int) -> dict[str, np.ndarray]:
+def _initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
     """The row of step 0 before any update: counters at zero, no training statistics."""
     nan = np.full((batch, 1), np.nan, np.float32)
     zero = np.zeros((batch, 1), np.float32)
@@ -194,6 +214,7 @@ def _initial_metrics(batch: int) -> dict[str, np.ndarray]:
     row.update({c: zero for c in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads")})
     row.update({c: np.zeros((batch, 1), bool) for c in HEALTH_FLAGS})
     row.update(round=np.zeros((batch, 1), np.int32), active=np.ones((batch, 1), bool))
+    row["worker_counts"] = np.zeros((batch, 1, n), np.float32)
     return row
 
 
@@ -212,20 +233,13 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         return
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
     run.state, _, returns = run.program(run.state, _eval_keys(run.keys, 0), False, run.budgets)
-    _record(run, _initial_metrics(run.batch), to_host(returns))
+    _record(run, _initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
     if run.trainer.first_step is not None:  # round 0 with M_init != M: its own compiled shape
         budget = jnp.asarray(run.budgets)
         run.state, m0 = jax.jit(jax.vmap(run.trainer.first_step))(run.state, budget)
         m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
         m0 = jax.tree.map(lambda x: x[:, None], to_host(m0))
-        run.history.append({**m0, **_no_evaluation(run, 1)})
-
-
-def _no_evaluation(run: _Run, length: int) -> dict[str, np.ndarray]:
-    active = np.zeros((run.batch, length), bool)
-    returns = np.zeros((run.batch, 1), np.float32)
-    setup = run.trainer.setup
-    return evaluation_columns(active, returns, setup.worker_types, setup.task.num_types)
+        _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
 def advance(run: _Run) -> None:
@@ -335,6 +349,38 @@ def run_algorithm(
     return out
 
 
+def _begin(config: ExperimentConfig, out: Path, *, overwrite: bool, resume: bool):
+    """``(done, rows, count_rows)``: the algorithms an earlier run finished and their rows
+    (resume), or a fresh run directory holding the config."""
+    if not resume:
+        if is_writer():
+            prepare_run_dir(out, overwrite)
+            atomic_write_text(out / "config.yaml", config_lib.dump(config))
+        return [], [], []
+    check_resumable(config, out)
+    done = checkpoint.done_algorithms(out)
+    kept = lambda name: [r for r in results.read_metrics_raw(out, name) if r["algorithm"] in done]
+    return done, kept("metrics.csv"), kept(results.COUNTS_FILE)
+
+
+def _finish(config: ExperimentConfig, out: Path, rows, count_rows, timings, plot: bool):
+    """``summary.json`` (and the plots) of a finished experiment; returns the summary."""
+    summary = results.summarize(rows, config.target_return)
+    for name, wall in timings.items():
+        if name in summary:
+            summary[name]["wall_seconds"] = round(wall, 2)
+    if not is_writer():
+        return summary
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    if plot:
+        from jaxnigt.plotting import plot_counts, plot_runs
+
+        plot_runs([out], x="time", out=out / "curves.png", budget=config.budget)
+        if count_rows:
+            plot_counts(out, out=out / "counts.png")
+    return summary
+
+
 def run_experiment(
     config: ExperimentConfig,
     out: str | Path,
@@ -352,15 +398,7 @@ def run_experiment(
     newest checkpoint.
     """
     out = Path(out)
-    if resume:
-        check_resumable(config, out)
-        done = checkpoint.done_algorithms(out)
-        rows = [r for r in results.read_metrics_raw(out) if r["algorithm"] in done]
-    else:
-        if is_writer():
-            prepare_run_dir(out, overwrite)
-            atomic_write_text(out / "config.yaml", config_lib.dump(config))
-        done, rows = [], []
+    done, rows, count_rows = _begin(config, out, overwrite=overwrite, resume=resume)
     timings = {}
     for algorithm in config.algorithms:
         if algorithm in done:
@@ -377,21 +415,13 @@ def run_experiment(
             config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume, log=log
         )
         rows.extend(results.metric_rows(algorithm, m))
+        count_rows.extend(results.worker_count_rows(algorithm, m))
         timings[algorithm] = float(m["wall_seconds"])
         if is_writer():  # only process 0 writes; the others hold the same gathered rows
             results.write_csv(out / "metrics.csv", rows)
+            if count_rows:
+                results.write_csv(out / results.COUNTS_FILE, count_rows, results.COUNT_COLUMNS)
             checkpoint.mark_done(out, algorithm)
         if m["diverged"].any():
             log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")
-    summary = results.summarize(rows, config.target_return)
-    for name, wall in timings.items():
-        if name in summary:
-            summary[name]["wall_seconds"] = round(wall, 2)
-    if not is_writer():
-        return summary
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    if plot:
-        from jaxnigt.plotting import plot_runs
-
-        plot_runs([out], x="time", out=out / "curves.png", budget=config.budget)
-    return summary
+    return _finish(config, out, rows, count_rows, timings, plot)

@@ -86,6 +86,7 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         malenia_capacity=hp.malenia_capacity or schedules.default_malenia_capacity(hp.M, c.n),
         inflight=c.inflight,
         async_block=hp.async_block or c.n,
+        async_wave=hp.async_wave,
         mesh=mesh,
         allreduce=c.allreduce,
         link=c.link,

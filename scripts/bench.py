@@ -148,7 +148,7 @@ BENCHMARKS = {
     "schedule": (_schedule, "one Rennala schedule + weights call vs n (M = 50)"),
     "rollout": (_rollout, "rollout + policy gradient vs bare env stepping (env-steps/s)"),
     "overhead": (_overhead, "rennala_nigt training rounds vs bare rollout + gradient"),
-    "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG"),
+    "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG (waves vs 1)"),
     "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
     "compile": (_compile, "cold compile time of the first round per env"),
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
@@ -181,6 +181,14 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
             out.append(
                 f"overhead {r['env']} H={r['H']} M={r['M']} early exit {r['early_exit']}: "
                 f"train/bare = {r['ratio']:.3f} ({tail}); at lr=0 {r['ratio_lr0']:.3f}"
+            )
+        elif name == "scaling" and "ms_per_arrival" in r:
+            if r["wave"] == 1:
+                continue
+            met = "" if r["met"] is None else f" (target >= 3: {'met' if r['met'] else 'NOT met'})"
+            out.append(
+                f"scaling afedpg {r['env']} n={r['n']} block={r['block']}: one arrival at a time "
+                f"/ waves (W={r['wave']}) = {r['one_at_a_time_over_waves']:.2f}x{met}"
             )
         elif name == "scaling":
             tail = ""

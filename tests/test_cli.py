@@ -62,6 +62,33 @@ def test_run_writes_run_directory(tiny_run):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_worker_counts_file_and_plot(tiny_run, tmp_path):
+    """n = 3 <= 64: per seed and evaluation interval, the gradients each worker gave."""
+    _, _, out = tiny_run
+    counts = list(csv.DictReader((out / "worker_counts.csv").open()))
+    assert list(counts[0])[-3:] == ["w0", "w1", "w2"]
+    metrics = list(csv.DictReader((out / "metrics.csv").open()))
+    for algo in ("rennala_nigt", "afedpg"):
+        for seed in ("0", "1"):
+            mine = [r for r in metrics if r["algorithm"] == algo and r["seed"] == seed]
+            intervals = [r for r in counts if r["algorithm"] == algo and r["seed"] == seed]
+            # one row per evaluation after time 0, at the evaluated step
+            evaluated = [r["round"] for r in mine[1:] if r["eval_return"] != ""]
+            assert [r["round"] for r in intervals] == evaluated
+            total = sum(int(r[w]) for r in intervals for w in ("w0", "w1", "w2"))
+            assert total == sum(float(r["grads"]) for r in mine[1:])
+    assert (out / "counts.png").read_bytes()[:4] == b"\x89PNG"
+    png = tmp_path / "c.png"
+    assert cli.main(["plot", str(out), "--counts", "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_counts_needs_the_file(tmp_path, capsys):
+    (tmp_path / "metrics.csv").write_text("algorithm\n")
+    assert cli.main(["plot", str(tmp_path), "--counts"]) == 2
+    assert "worker_counts.csv" in capsys.readouterr().err
+
+
 def test_run_refuses_existing_directory(tiny_run, capsys):
     _, cfg, out = tiny_run
     before = (out / "metrics.csv").read_bytes()
@@ -163,7 +190,8 @@ def test_sigkill_then_resume_gives_identical_metrics(tmp_path):
     assert not (killed / "summary.json").exists()
 
     assert cli.main(["run", str(cfg), "--resume", str(killed), "--no-progress"]) == 0
-    assert (killed / "metrics.csv").read_text() == (reference / "metrics.csv").read_text()
+    for name in ("metrics.csv", "worker_counts.csv"):
+        assert (killed / name).read_text() == (reference / name).read_text(), name
 
 
 def test_resume_from_a_different_config_is_refused(tiny_run, capsys):

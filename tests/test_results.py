@@ -49,7 +49,7 @@ def test_median_curve_is_a_step_function_of_the_seeds():
 
 
 def test_columns_follow_step_metrics():
-    fields = [f for f in StepMetrics._fields if f not in ("overflow", "nonfinite")]
+    fields = [f for f in StepMetrics._fields if f not in ("overflow", "nonfinite", "worker_counts")]
     assert [c for c in results.COLUMNS if c not in (*results.ID_COLUMNS, "eval_return")] == fields
     i = results.COLUMNS.index("eval_return")
     assert results.COLUMNS[i - 1] == "train_return"
@@ -87,3 +87,24 @@ def test_group_curves_and_resample():
     np.testing.assert_array_equal(xs, [0.0, 3.0])
     np.testing.assert_array_equal(results.resample(xs, ys, np.array([-1.0, 0.0, 2.9, 3.0])),
                                   [np.nan, 1.0, 1.0, 4.0])  # fmt: skip
+
+
+def test_worker_count_rows_sum_each_evaluation_interval():
+    B, R = 1, 6
+    counts = np.array([[[0, 0], [3, 1], [2, 2], [4, 0], [1, 1], [9, 9]]], np.float32)
+    m = {
+        "worker_counts": counts,
+        "evaluated": np.array([[True, False, True, False, True, False]]),
+        "active": np.array([[True, True, True, True, True, False]]),  # step 5: after budget
+        "round": np.arange(R)[None],
+        "sim_time": np.arange(R, dtype=np.float32)[None] * 1.5,
+    }
+    m.update(grid=np.zeros(B), seed=np.zeros(B), learning_rate=np.ones(B), eta=np.ones(B))
+    rows = results.worker_count_rows("x", m)
+    assert [(r["round"], r["sim_time"], r["w0"], r["w1"]) for r in rows] == [
+        (2, "3", 5, 3),  # steps 1, 2
+        (4, "6", 5, 1),  # steps 3, 4
+    ]
+    assert (
+        results.worker_count_rows("x", {k: v for k, v in m.items() if k != "worker_counts"}) == []
+    )

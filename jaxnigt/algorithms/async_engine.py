@@ -5,17 +5,33 @@ each is rolled out at the point its worker was dispatched with (stale), and the 
 applies an optax update per arrival.  :func:`make` turns an optax update into an
 :class:`~jaxnigt.algorithms.core.Algorithm` whose step processes ``async_block`` arrivals.
 
+**Waves.**  Compute times never depend on trajectories, so a block's whole arrival sequence
+(worker, dispatch version, gradient index, times) is computed first, before any rollout.
+Arrival j's trajectory needs only the point its worker was dispatched with, which is known
+once the server has applied the updates up to that dispatch (version ``d_j``).  So a block
+is processed in *waves*: with ``a`` arrivals applied (server version ``V0 + a``), a wave
+rolls out, as one batch at per-slot points, up to ``W`` (``async_wave``) of the arrivals not
+rolled out yet whose points are known (``d_j <= V0 + a``), in arrival order, keeps their
+gradients, and then applies the server updates in arrival order for as long as the next
+arrival's gradient is there.  A worker's second arrival in a block is dispatched by its
+first, so it waits for a later wave; the number of waves per block is at least the number of
+arrivals of the most frequent worker.  The results are those of rolling out one arrival at a
+time (``W = 1``): the same trajectory keys, arrival order and updates.  Memory: the block's
+gradients, ``async_block × d`` floats per run.
+
 Keys: a worker's trajectory for its k-th gradient uses ``fold_in(fold_in(roll_key, worker),
 k)``; the compute time drawn at server version v uses ``fold_in(time_key, v)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxnigt import events
@@ -41,6 +57,48 @@ class AsyncExtra(NamedTuple):
     roll_key: jax.Array
 
 
+# A batch of W rollouts costs about (OVERHEAD + W) single-trajectory units of batched work:
+# on a CPU a batch-1 rollout costs what ~6 trajectories cost in a large batch (measured on
+# reacher, docs/benchmarks.md); an accelerator runs hundreds of lanes for the price of one.
+WAVE_OVERHEAD = {"cpu": 6.0, "gpu": 256.0, "tpu": 256.0}
+
+
+def default_wave(tm, link: str, block: int, *, backend: str | None = None, blocks: int = 4) -> int:
+    """A wave capacity for this cluster and backend: the power of two ``W <= min(n, block)``
+    that minimizes the estimated block cost ``waves(W) * (overhead + W)``, with ``waves(W)``
+    counted on ``blocks`` simulated blocks (fixed key) by :func:`count_waves`.
+
+    Every capacity gives the same results; this only trades batch slots for sequential waves.
+    """
+    overhead = WAVE_OVERHEAD.get(backend or jax.default_backend(), WAVE_OVERHEAD["gpu"])
+    state = events.async_init(tm, jax.random.key(0), 0.0)
+    simulate = jax.jit(functools.partial(events.async_arrivals, link=link), static_argnums=3)
+    _, arr = simulate(tm, jax.random.key(1), state, block * blocks)
+    dispatch = np.asarray(arr.dispatch_version)
+    top = max(1, min(block, tm.n))
+    sizes = [2**k for k in range(int(np.log2(top)) + 1)] + ([top] if top & (top - 1) else [])
+    cost = {w: count_waves(dispatch, block, w) * (overhead + w) for w in sizes}
+    return min(cost, key=lambda w: (cost[w], w))
+
+
+def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
+    """Waves the engine needs for the whole blocks of a host-side arrival sequence (global
+    versions: the version before arrival j is j) with capacity ``wave``."""
+    total = 0
+    for b0 in range(0, len(dispatch_version) - block + 1, block):
+        d = dispatch_version[b0 : b0 + block] - b0
+        rolled = np.zeros(block, bool)
+        applied = 0
+        while applied < block:
+            ready = np.nonzero(~rolled & (d <= applied))[0][:wave]
+            rolled[ready] = True
+            total += 1
+            applied += (
+                int(np.argmin(rolled[applied:])) if not rolled[applied:].all() else block - applied
+            )
+    return total
+
+
 def factory(*, update: core.Update) -> core.AlgorithmFactory:
     """``make(setup, hparams)`` of an asynchronous algorithm with this server update."""
 
@@ -52,7 +110,11 @@ def factory(*, update: core.Update) -> core.AlgorithmFactory:
 
 
 def make(setup: Setup, *, update: core.Update) -> Algorithm:
-    """An asynchronous algorithm from the server's update on each arrival."""
+    """An asynchronous algorithm from the server's update on each arrival (waves of
+    ``setup.async_wave`` arrivals; None: :func:`default_wave` of the cluster)."""
+    if setup.async_wave is None:
+        wave = default_wave(setup.tm, setup.link, setup.async_block)
+        setup = dataclasses.replace(setup, async_wave=wave)
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer),
         step=functools.partial(_block, setup, update.optimizer),
@@ -69,61 +131,148 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
     return core.initial_state(setup, params, optimizer(hyper).init(params), key, hyper, extra)
 
 
-def _arrival(setup: Setup, opt: optax.GradientTransformation, hyper, ex: AsyncExtra, carry, _):
-    """One arrival: its trajectory at the worker's dispatch point, then the server update."""
-    event_state, params, opt_state, worker_params = carry
-    key = jax.random.fold_in(ex.time_key, event_state.version)
-    event_state, arr = events.async_next(setup.tm, key, event_state, link=setup.link)
-    point = jax.tree.map(lambda w: w[arr.worker], worker_params)
-    key = jax.random.fold_in(jax.random.fold_in(ex.roll_key, arr.worker), arr.grad_index)
-    types = jnp.asarray(setup.worker_types, jnp.int32)[arr.worker][None]
-    traj = rollout(setup.task, setup.policy, point, key[None], types)
-    grads, stats = policy_gradient(
-        setup.policy, point, traj, jnp.ones((1,), jnp.float32), hyper["gamma"]
+class _Plan(NamedTuple):
+    """A block's arrivals, known before any rollout (leading axis ``[A]``)."""
+
+    worker: jax.Array
+    grad_index: jax.Array
+    dispatch_version: jax.Array
+    staleness: jax.Array
+    live: jax.Array  # applied: the previous arrival came before the budget
+    num_live: jax.Array  # [] the applied arrivals are a prefix of this length
+
+
+def _plan(setup: Setup, ex: AsyncExtra, budget: jax.Array) -> tuple[events.AsyncState, _Plan]:
+    """The block's arrival sequence and the event state after its applied arrivals.
+
+    An arrival is applied only while the previous one came before ``budget``: the first
+    arrival past the budget is the last one (later ones change nothing and count nothing).
+    """
+
+    def step(s, _):
+        live = s.time < budget
+        key = jax.random.fold_in(ex.time_key, s.version)
+        nxt, arr = events.async_next(setup.tm, key, s, link=setup.link)
+        return jax.tree.map(lambda a, b: jnp.where(live, a, b), nxt, s), (arr, live)
+
+    final, (arr, live) = jax.lax.scan(step, ex.event_state, None, length=setup.async_block)
+    num_live = jnp.sum(live.astype(jnp.int32))
+    plan = _Plan(arr.worker, arr.grad_index, arr.dispatch_version, arr.staleness, live, num_live)
+    return final, plan
+
+
+class _Carry(NamedTuple):
+    applied: jax.Array  # [] int32 arrivals applied so far in the block
+    rolled: jax.Array  # [A] bool: gradient computed
+    grads: Any  # [A, ...] the computed gradients, waiting for their turn
+    returns: jax.Array  # [A] their trajectories' returns
+    lengths: jax.Array  # [A] and lengths
+    params: Any
+    opt_state: Any
+    worker_params: Any
+
+
+def _roll_out(setup: Setup, hyper, ex: AsyncExtra, plan: _Plan, version0, carry: _Carry):
+    """Rolls out, as one batch, up to W arrivals whose points are known; keeps their
+    gradients, returns and lengths in the block's buffers."""
+    A = setup.async_block
+    ready = ~carry.rolled & plan.live & (plan.dispatch_version <= version0 + carry.applied)
+    (idx,) = jnp.nonzero(ready, size=setup.async_wave, fill_value=A)
+    valid = idx < A
+    idx = jnp.minimum(idx, A - 1)
+    worker = plan.worker[idx]
+    points = jax.tree.map(lambda w: w[worker], carry.worker_params)
+    keys = jax.vmap(lambda w, k: jax.random.fold_in(jax.random.fold_in(ex.roll_key, w), k))(
+        worker, plan.grad_index[idx]
     )
-    updates, opt_state = opt.update(core.negate(grads), opt_state, params)
-    params = optax.apply_updates(params, updates)
-    # The arriving worker is re-dispatched with the new server point.
-    worker_params = jax.tree.map(lambda w, p: w.at[arr.worker].set(p), worker_params, params)
-    out = {
-        "ret": stats["sum_return"],
-        "len": stats["sum_length"],
-        "staleness": arr.staleness.astype(jnp.float32),
-        "finite": core.all_finite(grads),
-    }
-    return (event_state, params, opt_state, worker_params), out
+    types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
+    traj = rollout(setup.task, setup.policy, points, keys, types, per_slot_params=True)
+    weights = valid.astype(jnp.float32)
+    grads, _ = policy_gradient(
+        setup.policy, points, traj, weights, hyper["gamma"], per_slot_params=True
+    )
+    drop = jnp.where(valid, idx, A)  # out of range: not written
+    put = lambda buf, x: buf.at[drop].set(x, mode="drop")
+    return carry._replace(
+        rolled=put(carry.rolled, True),
+        grads=jax.tree.map(put, carry.grads, grads),
+        returns=put(carry.returns, traj.returns),
+        lengths=put(carry.lengths, traj.lengths.astype(jnp.float32)),
+    )
+
+
+def _apply_ready(setup: Setup, opt, plan: _Plan, carry: _Carry) -> _Carry:
+    """Server updates in arrival order while the next arrival's gradient is computed."""
+
+    def can(c):
+        return (c.applied < plan.num_live) & c.rolled[jnp.minimum(c.applied, setup.async_block - 1)]
+
+    def one(c):
+        j = c.applied
+        g = jax.tree.map(lambda b: b[j], c.grads)
+        updates, opt_state = opt.update(core.negate(g), c.opt_state, c.params)
+        params = optax.apply_updates(c.params, updates)
+        # The arriving worker is re-dispatched with the new server point.
+        w = plan.worker[j]
+        workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, params)
+        return c._replace(applied=j + 1, params=params, opt_state=opt_state, worker_params=workers)
+
+    return jax.lax.while_loop(can, one, carry)
 
 
 def _block(setup: Setup, optimizer, state: TrainState, budget: jax.Array):
-    """``async_block`` arrivals, each one server update: ``(state) -> (state, metrics)``."""
-    del budget
+    """Up to ``async_block`` arrivals, each one server update, stopping after the first
+    arrival past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
-    arrival = functools.partial(_arrival, setup, optimizer(state.hyper), state.hyper, ex)
-    carry = (ex.event_state, state.params, state.opt_state, ex.worker_params)
-    (event_state, params, opt_state, worker_params), out = jax.lax.scan(
-        arrival, carry, None, length=setup.async_block
+    event_state, plan = _plan(setup, ex, budget)
+    opt = optimizer(state.hyper)
+    roll = functools.partial(_roll_out, setup, state.hyper, ex, plan, ex.event_state.version)
+    apply = functools.partial(_apply_ready, setup, opt, plan)
+    A = setup.async_block
+    zeros = jnp.zeros((A,), jnp.float32)
+    carry = _Carry(
+        applied=jnp.int32(0),
+        rolled=jnp.zeros((A,), bool),
+        grads=jax.tree.map(lambda p: jnp.zeros((A, *p.shape), p.dtype), state.params),
+        returns=zeros,
+        lengths=zeros,
+        params=state.params,
+        opt_state=state.opt_state,
+        worker_params=ex.worker_params,
     )
-    block = float(setup.async_block)
-    before = ex.event_state
+    carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
+    return _finish_block(setup, state, event_state, plan, carry)
+
+
+def _finish_block(setup, state: TrainState, event_state, plan: _Plan, carry: _Carry):
+    """The new state and the step's metrics after a block's applied arrivals."""
+    ex: AsyncExtra = state.extra
+    applied = plan.num_live.astype(jnp.float32)
+    live = plan.live.astype(jnp.float32)
     new = state._replace(
-        params=params,
-        opt_state=opt_state,
+        params=carry.params,
+        opt_state=carry.opt_state,
         steps=state.steps + 1,
         counters=core.advance(
-            state.counters, time=event_state.time, env_steps=jnp.sum(out["len"]), comms=block
+            state.counters,
+            time=event_state.time,
+            env_steps=jnp.sum(live * carry.lengths),
+            comms=applied,
         ),
-        extra=ex._replace(event_state=event_state, worker_params=worker_params),
+        extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
     )
+    before = ex.event_state
     elapsed = event_state.time - before.time
     served = event_state.link_busy - before.link_busy
-    stale = out["staleness"]
+    stale = jnp.where(plan.live, plan.staleness.astype(jnp.float32), jnp.nan)
+    grads_finite = jax.vmap(core.all_finite)(carry.grads) | ~plan.live
     return new, core.step_metrics(
         new,
         round_time=elapsed,
-        grads=block,
-        train_return=jnp.mean(out["ret"]),
+        grads=applied,
+        train_return=core.mean_return(jnp.sum(live * carry.returns), applied),
         counts=event_state.dispatch_count - before.dispatch_count,
-        finite=jnp.all(out["finite"]) & core.all_finite(params),
-        staleness=(jnp.min(stale), jnp.mean(stale), jnp.max(stale)),
+        finite=jnp.all(grads_finite) & core.all_finite(carry.params),
+        staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
         link_util=jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan),
     )

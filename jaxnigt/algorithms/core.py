@@ -49,6 +49,8 @@ class Setup:
       malenia_capacity: per-worker capacity of a Malenia round.
       inflight: ``cancel`` or ``discard``.
       async_block: arrivals per step of the asynchronous methods.
+      async_wave: at most this many ready arrivals are rolled out as one batch (None: a
+        default from the cluster, ``async_engine.default_wave``).
       mesh: optional device mesh over which each round's trajectory slots are split
         (``jaxnigt.parallel``); None keeps everything on one device.
       allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
@@ -68,6 +70,7 @@ class Setup:
     mesh: Any = None
     allreduce: str = "all"
     link: str = "shared"
+    async_wave: int | None = None
 
     @property
     def n(self) -> int:
@@ -115,7 +118,8 @@ class StepMetrics(NamedTuple):
     """What one step reports (all ``[]``; stacked along a leading axis by ``lax.scan``).
 
     The fields up to ``link_util`` are ``metrics.csv`` columns, in order (the runner adds
-    the evaluation returns); ``overflow`` and ``nonfinite`` are health flags.
+    the evaluation returns); ``overflow`` and ``nonfinite`` are health flags;
+    ``worker_counts`` feeds ``worker_counts.csv``.
 
     Attributes:
       round: int32 steps done after this one (rounds, or blocks of arrivals).
@@ -129,6 +133,7 @@ class StepMetrics(NamedTuple):
       link_util: server link busy time / step time (asynchronous methods; NaN otherwise).
       overflow: Malenia's capacity was too small.
       nonfinite: a parameter, gradient or return was not finite.
+      worker_counts: ``[n]`` float32 gradients of each worker that entered the step's update.
     """
 
     round: jax.Array
@@ -148,10 +153,11 @@ class StepMetrics(NamedTuple):
     link_util: jax.Array
     overflow: jax.Array
     nonfinite: jax.Array
+    worker_counts: jax.Array
 
 
 HEALTH_FLAGS = ("overflow", "nonfinite")
-LOGGED = tuple(f for f in StepMetrics._fields if f not in HEALTH_FLAGS)
+LOGGED = tuple(f for f in StepMetrics._fields if f not in (*HEALTH_FLAGS, "worker_counts"))
 
 
 class Algorithm(NamedTuple):
@@ -287,6 +293,7 @@ def step_metrics(
         link_util=nan if link_util is None else link_util,
         overflow=jnp.asarray(overflow, bool),
         nonfinite=~(finite & jnp.isfinite(train_return)),
+        worker_counts=counts,
     )
 
 

@@ -35,6 +35,7 @@ def make_config(
     noise: str = "exponential",
     algorithms: Sequence[str] = ("rennala_nigt",),
     async_block: int | None = None,
+    async_wave: int | None = None,
     grid: dict[str, list[float]] | None = None,
     seeds: int = 1,
     solver_iterations: int | None = None,
@@ -61,7 +62,7 @@ def make_config(
             "ls_iterations": ls_iterations,
         },
         "cluster": {"n": n, "h": "sqrt", "noise": noise},
-        "hparams": {"M": M, "M_init": M, "async_block": async_block},
+        "hparams": {"M": M, "M_init": M, "async_block": async_block, "async_wave": async_wave},
         "eval": {"every": 10, "episodes": 4},
     }
     if grid:

@@ -6,8 +6,10 @@ Designed for one GPU within 10 minutes (compiles included, about 4 programs):
    ``jit(run_chunk(state, R))``.
 2. 5 seeds × {rennala_nigt, sync_nigt, afedpg}, each algorithm ONE program
    ``jit(vmap(run_chunk))`` over the 5 seeds: rounds (or arrival blocks)/s, env-steps/s
-   summed over seeds, compile time. AFedPG rolls out one trajectory per arrival (batch 1
-   per seed), so it is timed on blocks of ``--async-block`` arrivals (default 10).
+   summed over seeds, compile time. AFedPG is timed on blocks of ``--async-block``
+   arrivals (default 10).
+3. AFedPG's batched engine against one arrival at a time (``async_wave`` default vs 1) at
+   n = 100 and 1,000, ``async_block = n`` (the ``scaling`` benchmark's comparison).
 
 A wall-clock guard (``--deadline``) skips what is left once it is exceeded, so a partial
 result still comes back. Refuses to run on a CPU backend unless ``--allow-cpu`` (for a
@@ -116,6 +118,14 @@ def run(
         cfg = cfg_for(async_block if algorithm == "afedpg" else None)
         rows.append(_bench(cfg, algorithm, s, r, reps))
         print(format_table(rows[-1:], COLUMNS), flush=True)
+    from benchmarks import scaling
+
+    for waves_n in (100, 1000):
+        if time.perf_counter() - start > deadline:
+            rows.append({"algorithm": "afedpg waves", "n": waves_n, "skipped": "deadline"})
+            continue
+        rows += scaling.bench_waves(env, horizon, (waves_n,), reps)
+        print(scaling.format_rows(rows[-2:]), flush=True)
     return rows
 
 
