@@ -23,6 +23,19 @@ X_LABELS = {
 }
 
 
+def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") -> None:
+    """Draws, on the matplotlib axes ``ax``, the median over seeds of ``y`` against the column
+    ``x`` for every algorithm (and grid point) of a run directory, with the 20/80 % band."""
+    rows = read_metrics(run_dir)
+    for (algorithm, grid), seeds in sorted(group_curves(rows, x=x, y=y).items()):
+        xs, ys = seed_curves(seeds)
+        med = np.nanmedian(ys, axis=0)
+        lo, hi = np.nanquantile(ys, 0.2, axis=0), np.nanquantile(ys, 0.8, axis=0)
+        label = algorithm if grid == 0 else f"{algorithm} [grid {grid}]"
+        (line,) = ax.step(xs, med, where="post", label=f"{prefix}{label} ({len(seeds)} seeds)")
+        ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
+
+
 def plot_runs(
     run_dirs: Sequence[str | Path],
     *,
@@ -54,18 +67,10 @@ def plot_runs(
         raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
     xcol = X_AXES[x]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    multi = len(run_dirs) > 1
     for run_dir in run_dirs:
-        rows = read_metrics(run_dir)
-        for (algorithm, grid), seeds in sorted(group_curves(rows, x=xcol, y=y).items()):
-            xs, ys = seed_curves(seeds)
-            med = np.nanmedian(ys, axis=0)
-            lo, hi = np.nanquantile(ys, 0.2, axis=0), np.nanquantile(ys, 0.8, axis=0)
-            label = algorithm if grid == 0 else f"{algorithm} [grid {grid}]"
-            if multi:
-                label = f"{Path(run_dir).name}: {label}"
-            (line,) = ax.step(xs, med, where="post", label=f"{label} ({len(seeds)} seeds)")
-            ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
+        draw_curves(
+            ax, run_dir, x=xcol, y=y, prefix=f"{Path(run_dir).name}: " if len(run_dirs) > 1 else ""
+        )
     if budget is not None and xcol == "sim_time":
         ax.axvline(budget, color="0.5", lw=0.8, ls=":", label="budget")
     ax.set_xlabel(X_LABELS[xcol])
