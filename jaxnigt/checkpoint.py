@@ -7,16 +7,22 @@ Restoring it into the state's own structure and continuing gives the same metric
 that was never interrupted: the compiled program is deterministic and every key it uses is
 either in the state or derived from the chunk count.
 
-Layout: ``RUN_DIR/checkpoints/<algorithm>/chunk_<k>/`` (orbax), newest kept plus one older;
+Layout: ``RUN_DIR/checkpoints/<algorithm>/chunk_<k>/`` (orbax), newest kept plus one older,
+each with ``chunk_<k>.sha256`` beside it (a digest of every array it holds);
 ``RUN_DIR/checkpoints/done.json`` lists the algorithms whose metrics are final in
-``metrics.csv``.
+``metrics.csv``.  :func:`restore_latest` verifies a checkpoint (orbax restore, then the
+digest) and falls back to the previous one when the newest is unreadable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
 import re
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt.files import atomic_write_text
+from jaxnigt.files import RunDirError, atomic_write_text
 
 KEEP = 2
 _COMPLETE = re.compile(r"chunk_\d{6}")  # orbax writes into "<name>.orbax-checkpoint-tmp*" first
@@ -50,6 +56,37 @@ def algorithm_dir(run_dir: str | Path, algorithm: str) -> Path:
     return Path(run_dir) / "checkpoints" / algorithm
 
 
+def _digest(payload: dict) -> str:
+    """sha256 over every array of a checkpoint payload, in a fixed order."""
+    h = hashlib.sha256()
+    for group in ("state", "history"):
+        for name in sorted(payload[group]):
+            x = np.ascontiguousarray(np.asarray(payload[group][name]))
+            h.update(f"{group}/{name}:{x.dtype}:{x.shape};".encode())
+            h.update(x.tobytes())
+    h.update(str(int(np.asarray(payload["chunks"]))).encode())
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _quiet_failures():
+    """Orbax reports a failed write from its background threads too (absl ERROR logs and
+    thread tracebacks); the failure reaches the caller as one exception, so keep them quiet."""
+    logger = logging.getLogger("absl")
+    level, hook = logger.level, threading.excepthook
+    logger.setLevel(logging.CRITICAL)
+    threading.excepthook = lambda args: None
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        threading.excepthook = hook
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint of an algorithm could be read; the message names each and why."""
+
+
 def save(
     run_dir: str | Path,
     algorithm: str,
@@ -70,11 +107,19 @@ def save(
     root = algorithm_dir(run_dir, algorithm)
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"chunk_{chunks:06d}"
-    _checkpointer().save(path.resolve(), payload, force=True)
+    try:
+        with _quiet_failures():
+            _checkpointer().save(path.resolve(), payload, force=True)
+        atomic_write_text(path.with_suffix(".sha256"), _digest(payload) + "\n")
+    except Exception as e:  # orbax/tensorstore wrap OS errors (disk full, ...) in their own
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise RunDirError(f"checkpoint {str(path)!r}: {reason[:300]}", started=True) from None
+    finally:
+        for partial in root.glob("chunk_*.orbax-checkpoint-tmp*"):  # a killed or failed save
+            shutil.rmtree(partial, ignore_errors=True)
     for old in _complete(root)[:-KEEP]:
         shutil.rmtree(old, ignore_errors=True)
-    for partial in root.glob("chunk_*.orbax-checkpoint-tmp*"):  # left by a killed save
-        shutil.rmtree(partial, ignore_errors=True)
+        old.with_suffix(".sha256").unlink(missing_ok=True)
     return path
 
 
@@ -85,12 +130,19 @@ def latest(run_dir: str | Path, algorithm: str) -> Path | None:
 
 
 def restore(path: str | Path, template: Any):
-    """Reads a checkpoint into the structure (and key types) of ``template``.
+    """Reads a checkpoint into the structure (and key types) of ``template``, verifying it
+    against its digest.
 
     Returns:
       ``(state, history, chunks)`` as given to :func:`save`.
+
+    Raises:
+      ValueError: the arrays do not match the digest saved with them (or it is missing).
     """
     raw = _checkpointer().restore(Path(path).resolve())
+    digest = Path(path).with_suffix(".sha256")
+    if not digest.is_file() or digest.read_text().strip() != _digest(raw):
+        raise ValueError("its arrays do not match the digest saved with it")
     leaves, treedef = jax.tree.flatten(template)
     saved = [raw["state"][f"{i:05d}"] for i in range(len(leaves))]
     restored = []
@@ -102,6 +154,32 @@ def restore(path: str | Path, template: Any):
     state = jax.tree.unflatten(treedef, restored)
     history = {k: np.asarray(v) for k, v in raw["history"].items()}
     return state, history, int(raw["chunks"])
+
+
+def restore_latest(run_dir: str | Path, algorithm: str, template: Any, log=print):
+    """The newest readable checkpoint of ``algorithm``: ``(path, state, history, chunks)``,
+    or None if it has none.  Unreadable newer ones are warned about in one line each and moved
+    aside to ``chunk_<k>.corrupt``; if none is readable, :class:`CheckpointError` is raised and
+    nothing is moved."""
+    found = _complete(algorithm_dir(run_dir, algorithm))
+    bad = []
+    for path in reversed(found):
+        try:
+            state, history, chunks = restore(path, template)
+        except Exception as e:  # orbax/tensorstore raise many kinds; every one means unreadable
+            bad.append((path, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+            continue
+        for corrupt, why in bad:
+            log(f"[jaxnigt] checkpoint {corrupt} is unreadable ({why[:200]}); moved to "
+                f"{corrupt.name}.corrupt, resuming from {path.name}")  # fmt: skip
+            corrupt.rename(corrupt.with_name(corrupt.name + ".corrupt"))
+        return path, state, history, chunks
+    if bad:
+        names = "; ".join(f"{p.name} ({why[:120]})" for p, why in bad)
+        raise CheckpointError(
+            f"{algorithm}: no readable checkpoint in {str(bad[0][0].parent)!r}: {names}"
+        )
+    return None
 
 
 def done_algorithms(run_dir: str | Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The ``jaxnigt`` command: ``run``, ``plot``, ``list`` and ``clock``.
+"""The ``jaxnigt`` command: ``run``, ``sweep``, ``plan``, ``plot``, ``list`` and ``clock``.
 
 Errors in user input (bad config values, bad flags, an existing run directory) print one
 line naming the problem and exit with status 2, before anything is written.
@@ -7,6 +7,9 @@ line naming the problem and exit with status 2, before anything is written.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +20,24 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 def _error(message: str) -> int:
     print(f"jaxnigt: error: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+#: What the experiment commands import beyond the core (the ``rl`` extra).
+RL_MODULES = ("yaml", "flax", "mujoco", "brax", "matplotlib", "tqdm", "orbax.checkpoint")
+RL_INSTALL = "pip install 'jaxnigt[rl]'"
+
+
+def missing_rl_module() -> str | None:
+    """The first module of the ``rl`` extra that cannot be imported (None if all can)."""
+    import importlib.util
+
+    for name in RL_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except ModuleNotFoundError:
+            return name
+    return None
 
 
 def _init_distributed(args: argparse.Namespace) -> str | None:
@@ -36,47 +57,108 @@ def _init_distributed(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from jaxnigt import config as config_lib
+def _resume_command(args: argparse.Namespace, out: Path) -> str:
+    """The exact command that continues this run (same config and overrides)."""
+    parts = ["jaxnigt", "run", args.config, "--resume", str(out)]
+    for item in args.set or []:
+        parts += ["--set", item]
+    if args.seeds is not None:
+        parts += ["--seeds", str(args.seeds)]
+    if getattr(args, "tensorboard", False):
+        parts.append("--tensorboard")
+    return shlex.join(parts)
 
-    problem = _init_distributed(args)
-    if problem:
-        return _error(problem)
+
+def _load_run_config(args: argparse.Namespace):
+    from jaxnigt import config as config_lib
 
     overrides = list(args.set or [])
     if args.seeds is not None:
         overrides.append(f"seeds={args.seeds}")
-    try:
-        cfg = config_lib.load(args.config, overrides)
-    except config_lib.ConfigError as e:
-        return _error(str(e))
-    from jaxnigt import files, runner
+    if args.tensorboard:
+        overrides.append("tensorboard=true")
+    cfg = config_lib.load(args.config, overrides)
+    if cfg.tensorboard and importlib.util.find_spec("tensorboardX") is None:
+        raise config_lib.ConfigError(
+            "tensorboard: needs tensorboardX; install it with: pip install 'jaxnigt[tb]'"
+        )
+    return cfg
+
+
+def _run_dir(args: argparse.Namespace, cfg) -> Path:
+    """The run directory; a fresh one is prepared (created, checked writable) here."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import files
     from jaxnigt.distributed import is_writer
 
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):
-            return _error("--out and --resume name different directories; give one")
+            raise config_lib.ConfigError("--out and --resume name different directories; give one")
         out = Path(args.resume)
-        try:
-            files.check_resumable(cfg, out)
-        except config_lib.ConfigError as e:
-            return _error(str(e))
-    else:
-        out = Path(args.out) if args.out else Path("runs") / cfg.name
-        try:
-            if is_writer():
-                files.prepare_run_dir(out, args.overwrite)
-        except FileExistsError as e:
-            return _error(str(e))
+        files.check_resumable(cfg, out)
+        return out
+    out = Path(args.out) if args.out else Path("runs") / cfg.name
+    if is_writer():
+        files.prepare_run_dir(out, args.overwrite)
+    return out
+
+
+def gpu_sized_note(config_path: str) -> str | None:
+    """The CPU alternative named by a config's ``# gpu-sized: ...`` header line, if any."""
     try:
-        summary = runner.run_experiment(
-            cfg,
-            out,
-            overwrite=True,
-            resume=bool(args.resume),
-            progress=not args.no_progress,
-            plot=True,
-        )
+        lines = Path(config_path).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("# gpu-sized:"):
+            return line.removeprefix("# gpu-sized:").strip()
+    return None
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """The backend line, and a warning when a GPU-sized config runs on a CPU."""
+    import jax
+
+    from jaxnigt import parallel
+
+    print(parallel.backend_line(getattr(args, "xla_flags", "none")), flush=True)
+    note = gpu_sized_note(args.config)
+    if note and jax.default_backend() == "cpu":
+        print(f"[jaxnigt] warning: {args.config} is sized for a GPU; {note}", flush=True)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, files, runner
+    from jaxnigt import config as config_lib
+    from jaxnigt.distributed import is_writer
+
+    problem = _init_distributed(args)
+    if problem:
+        return _error(problem)
+    try:
+        cfg = _load_run_config(args)
+        out = _run_dir(args, cfg)
+    except (config_lib.ConfigError, FileExistsError, files.RunDirError) as e:
+        return _error(str(e))
+    if is_writer():
+        _announce(args)
+    try:
+        with runner.stop_on_signals() as stop:
+            summary = runner.run_experiment(
+                cfg, out, overwrite=True, resume=bool(args.resume),
+                progress=not args.no_progress, plot=True, stop=stop,
+            )  # fmt: skip
+    except runner.Interrupted as e:
+        print(f"jaxnigt: {e}; checkpoint and partial results written to {out}.", file=sys.stderr)
+        print(f"jaxnigt: continue with: {_resume_command(args, out)}", file=sys.stderr)
+        return e.exit_status
+    except (config_lib.ConfigError, checkpoint.CheckpointError) as e:
+        return _error(str(e))
+    except files.RunDirError as e:
+        if not e.started:
+            return _error(str(e))
+        print(f"jaxnigt: run stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
+        return 1
     except runner.RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
         return 1
@@ -92,9 +174,70 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, files, runner, sweep
+    from jaxnigt import config as config_lib
+
+    _announce(args)
+    try:
+        raw = config_lib.read_yaml(args.config)
+        axes = {**sweep.sweep_section(raw), **sweep.parse_over(args.over or [])}
+        sets = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
+        name = str(raw.get("name", Path(args.config).stem))
+        out = Path(args.out) if args.out else Path("runs") / f"{name}_sweep"
+        with runner.stop_on_signals() as stop:
+            rows = sweep.run_sweep(
+                raw, axes, out, sets=sets, resume=args.resume, overwrite=args.overwrite,
+                progress=not args.no_progress, stop=stop,
+            )  # fmt: skip
+    except runner.Interrupted as e:
+        again = ["jaxnigt", "sweep", args.config, "--out", str(out), "--resume"]
+        again += [x for o in args.over or [] for x in ("--over", o)]
+        again += [x for o in sets for x in ("--set", o)]
+        print(f"jaxnigt: {e}; continue with: {shlex.join(again)}", file=sys.stderr)
+        return e.exit_status
+    except (sweep.SweepError, config_lib.ConfigError, FileExistsError) as e:
+        return _error(str(e))
+    except (files.RunDirError, checkpoint.CheckpointError) as e:
+        if not getattr(e, "started", False):
+            return _error(str(e))
+        print(f"jaxnigt: sweep stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
+        return 1
+    failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
+    print(
+        f"[jaxnigt] wrote {out}/{sweep.TABLE} and {out}/sweep.png ({len(failed)} failed point(s))"
+    )
+    for point in failed:
+        print(f"  failed: {point}")
+    return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from jaxnigt import config as config_lib
+    from jaxnigt import plan
+
+    overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
+    try:
+        cfg = config_lib.load(args.config, overrides)
+    except config_lib.ConfigError as e:
+        return _error(str(e))
+    _announce(args)
+    print(plan.table(plan.plan(cfg, memory=not args.no_memory), cfg))
+    return 0
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from jaxnigt.plotting import X_AXES, plot_counts, plot_runs
+    from jaxnigt.plotting import X_AXES, plot_counts, plot_runs, plot_sweep
     from jaxnigt.results import COUNTS_FILE
+
+    if len(args.dirs) == 1 and (Path(args.dirs[0]) / "sweep.json").is_file():
+        try:
+            path = plot_sweep(args.dirs[0], x=args.x, out=args.out)
+        except ValueError as e:
+            return _error(str(e))
+        print(f"[jaxnigt] wrote {path}")
+        return 0
+    args.x = args.x or "time"
 
     if args.counts:
         for d in args.dirs:
@@ -127,15 +270,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from jaxnigt import clock
-
-    parser = argparse.ArgumentParser(
-        prog="jaxnigt",
-        description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_run(sub) -> None:
     run = sub.add_parser("run", help="run an experiment config and write a run directory")
     run.add_argument("config", help="YAML config (see configs/)")
     run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
@@ -154,6 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted run in DIR (same config and overrides) from its checkpoints",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also log every chunk's scalars for TensorBoard (needs jaxnigt[tb])",
+    )
     dist = run.add_argument_group(
         "multiple processes (one per host; see README 'Multiple devices and hosts')"
     )
@@ -167,9 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_run)
 
+
+def _add_plot_and_sweep(sub) -> None:
     plot = sub.add_parser("plot", help="plot return against time/steps/comms")
     plot.add_argument("dirs", nargs="+", help="run directories")
-    plot.add_argument("--x", default="time", help="x-axis: time, steps or comms")
+    plot.add_argument(
+        "--x", default=None, help="x-axis: time (default), steps or comms; a sweep: the swept key"
+    )
     plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
     plot.add_argument("--out", help="PNG path (default <dir>/curves_<x>.png)")
     plot.add_argument(
@@ -179,9 +323,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.set_defaults(func=_cmd_plot)
 
+    sw = sub.add_parser("sweep", help="run a config over a grid of values and compare the points")
+    sw.add_argument("config", help="YAML config (its sweep: section lists values to sweep)")
+    sw.add_argument(
+        "--over",
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="sweep a config key over values (repeatable: the Cartesian product)",
+    )
+    sw.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    sw.add_argument("--out", help="sweep directory (default runs/<config name>_sweep)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="as for run")
+    sw.add_argument("--resume", action="store_true", help="skip finished points, continue")
+    sw.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sw.set_defaults(func=_cmd_sweep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jaxnigt import clock
+
+    parser = argparse.ArgumentParser(
+        prog="jaxnigt",
+        description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_plot_and_sweep(sub)
     lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
     lst.set_defaults(func=_cmd_list)
-
+    pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
+    pl.add_argument("config", help="YAML config")
+    pl.add_argument("--set", action="append", metavar="KEY=VALUE", help="as for run")
+    pl.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    pl.add_argument("--no-memory", action="store_true", help="skip compiling a step for memory")
+    pl.set_defaults(func=_cmd_plan)
     clock.add_parser(sub)
     return parser
 
@@ -202,10 +378,34 @@ def enable_compilation_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
+def _quiet_closed_loops(unraisable) -> None:
+    """sys.unraisablehook: orbax's background event loops may report 'Event loop is closed'
+    after a failed checkpoint write, which the run already reported in one line."""
+    if isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(
+        unraisable.exc_value
+    ):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv: list[str] | None = None) -> int:
+    sys.unraisablehook = _quiet_closed_loops
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails a write instead of killing
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command in ("run", "clock"):
+    if args.command in ("run", "sweep", "plot", "list", "plan"):
+        missing = missing_rl_module()
+        if missing:
+            return _error(
+                f"`jaxnigt {args.command}` needs the experiment extra (module {missing!r} is "
+                f"missing); install it with: {RL_INSTALL}"
+            )
+    if args.command in ("run", "sweep", "plan"):
+        from jaxnigt import parallel
+
+        args.xla_flags = parallel.apply_gpu_flags()  # before any JAX backend starts
+    if args.command in ("run", "clock", "sweep", "plan"):
         enable_compilation_cache()
     return int(args.func(args) or 0)
 

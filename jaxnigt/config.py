@@ -119,6 +119,9 @@ class EnvConfig:
       types: explicit worker → type assignment (length n); default ``i mod V``.
       solver_iterations: optional MJX constraint-solver iterations (speed/accuracy knob).
       ls_iterations: optional MJX line-search iterations.
+      lanes: rollout lanes per trajectory of a batch, in (0, 1]: below 1, lanes whose
+        episode terminated take the batch's next trajectory (refill); the trajectories are
+        the same.  Default: ``envs.DEFAULT_LANES`` for tasks that terminate, else 1.
     """
 
     name: str = _opt(_choice(_env_names), "reacher")
@@ -127,6 +130,7 @@ class EnvConfig:
     types: tuple[int, ...] | None = _opt(_optional(_list(_int(0), what="type ids")))
     solver_iterations: int | None = _opt(_optional(_int(1)))
     ls_iterations: int | None = _opt(_optional(_int(1)))
+    lanes: float | None = _opt(_optional(_float(0.0, 1.0)))
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,11 @@ class ExperimentConfig:
       on_nonfinite: ``stop`` (stop the run, keep the last good checkpoint, exit non-zero)
         or ``mark`` (freeze the diverged seed, report it, continue the others).
       devices: number of local devices to shard over (``null`` = all).
+      live_every_s: while a run goes on, ``metrics.csv``, ``worker_counts.csv`` and
+        ``summary.json`` are rewritten after a chunk at most this often (seconds).
+      plot_every_s: and ``curves.png`` / ``counts.png`` at most this often.
+      tensorboard: also log the scalars of every chunk for TensorBoard under
+        ``RUN_DIR/tensorboard/<algorithm>`` (needs the ``tb`` extra: tensorboardX).
     """
 
     name: str = _opt(_str, "experiment")
@@ -272,6 +281,9 @@ class ExperimentConfig:
     checkpoint_every: int = _opt(_int(0), 10)
     on_nonfinite: str = _opt(_choice(ON_NONFINITE), "stop")
     devices: int | None = _opt(_optional(_int(1)))
+    live_every_s: float = _opt(_float(0.0, open_low=False), 30.0)
+    plot_every_s: float = _opt(_float(0.0, open_low=False), 300.0)
+    tensorboard: bool = _opt(_bool, False)
 
     def hparams_for(self, algorithm: str) -> HParams:
         """The hyperparameters of one algorithm (per-algorithm overrides applied)."""
@@ -435,8 +447,10 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
-    """Loads, overrides and validates a YAML config file."""
-    return from_dict(apply_overrides(read_yaml(path), overrides))
+    """Loads, overrides and validates a YAML config file (a ``sweep:`` section, read by
+    ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point)."""
+    raw = {k: v for k, v in read_yaml(path).items() if k != "sweep"}
+    return from_dict(apply_overrides(raw, overrides))
 
 
 def dump(config: ExperimentConfig) -> str:

@@ -1,15 +1,67 @@
-"""The run directory on disk: atomic writes, preparing a directory, checking a resume.
+"""The run directory on disk: atomic writes, preparing a directory, one writer, resumes.
 
 Result files are never half-written: :func:`atomic_write_text` writes a temporary file in the
-same directory and renames it over the target.  This module imports nothing heavier than the
-config loader, so the checkpoint code and the ``clock`` command can use it.
+same directory and renames it over the target.  :func:`run_lock` keeps a second process off a
+run directory.  This module imports nothing heavier than the config loader, so the
+checkpoint code and the ``clock`` command can use it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+LOCK = ".lock"
+
+
+class RunDirError(OSError):
+    """A run directory cannot be used (unwritable, full, in use); the message names the path
+    and the reason.  ``started`` tells whether work had begun (a checkpoint may exist)."""
+
+    def __init__(self, message: str, *, started: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.started = started
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def describe(error: OSError, path: str | Path | None = None) -> str:
+    """``'PATH: reason'`` of a file-system error (one line)."""
+    where = path if path is not None else (error.filename or "?")
+    return f"{str(where)!r}: {error.strerror or error}"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | Path) -> Iterator[None]:
+    """Holds an exclusive lock on ``run_dir`` (``fcntl.flock`` of ``run_dir/.lock``, which
+    records the holder's pid); a second holder gets :class:`RunDirError` naming that pid."""
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RunDirError(f"cannot lock the run directory: {describe(e, path)}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunDirError(
+            f"{str(run_dir)!r} is being written by another jaxnigt process (pid {holder}; "
+            f"lock {str(path)!r})"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -30,11 +82,21 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def prepare_run_dir(out: str | Path, overwrite: bool) -> None:
-    """Creates ``out``; refuses an existing non-empty directory unless ``overwrite``."""
+    """Creates ``out``; refuses an existing non-empty directory unless ``overwrite``.
+
+    Raises:
+      FileExistsError: ``out`` holds files and ``overwrite`` is False.
+      RunDirError: ``out`` cannot be created or written (one line: path and reason).
+    """
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not overwrite:
+    if out.is_dir() and any(p.name != LOCK for p in out.iterdir()) and not overwrite:
         raise FileExistsError(f"--out {str(out)!r} exists and is not empty; pass --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunDirError(f"--out {describe(e, out)}") from None
+    if not os.access(out, os.W_OK):
+        raise RunDirError(f"--out {str(out)!r}: not writable")
 
 
 def check_resumable(config, run_dir: str | Path) -> None:

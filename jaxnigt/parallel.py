@@ -79,3 +79,56 @@ def device_plan(devices: int | None, batch: int) -> tuple[Mesh | None, Mesh | No
     if batch_sharding(mesh, batch) is not None:
         return mesh, None
     return None, mesh
+
+
+#: XLA flags applied on an NVIDIA GPU unless XLA_FLAGS is set: the Triton GEMM emitter for
+#: every matmul it supports, from JAX's GPU performance tips and MuJoCo MJX's tutorials (MJX
+#: steps are many small matmuls). Not measured by this project yet (no GPU was lent).
+GPU_XLA_FLAGS = "--xla_gpu_triton_gemm_any=True"
+
+
+def gpu_present() -> bool:
+    """Whether an NVIDIA GPU and JAX's CUDA plugin are there (checked without starting any
+    JAX backend, so XLA flags can still be set)."""
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+
+    if os.environ.get("JAX_PLATFORMS", "") == "cpu" or shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    plugin = any(
+        importlib.util.find_spec(m) is not None for m in ("jax_cuda12_plugin", "jax_plugins")
+    )
+    return plugin and listed.returncode == 0 and "GPU" in listed.stdout
+
+
+def apply_gpu_flags() -> str:
+    """Sets :data:`GPU_XLA_FLAGS` on a GPU when the user did not set XLA_FLAGS; returns what
+    happened, for :func:`backend_line`."""
+    import os
+
+    if "XLA_FLAGS" in os.environ:
+        return "set by you"
+    if gpu_present():
+        os.environ["XLA_FLAGS"] = GPU_XLA_FLAGS
+        return "set by jaxnigt for MJX on GPU; set XLA_FLAGS to override"
+    return "none"
+
+
+def backend_line(flags_source: str) -> str:
+    """One line: the backend, the device kinds and count, the XLA flags in force."""
+    import collections
+    import os
+
+    kinds = collections.Counter(d.device_kind for d in jax.devices())
+    devices = ", ".join(f"{c} x {k}" for k, c in kinds.items())
+    flags = os.environ.get("XLA_FLAGS", "")
+    return (
+        f"[jaxnigt] backend {jax.default_backend()}: {devices}; "
+        f"XLA_FLAGS={flags!r} ({flags_source})"
+    )

@@ -138,3 +138,101 @@ def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: st
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+def _number(v: str) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def rennala_round_time(run_dir: str | Path) -> float:
+    """Rennala NIGT's theoretical round time of a run directory's cluster (deterministic
+    times): min_m (Σ_{i≤m} 1/h_(i))^{-1} (M + m) plus the AllReduce (max_i κ_i)."""
+    from jaxnigt import config as config_lib
+    from jaxnigt.clock import rennala_theory_time
+    from jaxnigt.trainer import make_setup
+
+    cfg = config_lib.from_dict(config_lib.read_yaml(Path(run_dir) / "config.yaml"))
+    setup = make_setup(cfg, "rennala_nigt")
+    M = cfg.hparams_for("rennala_nigt").M
+    return rennala_theory_time(np.asarray(setup.tm.h), M) + float(np.max(setup.tm.kappa))
+
+
+def _sweep_panel(ax, groups: dict[str, list[dict]], key: str, f: str) -> None:
+    """One target fraction: median time to target and the 20/80 % band per group."""
+    for label, rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: _number(r[key]))
+        xs = np.array([_number(r[key]) for r in rs])
+        med, lo, hi = (
+            np.array([_number(r[f"time_to_{f}{s}"]) for r in rs]) for s in ("", "_q20", "_q80")
+        )
+        med, lo, hi = (np.where(np.isfinite(v), v, np.nan) for v in (med, lo, hi))
+        (line,) = ax.plot(xs, med, marker="o", label=label)
+        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
+    ax.set_title(f"time to {float(f):.0%} of the improvement")
+    ax.set_xlabel(key)
+    ax.set_ylabel("simulated time")
+    ax.grid(alpha=0.3)
+
+
+def _round_time_axis(ax, sweep_dir: Path, rows: list[dict], key: str) -> None:
+    """Rennala NIGT's theoretical round time per n on a second y axis."""
+    points = sorted({r["point"]: _number(r[key]) for r in rows}.items(), key=lambda t: t[1])
+    twin = ax.twinx()
+    twin.plot(
+        [v for _, v in points],
+        [rennala_round_time(sweep_dir / p) for p, _ in points],
+        color="0.4", ls="--", label="Rennala round time (theory, + AllReduce)",
+    )  # fmt: skip
+    twin.set_ylabel("Rennala round time (theory)", color="0.4")
+    twin.legend(fontsize=7, loc="lower right")
+
+
+def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path | None = None):
+    """Time to the sweep's targets against the swept value, per algorithm (``sweep.csv``).
+
+    One panel per target fraction: the median over seeds, with the 20 %/80 % band across
+    seeds; log x for ``cluster.n`` (and for any positive axis spanning more than 10×). For
+    ``cluster.n`` sweeps a second axis shows Rennala NIGT's theoretical round time.
+    Returns the path written.
+    """
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxnigt.results import read_metrics_raw
+
+    sweep_dir = Path(sweep_dir)
+    axes_record = json.loads((sweep_dir / "sweep.json").read_text())["axes"]
+    key = x or next(iter(axes_record))
+    if key not in axes_record:
+        raise ValueError(f"--x: {key!r} is not a swept key; swept: {list(axes_record)}")
+    rows = [r for r in read_metrics_raw(sweep_dir, "sweep.csv") if r.get("status") == "done"]
+    fractions = (
+        sorted({k.split("_")[2] for k in rows[0] if k.startswith("time_to_")}) if rows else []
+    )
+    fig, panels = plt.subplots(1, max(len(fractions), 1), figsize=(11, 4.2), dpi=100, squeeze=False)
+    others = [k for k in axes_record if k != key]
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        label = r["algorithm"] + "".join(f", {k}={r[k]}" for k in others)
+        groups.setdefault(label, []).append(r)
+    for ax, f in zip(panels[0], fractions, strict=False):
+        _sweep_panel(ax, groups, key, f)
+        numeric = [_number(v) for v in axes_record[key]]
+        if key == "cluster.n" or (all(v > 0 for v in numeric) and max(numeric) > 10 * min(numeric)):
+            ax.set_xscale("log")
+        if key == "cluster.n":
+            _round_time_axis(ax, sweep_dir, rows, key)
+    panels[0][0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{sweep_dir.name}: time to target against {key}")
+    fig.tight_layout()
+    out = Path(out) if out is not None else sweep_dir / "sweep.png"
+    fig.savefig(out)
+    plt.close(fig)
+    return out

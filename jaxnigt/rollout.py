@@ -1,7 +1,11 @@
 """Batched, fixed-horizon rollouts: one ``lax.while_loop`` over time, ``vmap`` over slots.
 
 The loop stops early once every slot of the batch has terminated (the remaining steps would
-only record zeros), so outputs always have H steps but dead tails cost nothing.
+only record zeros), so outputs always have H steps but dead tails cost nothing.  With
+``task.lanes < 1`` (tasks that terminate) the S trajectories of a batch run as a queue on
+``W = ceil(lanes · S)`` lanes: a lane whose episode ends takes the next trajectory of the
+queue, writing into that trajectory's slot of the ``[S, H, ...]`` buffers, so the batch
+stays full of living episodes.  Every trajectory keeps its own key, params and type.
 
 Each slot runs one episode of exactly H steps with no auto-reset. An episode is *alive* at
 step t until the step that terminates it; the action of that last step still counts::
@@ -18,6 +22,7 @@ gradient. The observations and pre-squash actions stored for dead steps are zero
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple
 
 import jax
@@ -170,9 +175,21 @@ def rollout(
         state, alive, out = batched_step(params, state, alive, key_t, types)
         return (state, alive), out
 
+    lanes = num_lanes(task, num_slots)
+    if lanes < num_slots:
+        slot_params = params if per_slot_params else None
+        shared = None if per_slot_params else params
+        obs, u, rewards, mask = _refill(
+            _slot_step(task, policy, deterministic), task, state0, step_keys, types,
+            slot_params, shared, lanes,
+        )  # fmt: skip
+        return _trajectories(obs, u, rewards, mask)
     block = _block_size(horizon, getattr(task, "terminates", True))
     bufs = _run_steps(step, (state0, alive0), jnp.swapaxes(step_keys, 0, 1), block)
-    obs, u, rewards, mask = (jnp.swapaxes(x, 0, 1) for x in bufs)
+    return _trajectories(*(jnp.swapaxes(x, 0, 1) for x in bufs))
+
+
+def _trajectories(obs, u, rewards, mask) -> Trajectories:
     return Trajectories(
         obs=obs,
         u=u,
@@ -181,6 +198,79 @@ def rollout(
         returns=jnp.sum(rewards, axis=1),
         lengths=jnp.sum(mask, axis=1).astype(jnp.int32),
     )
+
+
+def num_lanes(task: Any, num_slots: int) -> int:
+    """Lanes of a batch of ``num_slots`` trajectories: ``ceil(task.lanes · S)`` for tasks that
+    terminate, else S (a trajectory that never ends early never frees its lane)."""
+    fraction = getattr(task, "lanes", 1.0)
+    if fraction >= 1.0 or not getattr(task, "terminates", True):
+        return num_slots
+    return max(1, min(num_slots, math.ceil(fraction * num_slots)))
+
+
+class _Lanes(NamedTuple):
+    state: Any  # [W] env states
+    alive: jax.Array  # [W] float32
+    slot: jax.Array  # [W] int32 trajectory each lane runs (S: idle)
+    t: jax.Array  # [W] int32 step of that trajectory
+    next_slot: jax.Array  # [] int32 next trajectory of the queue
+    bufs: tuple  # [S, H, ...] obs, u, reward, mask
+
+
+REFILL_EVERY = 5  # lane steps between refills: amortizes the loop turn and the reset gather
+
+
+def _refill(slot_step, task, state0, step_keys, types, slot_params, shared, lanes: int):
+    """``(obs, u, rewards, mask)`` ``[S, H, ...]`` of S trajectories run on ``lanes`` lanes.
+
+    Each loop turn steps every lane :data:`REFILL_EVERY` times (an ended episode stays frozen
+    and records zeros, as in a full-batch rollout); then every lane whose episode ended (or
+    reached H) takes the next trajectory's initial state.  The loop runs about
+    ``sum(lengths) / (W · REFILL_EVERY)`` turns.
+    """
+    S, H, W = step_keys.shape[0], task.horizon, lanes
+    take = lambda tree, idx: jax.tree.map(lambda x: x[idx], tree)
+    lane_params = slot_params is not None
+    step = jax.vmap(slot_step, in_axes=(0 if lane_params else None, 0, 0, 0, 0))
+    sample = jax.eval_shape(lambda: step(
+        take(slot_params, jnp.zeros(W, jnp.int32)) if lane_params else shared,
+        take(state0, jnp.zeros(W, jnp.int32)), jnp.ones(W), step_keys[:W, 0], types[:W],
+    )[2])  # fmt: skip
+    bufs = tuple(jnp.zeros((S, H, *x.shape[1:]), x.dtype) for x in sample)
+
+    def lane_step(c: _Lanes, _) -> tuple[_Lanes, None]:
+        slot = jnp.minimum(c.slot, S - 1)
+        p = take(slot_params, slot) if lane_params else shared
+        t = jnp.minimum(c.t, H - 1)
+        nxt, alive, outs = step(p, c.state, c.alive, step_keys[slot, t], types[slot])
+        write = jnp.where((c.slot < S) & (c.t < H), c.slot, S)  # idle or done: no write
+        bufs = tuple(b.at[write, t].set(o, mode="drop") for b, o in zip(c.bufs, outs, strict=True))
+        return c._replace(state=nxt, alive=alive, t=c.t + 1, bufs=bufs), None
+
+    def refill(c: _Lanes) -> _Lanes:
+        ended = (c.slot < S) & ((c.alive <= 0) | (c.t >= H))
+        new_slot = jnp.where(ended, c.next_slot + jnp.cumsum(ended) - 1, c.slot)
+        new_slot = jnp.minimum(new_slot, S)
+        fresh = ended & (new_slot < S)
+        reset = take(state0, jnp.minimum(new_slot, S - 1))
+        pick = lambda a, b: jnp.where(fresh.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+        return c._replace(
+            state=jax.tree.map(pick, reset, c.state),
+            alive=jnp.where(fresh, 1.0, c.alive),
+            slot=new_slot,
+            t=jnp.where(fresh, 0, c.t),
+            next_slot=c.next_slot + jnp.sum(ended.astype(jnp.int32)),
+        )
+
+    def body(c: _Lanes) -> _Lanes:
+        return refill(jax.lax.scan(lane_step, c, None, length=min(REFILL_EVERY, H))[0])
+
+    first = jnp.arange(W, dtype=jnp.int32)
+    init = _Lanes(
+        take(state0, first), jnp.ones(W), first, jnp.zeros(W, jnp.int32), jnp.int32(W), bufs
+    )
+    return jax.lax.while_loop(lambda c: jnp.any(c.slot < S), body, init).bufs
 
 
 def evaluate(

@@ -11,10 +11,14 @@ and ``curves.png``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
 import math
+import os
+import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +33,14 @@ from jaxnigt import config as config_lib
 from jaxnigt.algorithms.core import HEALTH_FLAGS, LOGGED
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.distributed import is_writer, to_host
-from jaxnigt.files import atomic_write_text, check_resumable, prepare_run_dir
+from jaxnigt.files import (
+    RunDirError,
+    atomic_write_text,
+    check_resumable,
+    describe,
+    prepare_run_dir,
+    run_lock,
+)
 from jaxnigt.trainer import Trainer, make_trainer
 
 __all__ = [
@@ -45,6 +56,94 @@ __all__ = [
 
 class RunError(RuntimeError):
     """A run stopped for a reason the user must see (divergence, capacity overflow, ...)."""
+
+
+class Interrupted(RuntimeError):
+    """The run stopped on a signal after a checkpoint and the partial results were written."""
+
+    def __init__(self, signum: int, algorithm: str, chunks: int):
+        name = signal.Signals(signum).name
+        super().__init__(f"{name} received: {algorithm} stopped after chunk {chunks}")
+        self.signum, self.algorithm, self.chunks = signum, algorithm, chunks
+        self.partial: dict[str, np.ndarray] = {}  # the algorithm's results so far
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+
+class StopFlag:
+    """Set by the first SIGTERM/SIGINT (see :func:`stop_on_signals`); the run loop checks it
+    after every chunk."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+
+@contextlib.contextmanager
+def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
+    """Yields a :class:`StopFlag`: the first signal asks the run to finish its chunk, write a
+    checkpoint and the partial results and stop; a second one exits at once (files already
+    written stay whole: every write is atomic)."""
+    flag = StopFlag()
+
+    def handler(signum, frame):
+        del frame
+        if flag.requested:
+            os._exit(128 + signum)
+        flag.signum = signum
+        print(
+            f"[jaxnigt] {signal.Signals(signum).name}: finishing the current chunk, then "
+            "checkpoint and stop (again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    old = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield flag
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+# Tracing, lowering and XLA compilation: what "compile seconds" counts.
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+@contextlib.contextmanager
+def _compile_seconds(run: _Run):
+    """Adds the time JAX spends tracing, lowering and compiling inside the block to
+    ``run.compile_seconds`` (from JAX's own monitoring events)."""
+
+    def listener(event: str, seconds: float, **kwargs) -> None:
+        del kwargs
+        if event in COMPILE_EVENTS:
+            run.compile_seconds += seconds
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def _wait(tree: Any) -> Any:
+    """Waits for a dispatched computation while staying responsive to signals (a blocking
+    transfer would hold the main thread, and with it every signal handler, for a whole
+    chunk)."""
+    leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
+    while not all(x.is_ready() for x in leaves):
+        time.sleep(0.02)
+    return tree
 
 
 def grid_points(config: ExperimentConfig, algorithm: str) -> list[dict[str, float]]:
@@ -107,6 +206,7 @@ class _Run:
     history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     chunks: int = 0
     state: Any = None
+    compile_seconds: float = 0.0
 
     @property
     def batch(self) -> int:
@@ -222,9 +322,10 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
     """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
     checkpoint of ``algorithm`` in ``run_dir``."""
     run.state = jax.jit(jax.vmap(run.trainer.init))(run.keys, run.hyper)
-    found = checkpoint.latest(run_dir, algorithm) if (resume and run_dir) else None
+    keys = _eval_keys(run.keys, 0)
+    found = checkpoint.restore_latest(run_dir, algorithm, run.state, log) if resume else None
     if found is not None:
-        state, restored, run.chunks = checkpoint.restore(found, run.state)
+        found, state, restored, run.chunks = found
         run.state = parallel.shard_batch(state, run.mesh, run.batch)
         run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
         run.budgets[run.diverged] = -np.inf
@@ -232,7 +333,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         log(f"[jaxnigt] {algorithm}: resumed from {found}")
         return
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
-    run.state, _, returns = run.program(run.state, _eval_keys(run.keys, 0), False, run.budgets)
+    run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
     _record(run, _initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
     if run.trainer.first_step is not None:  # round 0 with M_init != M: its own compiled shape
         budget = jnp.asarray(run.budgets)
@@ -246,8 +347,8 @@ def advance(run: _Run) -> None:
     """One chunk of steps for every seed still running, then its evaluation."""
     run.chunks += 1
     keys = _eval_keys(run.keys, run.chunks)
-    run.state, metrics, returns = run.program(run.state, keys, True, run.budgets)
-    _record(run, to_host(metrics), to_host(returns))
+    run.state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
+    _record(run, to_host(_wait(metrics)), to_host(returns))
 
 
 def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
@@ -310,12 +411,16 @@ def run_algorithm(
     run_dir: str | Path | None = None,
     resume: bool = False,
     log: Callable[[str], None] = print,
+    stop: StopFlag | None = None,
+    on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs one algorithm for all seeds and grid points; returns stacked metrics.
 
     With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
-    checkpoint there, giving the same metrics as an uninterrupted run.
+    readable checkpoint there, giving the same metrics as an uninterrupted run.  ``stop``
+    (:func:`stop_on_signals`) ends the run after the current chunk with a checkpoint and
+    :class:`Interrupted`; ``on_chunk`` receives the results so far after every chunk.
 
     Returns:
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
@@ -327,58 +432,107 @@ def run_algorithm(
     total = run.budget if math.isfinite(run.budget) else run.max_rounds
     bar = _Progress(progress, total, algorithm)
     t_start = time.perf_counter()
-    try:
-        start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
-        while True:
-            _health(run, algorithm, config.on_nonfinite == "mark", log)
-            if _finished(run, bar):
-                break
-            every = config.checkpoint_every
-            if run_dir is not None and every and run.chunks and run.chunks % every == 0:
-                checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
-            advance(run)
-    finally:
-        bar.close()
+    save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
+    with _compile_seconds(run):
+        try:
+            start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
+            while True:
+                _health(run, algorithm, config.on_nonfinite == "mark", log)
+                if _finished(run, bar):
+                    break
+                if stop is not None and stop.requested:
+                    if run_dir is not None:
+                        save()
+                    interrupted = Interrupted(stop.signum, algorithm, run.chunks)
+                    interrupted.partial = _output(run, t_start)
+                    raise interrupted
+                every = config.checkpoint_every
+                if run_dir is not None and every and run.chunks and run.chunks % every == 0:
+                    save()
+                advance(run)
+                if on_chunk is not None:
+                    on_chunk(_output(run, t_start))
+        finally:
+            bar.close()
+    return _output(run, t_start)
+
+
+def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
+    """The run's results so far (see :func:`run_algorithm`)."""
     out = run.stacked()
     out["grid"] = np.repeat(np.arange(len(run.points)), run.num_seeds)
     out["seed"] = np.tile(np.arange(run.num_seeds), len(run.points))
     out["learning_rate"] = to_host(run.hyper["learning_rate"])
     out["eta"] = to_host(run.hyper["eta"])
     out["wall_seconds"] = np.asarray(time.perf_counter() - t_start)
+    out["compile_seconds"] = np.asarray(run.compile_seconds)
     out["diverged"] = run.diverged
     return out
 
 
-def _begin(config: ExperimentConfig, out: Path, *, overwrite: bool, resume: bool):
+class _Results:
+    """The run directory's result files: rewritten (atomically) after every chunk, at most
+    every ``config.live_every_s`` seconds (``curves.png`` every ``config.plot_every_s``), and
+    always at the end; a directory is readable by ``jaxnigt plot`` while the run goes on."""
+
+    def __init__(self, config: ExperimentConfig, out: Path, rows: list, count_rows: list):
+        self.config, self.out = config, out
+        self.rows, self.count_rows = rows, count_rows  # of the finished algorithms
+        self.timings: dict[str, tuple[float, float]] = {}
+        self.last_write = self.last_plot = time.monotonic()
+
+    def add(self, algorithm: str, m: dict[str, np.ndarray]) -> None:
+        """Keeps a finished algorithm's rows."""
+        self.rows.extend(results.metric_rows(algorithm, m))
+        self.count_rows.extend(results.worker_count_rows(algorithm, m))
+        self.timings[algorithm] = (float(m["wall_seconds"]), float(m["compile_seconds"]))
+
+    def partial(self, algorithm: str, m: dict[str, np.ndarray], *, force: bool = False) -> None:
+        """Writes the finished rows plus ``algorithm``'s rows so far (throttled)."""
+        now = time.monotonic()
+        if not force and now - self.last_write < self.config.live_every_s:
+            return
+        rows = self.rows + results.metric_rows(algorithm, m)
+        counts = self.count_rows + results.worker_count_rows(algorithm, m)
+        plot = force or now - self.last_plot >= self.config.plot_every_s
+        self.write(rows, counts, plot=plot)
+        self.last_write = now
+        self.last_plot = now if plot else self.last_plot
+
+    def write(self, rows=None, counts=None, *, plot: bool = True) -> dict[str, Any]:
+        rows = self.rows if rows is None else rows
+        counts = self.count_rows if counts is None else counts
+        summary = results.summarize(rows, self.config.target_return)
+        for name, (wall, compile_s) in self.timings.items():
+            if name in summary:
+                summary[name]["wall_seconds"] = round(wall, 2)
+                summary[name]["compile_seconds"] = round(compile_s, 2)
+        if not is_writer():
+            return summary
+        results.write_csv(self.out / "metrics.csv", rows)
+        if counts:
+            results.write_csv(self.out / results.COUNTS_FILE, counts, results.COUNT_COLUMNS)
+        atomic_write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
+        if plot and rows:
+            from jaxnigt.plotting import plot_counts, plot_runs
+
+            plot_runs([self.out], x="time", out=self.out / "curves.png", budget=self.config.budget)
+            if counts:
+                plot_counts(self.out, out=self.out / "counts.png")
+        return summary
+
+
+def _begin(config: ExperimentConfig, out: Path, resume: bool) -> tuple[list, list, list]:
     """``(done, rows, count_rows)``: the algorithms an earlier run finished and their rows
-    (resume), or a fresh run directory holding the config."""
+    (resume), or nothing (a fresh run; ``config.yaml`` written)."""
     if not resume:
         if is_writer():
-            prepare_run_dir(out, overwrite)
             atomic_write_text(out / "config.yaml", config_lib.dump(config))
         return [], [], []
     check_resumable(config, out)
     done = checkpoint.done_algorithms(out)
     kept = lambda name: [r for r in results.read_metrics_raw(out, name) if r["algorithm"] in done]
     return done, kept("metrics.csv"), kept(results.COUNTS_FILE)
-
-
-def _finish(config: ExperimentConfig, out: Path, rows, count_rows, timings, plot: bool):
-    """``summary.json`` (and the plots) of a finished experiment; returns the summary."""
-    summary = results.summarize(rows, config.target_return)
-    for name, wall in timings.items():
-        if name in summary:
-            summary[name]["wall_seconds"] = round(wall, 2)
-    if not is_writer():
-        return summary
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    if plot:
-        from jaxnigt.plotting import plot_counts, plot_runs
-
-        plot_runs([out], x="time", out=out / "curves.png", budget=config.budget)
-        if count_rows:
-            plot_counts(out, out=out / "counts.png")
-    return summary
 
 
 def run_experiment(
@@ -390,38 +544,99 @@ def run_experiment(
     progress: bool = True,
     log: Callable[[str], None] = print,
     plot: bool = True,
+    stop: StopFlag | None = None,
 ) -> dict[str, Any]:
     """Runs every algorithm of ``config`` and writes the run directory; returns the summary.
 
     With ``resume=True`` (``out`` must hold a run of the same config), algorithms already
     finished keep their rows in ``metrics.csv`` and the one in progress continues from its
-    newest checkpoint.
+    newest readable checkpoint.  One process at a time writes a run directory.
+
+    Raises:
+      RunDirError: the directory cannot be used or written (``started`` tells whether work
+        had begun), or another process holds it.
+      Interrupted: ``stop`` was set; the checkpoint and partial results are written.
     """
     out = Path(out)
-    done, rows, count_rows = _begin(config, out, overwrite=overwrite, resume=resume)
-    timings = {}
-    for algorithm in config.algorithms:
-        if algorithm in done:
-            log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
-            continue
-        batch = config.seeds * len(grid_points(config, algorithm))
-        _, slot_mesh = parallel.device_plan(config.devices, batch)
-        tr = make_trainer(config, algorithm, mesh=slot_mesh)
-        log(
-            f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
-            f"d={tr.dim} seeds={config.seeds} grid={len(grid_points(config, algorithm))}"
-        )
+    if not resume and is_writer():
+        prepare_run_dir(out, overwrite)
+    elif resume and not os.access(out, os.W_OK):
+        raise RunDirError(f"--resume {str(out)!r}: not writable")
+    with run_lock(out) if is_writer() else contextlib.nullcontext():
+        try:
+            done, rows, count_rows = _begin(config, out, resume)
+        except OSError as e:
+            raise RunDirError(f"run directory {describe(e)}") from None
+        files = _Results(config, out, rows, count_rows)
+        try:
+            for algorithm in config.algorithms:
+                if algorithm in done:
+                    log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
+                    continue
+                _run_one(config, algorithm, out, files, progress, resume, log, stop)
+            return files.write(plot=plot)
+        except RunDirError:
+            raise
+        except OSError as e:
+            raise RunDirError(f"run directory {describe(e)}", started=True) from None
+
+
+class _TensorBoard:
+    """Scalars of every chunk for TensorBoard (``RUN_DIR/tensorboard/<algorithm>``): the
+    medians over seeds at each seed's latest step; step = the median step count."""
+
+    TAGS = ("eval_return", "train_return", "sim_time", "env_steps", "comms", "round_time")
+
+    def __init__(self, out: Path, algorithm: str):
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(logdir=str(out / "tensorboard" / algorithm))
+
+    def __call__(self, m: dict[str, np.ndarray]) -> None:
+        active = m["active"]
+        last = active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1)
+        at = lambda k: m[k][np.arange(len(last)), last].astype(np.float64)
+        step = int(np.median(at("round")))
+        for tag in self.TAGS:
+            values = at(tag)
+            if np.isfinite(values).any():
+                self.writer.add_scalar(tag, float(np.nanmedian(values)), global_step=step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _run_one(config, algorithm, out: Path, files: _Results, progress, resume, log, stop) -> None:
+    """Runs one algorithm of an experiment and keeps (and writes) its rows."""
+    batch = config.seeds * len(grid_points(config, algorithm))
+    _, slot_mesh = parallel.device_plan(config.devices, batch)
+    tr = make_trainer(config, algorithm, mesh=slot_mesh)
+    log(
+        f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
+        f"d={tr.dim} seeds={config.seeds} grid={len(grid_points(config, algorithm))}"
+    )
+    board = _TensorBoard(out, algorithm) if config.tensorboard and is_writer() else None
+
+    def live(m):
+        files.partial(algorithm, m)
+        if board is not None:
+            board(m)
+
+    try:
         m = run_algorithm(
-            config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume, log=log
-        )
-        rows.extend(results.metric_rows(algorithm, m))
-        count_rows.extend(results.worker_count_rows(algorithm, m))
-        timings[algorithm] = float(m["wall_seconds"])
-        if is_writer():  # only process 0 writes; the others hold the same gathered rows
-            results.write_csv(out / "metrics.csv", rows)
-            if count_rows:
-                results.write_csv(out / results.COUNTS_FILE, count_rows, results.COUNT_COLUMNS)
-            checkpoint.mark_done(out, algorithm)
-        if m["diverged"].any():
-            log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")
-    return _finish(config, out, rows, count_rows, timings, plot)
+            config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume,
+            log=log, stop=stop, on_chunk=live,
+        )  # fmt: skip
+    except Interrupted as e:
+        files.partial(algorithm, e.partial, force=True)
+        raise
+    finally:
+        if board is not None:
+            board.close()
+    files.add(algorithm, m)
+    files.write(plot=False)
+    if is_writer():  # only process 0 writes; the others hold the same gathered rows
+        checkpoint.mark_done(out, algorithm)
+    if m["diverged"].any():
+        log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")

@@ -29,13 +29,14 @@ recompile; only the noise *kind* is static.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
 PROFILES = ("equal", "sqrt", "linear", "decreasing")
 NOISES = ("deterministic", "exponential", "lognormal", "uniform", "straggler")
@@ -144,7 +145,12 @@ def parse_noise(spec: str) -> tuple[str, tuple[float, ...]]:
     return kind, params
 
 
-@struct.dataclass
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["h", "kappa", "noise_params"],
+    meta_fields=["noise"],
+)
+@dataclasses.dataclass(frozen=True)
 class TimeModel:
     """Sampled-time model of ``n`` simulated workers.
 
@@ -160,7 +166,7 @@ class TimeModel:
     h: jax.Array
     kappa: jax.Array
     noise_params: jax.Array
-    noise: str = struct.field(pytree_node=False, default="deterministic")
+    noise: str = "deterministic"
 
     @property
     def n(self) -> int:

@@ -35,7 +35,7 @@ from jaxnigt.rollout import evaluate as evaluate_returns
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations):
+def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations, lanes):
     task = envs.make_env(
         name,
         horizon=horizon,
@@ -44,13 +44,17 @@ def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations)
     )
     if heterogeneous is not None:
         task = envs.make_heterogeneous(task, heterogeneous)
-    return task
+    if lanes is None:
+        lanes = envs.DEFAULT_LANES if task.terminates else 1.0
+    return dataclasses.replace(task, lanes=lanes)
 
 
 def make_task(config: ExperimentConfig):
     """The config's environment (cached per process: MJX model loading is slow)."""
     e = config.env
-    return _cached_task(e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations)
+    return _cached_task(
+        e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations, e.lanes
+    )
 
 
 def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Setup:

@@ -208,10 +208,10 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
             ok = "met" if r["met"] else "NOT met"
             out.append(
                 f"gym {r['env']} H={r['H']} M={r['M']} R={r['rounds']} "
-                f"vs {r['reference']} {r['gym_id']}, MJX solver {r['solver']} "
-                f"({r['solver_effective']}): speedup {r['speedup']:.2f}x "
-                f"(target >= {r['target']}: {ok}; "
-                f"compile {r['jaxnigt_compile_s']:.0f}s excluded)"
+                f"vs {r['reference']} {r['gym_id']}, jaxnigt {r['variant']}, MJX solver "
+                f"{r['solver']} ({r['solver_effective']}): speedup {r['speedup']:.2f}x "
+                f"(target >= {r['target']}: {ok}; alive {r['alive_share']:.0%} of computed "
+                f"steps; compile {r['jaxnigt_compile_s']:.0f}s excluded)"
             )
         elif name == "compile":
             out.append(f"compile {r['env']}: {r['first_round_total_s']:.1f}s lower+compile")
@@ -237,6 +237,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     shared.add_argument(
         "--json", default=argparse.SUPPRESS, metavar="PATH", help="write all results here"
+    )
+    shared.add_argument(
+        "--markdown",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="also write every table as Markdown (for docs/benchmarks.md)",
     )
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -284,7 +290,8 @@ def _sub_defaults() -> dict:
     out: dict = {}
     for action in parser._subparsers._group_actions[0].choices.values():
         for a in action._actions:
-            if a.dest not in ("help", "quick", "json") and a.default is not argparse.SUPPRESS:
+            skip = ("help", "quick", "json", "markdown")
+            if a.dest not in skip and a.default is not argparse.SUPPRESS:
                 out.setdefault(a.dest, a.default)
     return out
 
@@ -298,6 +305,8 @@ def main(argv: list[str] | None = None) -> dict:
         if not hasattr(args, key):
             setattr(args, key, value)
     json_path = getattr(args, "json", None)
+    markdown_path = getattr(args, "markdown", None)
+    markdown = [f"Command: `{shlex.join(['python', 'scripts/bench.py', *argv])}`"]
     names = ALL if args.command in (None, "all") else (args.command,)
 
     from benchmarks.common import system_info
@@ -324,6 +333,9 @@ def main(argv: list[str] | None = None) -> dict:
             rows, table = [{"error": f"{type(e).__name__}: {e}"}], f"ERROR: {e}"
         wall = time.perf_counter() - t0
         print(table)
+        from benchmarks.common import to_markdown
+
+        markdown += [f"\n### {name}\n", to_markdown(table)]
         for line in _ratios(name, rows):
             print("  " + line)
         print(f"  ({name} took {wall:.0f}s)", flush=True)
@@ -340,6 +352,9 @@ def main(argv: list[str] | None = None) -> dict:
         "total_wall_s": total,
         "results": results,
     }
+    if markdown_path:
+        Path(markdown_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(markdown_path).write_text("\n".join(markdown) + "\n")
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")

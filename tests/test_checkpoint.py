@@ -4,6 +4,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxnigt import checkpoint
 from jaxnigt import config as config_lib
@@ -25,7 +26,7 @@ def test_round_trip_restores_state_keys_and_history(tmp_path):
     for chunks in (3, 4, 5):
         checkpoint.save(tmp_path, "afedpg", state, history, chunks=chunks)
     kept = sorted(p.name for p in checkpoint.algorithm_dir(tmp_path, "afedpg").iterdir())
-    assert kept == ["chunk_000004", "chunk_000005"]
+    assert kept == ["chunk_000004", "chunk_000004.sha256", "chunk_000005", "chunk_000005.sha256"]
 
     template = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
     restored, h, chunks = checkpoint.restore(checkpoint.latest(tmp_path, "afedpg"), template)
@@ -43,3 +44,29 @@ def test_round_trip_restores_state_keys_and_history(tmp_path):
     checkpoint.mark_done(tmp_path, "afedpg")
     assert checkpoint.done_algorithms(tmp_path) == ["afedpg"]
     assert checkpoint.latest(tmp_path, "afedpg") is None
+
+
+def test_restore_latest_verifies_and_falls_back(tmp_path):
+    cfg = config_lib.from_dict(
+        {"env": {"name": "point_mass"}, "cluster": {"n": 3}, "algorithms": ["rennala_nigt"]}
+    )
+    tr = make_trainer(cfg, "rennala_nigt")
+    state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
+    history = {"sim_time": np.arange(3, dtype=np.float32)[None]}
+    assert checkpoint.restore_latest(tmp_path, "rennala_nigt", state) is None
+    for chunks in (1, 2):
+        checkpoint.save(
+            tmp_path, "rennala_nigt", state, {k: v + chunks for k, v in history.items()}, chunks
+        )
+    root = checkpoint.algorithm_dir(tmp_path, "rennala_nigt")
+    (root / "chunk_000002.sha256").write_text("0" * 64 + "\n")  # the arrays no longer match
+    logs = []
+    path, _, h, chunks = checkpoint.restore_latest(tmp_path, "rennala_nigt", state, logs.append)
+    assert (path.name, chunks) == ("chunk_000001", 1)
+    np.testing.assert_array_equal(h["sim_time"], history["sim_time"] + 1)
+    assert len(logs) == 1 and "chunk_000002 is unreadable" in logs[0]
+    assert (root / "chunk_000002.corrupt").is_dir()
+    (root / "chunk_000001.sha256").unlink()
+    with pytest.raises(checkpoint.CheckpointError, match="no readable checkpoint"):
+        checkpoint.restore_latest(tmp_path, "rennala_nigt", state)
+    assert (root / "chunk_000001").is_dir()  # nothing moved when none is readable

@@ -148,50 +148,182 @@ eval: {every: 2, episodes: 2}
 """
 
 
-def test_sigkill_then_resume_gives_identical_metrics(tmp_path):
+def _popen(cfg, out, *extra, env_extra=None, file_limit=None):
+    """``jaxnigt run CFG --out OUT`` in a subprocess (optionally under RLIMIT_FSIZE, set by
+    the child itself before it imports anything)."""
     import os
-    import signal
     import subprocess
     import sys
+
+    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
+    env.update(env_extra or {})
+    start = "import runpy, sys; sys.argv[0] = 'jaxnigt'; "
+    if file_limit is not None:
+        start += (
+            f"import resource; resource.setrlimit(resource.RLIMIT_FSIZE, ({file_limit},) * 2); "
+        )
+    start += "runpy.run_module('jaxnigt.cli', run_name='__main__')"
+    argv = [sys.executable, "-c", start, "run", str(cfg), "--out", str(out)]
+    return subprocess.Popen(
+        [*argv, "--no-progress", *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _chunk_dirs(path):
+    """Complete checkpoints (``chunk_<k>`` directories) of one algorithm."""
+    if not path.is_dir():
+        return []
+    return sorted(
+        p for p in path.iterdir() if p.is_dir() and p.name.removeprefix("chunk_").isdigit()
+    )
+
+
+def _wait_for(proc, path, count=1, timeout=240):
     import time
 
-    cfg = tmp_path / "long.yaml"
-    cfg.write_text(LONG)
-    reference = tmp_path / "reference"
-    assert cli.main(["run", str(cfg), "--out", str(reference), "--no-progress"]) == 0
-
-    killed = tmp_path / "killed"
-    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jaxnigt.cli",
-            "run",
-            str(cfg),
-            "--out",
-            str(killed),
-            "--no-progress",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    # Kill once the second algorithm has checkpointed a few chunks (the first is then done).
-    deadline = time.time() + 240
-    ckpts = killed / "checkpoints" / "afedpg"
+    deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
-        if ckpts.is_dir() and len(list(ckpts.glob("chunk_*"))) >= 2:
-            break
+        if len(_chunk_dirs(path)) >= count:
+            return
         time.sleep(0.05)
-    assert proc.poll() is None, "run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "summary.json").exists()
+    raise AssertionError(f"no {count} checkpoints in {path} (exit {proc.poll()})")
 
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory):
+    """An uninterrupted reference run of LONG."""
+    root = tmp_path_factory.mktemp("long")
+    cfg = root / "long.yaml"
+    cfg.write_text(LONG)
+    reference = root / "reference"
+    assert cli.main(["run", str(cfg), "--out", str(reference), "--no-progress"]) == 0
+    return cfg, reference
+
+
+def test_sigkill_then_resume_gives_identical_metrics(long_run, tmp_path):
+    import signal
+
+    cfg, reference = long_run
+    killed = tmp_path / "killed"
+    proc = _popen(cfg, killed)
+    # Kill once the second algorithm has checkpointed a few chunks (the first is then done).
+    _wait_for(proc, killed / "checkpoints" / "afedpg", count=2)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
     assert cli.main(["run", str(cfg), "--resume", str(killed), "--no-progress"]) == 0
     for name in ("metrics.csv", "worker_counts.csv"):
         assert (killed / name).read_text() == (reference / name).read_text(), name
+
+
+@pytest.fixture(scope="module")
+def terminated(long_run, tmp_path_factory):
+    """LONG stopped by SIGTERM during its second algorithm: (proc, stdout, stderr, dir)."""
+    import signal
+
+    cfg, _ = long_run
+    out = tmp_path_factory.mktemp("term") / "run"
+    proc = _popen(cfg, out)
+    _wait_for(proc, out / "checkpoints" / "afedpg", count=2)
+    # a second process on the same directory is refused while the first holds it
+    second = cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"])
+    proc.send_signal(signal.SIGTERM)
+    _stdout, stderr = proc.communicate(timeout=240)
+    return proc.returncode, stderr, out, second
+
+
+def test_sigterm_checkpoints_writes_partial_results_and_resumes(long_run, terminated, capsys):
+    cfg, reference = long_run
+    code, stderr, out, _ = terminated
+    assert code == 143, stderr
+    lines = [x for x in stderr.strip().splitlines() if x.startswith("jaxnigt:")]
+    assert any(f"--resume {out}" in x and "jaxnigt run" in x for x in lines), stderr
+    assert _chunk_dirs(out / "checkpoints" / "afedpg")
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert {r["algorithm"] for r in rows} == {"rennala_nigt", "afedpg"}  # partial afedpg rows
+    assert cli.main(["plot", str(out), "--out", str(out / "mid.png")]) == 0
+    assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 0
+    for name in ("metrics.csv", "worker_counts.csv"):
+        assert (out / name).read_text() == (reference / name).read_text(), name
+
+
+def test_second_process_on_a_run_directory_is_refused(terminated, capsys):
+    *_, second = terminated
+    assert second == 2
+
+
+def _corrupt(chunk, how):
+    data = max((p for p in chunk.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    raw = bytearray(data.read_bytes())
+    if how == "truncate":
+        data.write_bytes(raw[: len(raw) // 2])
+    else:
+        raw[len(raw) // 2] ^= 0xFF
+        data.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("how", ["truncate", "bitflip"])
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous(long_run, tmp_path, how, capsys):
+    import shutil
+
+    cfg, reference = long_run
+    out = tmp_path / "run"
+    proc = _popen(cfg, out)
+    _wait_for(proc, out / "checkpoints" / "afedpg", count=2)
+    proc.kill()
+    proc.communicate()
+    newest = _chunk_dirs(out / "checkpoints" / "afedpg")[-1]
+    _corrupt(newest, how)
+    before = shutil.copytree(out, tmp_path / "copy")
+    assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 0
+    captured = capsys.readouterr().out
+    assert f"checkpoint {newest} is unreadable" in captured and ".corrupt" in captured
+    assert (out / "metrics.csv").read_text() == (reference / "metrics.csv").read_text()
+    # every checkpoint unreadable: one line, exit 2, nothing moved or deleted
+    for chunk in _chunk_dirs(before / "checkpoints" / "afedpg"):
+        _corrupt(chunk, "truncate")  # (a second bit flip could undo the first)
+    listing = sorted(p.name for p in (before / "checkpoints" / "afedpg").iterdir())
+    assert cli.main(["run", str(cfg), "--resume", str(before), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no readable checkpoint" in err[0], err
+    assert sorted(p.name for p in (before / "checkpoints" / "afedpg").iterdir()) == listing
+
+
+def test_unwritable_out_is_one_line(tmp_path, capsys):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    assert cli.main(["run", str(cfg), "--out", "/proc/jaxnigt_cannot_be_here/run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/proc/jaxnigt_cannot_be_here" in err[0], err
+
+
+def test_read_only_run_dir_on_resume_is_one_line(tiny_run, monkeypatch, capsys):
+    import os
+
+    _, cfg, out = tiny_run
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if str(p) == str(out) else real(p, m))
+    assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not writable" in err[0] and str(out) in err[0], err
+
+
+def test_disk_full_mid_run_is_one_line_and_leaves_no_partial_files(long_run, tmp_path):
+    cfg, _ = long_run
+    out = tmp_path / "run"
+    # 6,000 bytes per file: config.yaml fits, checkpoints and metrics.csv do not
+    proc = _popen(cfg, out, env_extra={"JAXNIGT_CACHE_DIR": ""}, file_limit=6000)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr
+    lines = [x for x in stderr.strip().splitlines() if x.startswith("jaxnigt:")]
+    assert len(lines) == 1 and "run stopped" in lines[0], stderr
+    leftovers = [
+        p for p in out.rglob("*") if p.name.endswith(".tmp") or "orbax-checkpoint-tmp" in p.name
+    ]
+    assert not leftovers, leftovers
 
 
 def test_resume_from_a_different_config_is_refused(tiny_run, capsys):
@@ -271,3 +403,23 @@ def test_unreadable_yaml_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "cannot read" in err[0] and "not valid YAML" in err[1]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [["run", "configs/demo.yaml"], ["list"], ["plot", "x"]])
+def test_experiment_commands_without_the_rl_extra(monkeypatch, capsys, command):
+    monkeypatch.setattr(cli, "missing_rl_module", lambda: "brax")
+    assert cli.main(command) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'brax'" in err[0] and "pip install 'jaxnigt[rl]'" in err[0]
+
+
+def test_tensorboard_logging(tmp_path):
+    pytest.importorskip("tensorboardX")
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.replace("[rennala_nigt, afedpg]", "[rennala_nigt]"))
+    out = tmp_path / "run"
+    argv = ["run", str(cfg), "--out", str(out), "--no-progress", "--tensorboard"]
+    assert cli.main(argv) == 0
+    events = list((out / "tensorboard" / "rennala_nigt").glob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+    assert "tensorboard: true" in (out / "config.yaml").read_text()

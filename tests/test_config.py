@@ -89,6 +89,8 @@ def test_per_algorithm_overrides_inherit_hparams():
         ({"cluster__allreduce": "some"}, "cluster.allreduce", "contributors"),
         ({"env__name": "atari"}, "env.name", "reacher"),
         ({"env__horizon": 0}, "env.horizon", ">= 1"),
+        ({"env__lanes": 0.0}, "env.lanes", "(0, 1]"),
+        ({"env__lanes": 1.5}, "env.lanes", "(0, 1]"),
         ({"env__heterogeneous": "sign_flip", "cluster__n": 1}, "env.heterogeneous", "n >= 2"),
         ({"env__types": [0, 1, 0]}, "env.types", "one per worker"),
         ({"algorithms": ["rennala_nigt", "ppo"]}, "algorithms[1]", "malenia_nigt"),

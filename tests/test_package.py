@@ -93,3 +93,16 @@ def test_public_api():
     for name in ("nigt", "scale_by_nigt", "nigt_eval_params", "NigtState", "ScaleByNigtState"):
         assert hasattr(jaxnigt, name), name
     assert set(jaxnigt.__all__) <= set(dir(jaxnigt))
+
+
+def test_import_leaves_physics_and_plotting_out():
+    """`import jaxnigt` is the light core: no MuJoCo, brax, flax or matplotlib."""
+    heavy = ("brax", "mujoco", "matplotlib", "flax", "yaml", "orbax")
+    code = f"import sys, jaxnigt; print([m for m in {heavy!r} if m in sys.modules])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", proc.stdout
+    # the experiment API is still reachable, imported on first use
+    code = "import jaxnigt, sys; jaxnigt.make_trainer; print('brax' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "True", proc.stderr[-2000:]

@@ -200,3 +200,77 @@ def test_early_exit_matches_full_horizon_scan():
     early = rollout(task, policy, params, keys, types)
     full = rollout(dataclasses.replace(task, terminates=False), policy, params, keys, types)
     chex.assert_trees_all_equal(early, full)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomStopEnv:
+    """Episodes end after a random number of steps in [1, 2H] drawn at reset (so some reach
+    the horizon); reward depends on the state and the action; optionally NaN on one step."""
+
+    nan_stop: int = -1  # an episode whose stop is this gets a NaN reward at t = 1
+
+    def reset(self, rng):
+        k1, k2 = jax.random.split(rng)
+        stop = jax.random.randint(k1, (), 1, 2 * H + 1).astype(jnp.float32)
+        s = jax.random.normal(k2, (2,))
+        z = jnp.zeros((), jnp.float32)
+        return State(jnp.stack([z, stop]), s, z, z)
+
+    def step(self, state, action):
+        t, stop = state.pipeline_state
+        obs = 0.9 * state.obs + jnp.sum(action)
+        reward = -jnp.sum((obs - 0.5) ** 2) + t
+        reward = jnp.where((stop == self.nan_stop) & (t == 1), jnp.nan, reward)
+        done = (t + 1 >= stop).astype(jnp.float32)
+        return state.replace(
+            pipeline_state=jnp.stack([t + 1, stop]), obs=obs, reward=reward, done=done
+        )
+
+
+def _random_stop_task(lanes=1.0, types=1, nan_stop=-1):
+    transforms = (lambda o: o, lambda o: -o)[:types]
+    env = RandomStopEnv(nan_stop)
+    return TaskEnv("stop", env, horizon=H, obs_size=2, action_size=1,
+                   obs_transforms=transforms, lanes=lanes)  # fmt: skip
+
+
+@pytest.mark.parametrize("per_slot", [False, True])
+@pytest.mark.parametrize("lanes", [0.25, 0.5, 0.8])
+def test_refill_lanes_give_the_same_trajectories(lanes, per_slot):
+    """A batch of 12 trajectories on fewer lanes that take the next trajectory when theirs
+    ends: the same buffers as one lane per trajectory (heterogeneous types, episodes ending
+    at random times or at H, a non-finite reward).
+
+    With per-slot params (the asynchronous waves, ADMM) bitwise.  With shared params the
+    policy's matrix products run as one [W, ·] GEMM whose XLA kernel depends on the batch
+    size W, so values may differ in the last float32 bit (as seeds vmapped together differ
+    from seeds run alone); everything discrete (masks, lengths, which steps exist) is equal.
+    """
+    S = 12
+    params = POLICY.init(jax.random.key(0))
+    if per_slot:
+        params = jax.vmap(lambda k: POLICY.init(k))(jax.random.split(jax.random.key(5), S))
+    keys = jax.random.split(jax.random.key(3), S)
+    types = jnp.arange(S, dtype=jnp.int32) % 2
+    run = lambda task: rollout(task, POLICY, params, keys, types, per_slot_params=per_slot)
+    full = run(_random_stop_task(1.0, types=2, nan_stop=3))
+    refill = run(_random_stop_task(lanes, types=2, nan_stop=3))
+    lengths = np.asarray(full.lengths)
+    assert lengths.min() < H and (lengths == H).any()  # both kinds of ending are exercised
+    if per_slot:
+        chex.assert_trees_all_equal(refill, full)
+    else:
+        chex.assert_trees_all_equal((refill.mask, refill.lengths), (full.mask, full.lengths))
+        chex.assert_trees_all_close(refill, full, rtol=1e-5, atol=1e-6)
+
+
+def test_refill_lanes_count_and_non_terminating_tasks_keep_one_lane_per_trajectory():
+    from jaxnigt.rollout import num_lanes
+
+    assert num_lanes(_random_stop_task(0.25), 12) == 3
+    assert num_lanes(_random_stop_task(0.01), 12) == 1
+    assert num_lanes(_random_stop_task(1.0), 12) == 12
+    task = dataclasses.replace(_random_stop_task(0.25), terminates=False)
+    assert num_lanes(task, 12) == 12
+    with pytest.raises(ValueError, match="lanes"):
+        _random_stop_task(0.0)

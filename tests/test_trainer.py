@@ -125,3 +125,14 @@ def test_chunk_and_evaluate_without_training_keeps_state(trainer):
     )(state, jax.random.key(1), False)
     chex.assert_trees_all_equal(new.params, state.params)
     chex.assert_shape(returns, (trainer.eval_episodes,))
+
+
+def test_make_task_lanes_default_and_override():
+    from jaxnigt import envs
+    from jaxnigt.trainer import make_task
+
+    assert make_task(_CFG).lanes == (envs.DEFAULT_LANES if make_task(_CFG).terminates else 1.0)
+    reacher = config_lib.from_dict({**_RAW, "env": {"name": "reacher"}})
+    assert make_task(reacher).lanes == 1.0  # never terminates: one lane per trajectory
+    mine = config_lib.from_dict({**_RAW, "env": {"name": "point_mass", "lanes": 0.25}})
+    assert make_task(mine).lanes == 0.25

@@ -80,10 +80,17 @@ def admm_options(setup: Setup, hparams: Any) -> AdmmOptions:
 def make(setup: Setup, hparams: Any) -> Algorithm:
     """``admm_pg`` with K, B and the default ρ from ``hparams``."""
     opts = admm_options(setup, hparams)
+    schedule = functools.partial(
+        schedules.sync,
+        per_worker=opts.local_steps * opts.local_batch,
+        inflight=setup.inflight,
+        allreduce=setup.allreduce,
+    )
     return Algorithm(
         init=functools.partial(admm_init, setup, opts),
         step=functools.partial(admm_step, setup, opts),
         eval_params=core.held_params,
+        simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.tm),
     )
 
 

@@ -119,7 +119,21 @@ def make(setup: Setup, *, update: core.Update) -> Algorithm:
         init=functools.partial(_init, setup, update.optimizer),
         step=functools.partial(_block, setup, update.optimizer),
         eval_params=update.eval_params,
+        simulate_clock=functools.partial(_simulate_clock, setup),
     )
+
+
+def _simulate_clock(setup: Setup, key: jax.Array, steps: int):
+    """Blocks of ``async_block`` arrivals: trajectories per block and the block's end."""
+    state = events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0)
+
+    def block(s, b):
+        s, arr = events.async_arrivals(
+            setup.tm, jax.random.fold_in(key, 1 + b), s, setup.async_block, link=setup.link
+        )
+        return s, (jnp.int32(setup.async_block), arr.time[-1])
+
+    return jax.lax.scan(block, state, jnp.arange(steps))[1]
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:

@@ -171,12 +171,16 @@ class Algorithm(NamedTuple):
       eval_params: ``state -> params`` to evaluate and deploy (NIGT: the iterate x_t).
       first_step: round 0 with ``M_init`` gradients when ``M_init != M`` (a second compiled
         shape); None when round 0 is an ordinary ``step``.
+      simulate_clock: ``(key, steps) -> (trajectories [steps], end_time [steps])``: the
+        algorithm's clock alone, no rollouts (``steps`` static): how many trajectories each
+        step rolls out and when it ends, from time 0 (the planner uses it).
     """
 
     init: Callable[[jax.Array, TracedHParams], TrainState]
     step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]]
     eval_params: Callable[[TrainState], Any]
     first_step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]] | None = None
+    simulate_clock: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]] | None = None
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]
@@ -315,3 +319,17 @@ def stack_workers(tree: Any, n: int) -> Any:
 def mean_return(sum_return: jax.Array, count: jax.Array) -> jax.Array:
     """Mean return from summed statistics (``count`` clipped at 1)."""
     return sum_return / jnp.maximum(count, 1.0)
+
+
+def simulate_rounds(schedule: Callable, tm: TimeModel, key: jax.Array, steps: int):
+    """``(trajectories, end_time)`` ``[steps]`` of consecutive rounds of ``schedule`` (a
+    ``(tm, key, t0, busy_until) -> RoundSchedule``) from time 0, round r keyed
+    ``fold_in(key, r)``."""
+
+    def one(carry, r):
+        t0, busy = carry
+        s = schedule(tm, jax.random.fold_in(key, r), t0, busy)
+        return (s.t_end, s.busy_until), (s.num_slots, s.t_end)
+
+    init = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
+    return jax.lax.scan(one, init, jnp.arange(steps))[1]

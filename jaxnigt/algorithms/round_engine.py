@@ -79,6 +79,7 @@ def make(
         step=round_with(setup.M),
         eval_params=update.eval_params,
         first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
+        simulate_clock=functools.partial(core.simulate_rounds, schedule(setup, setup.M), setup.tm),
     )
 
 

@@ -59,6 +59,10 @@ class TaskEnv:
       terminates: whether episodes can end before H. Rollouts of such tasks check every few
         steps whether the whole batch has ended and then stop early; for tasks that never
         terminate (reacher) the loop is one scan over H.
+      lanes: rollout lanes per trajectory of a batch, in ``(0, 1]``. Below 1 a batch of S
+        trajectories runs on ``ceil(lanes · S)`` lanes that each take the next trajectory of
+        the batch when theirs terminates (refill): dead episodes stop occupying the batch.
+        Only tasks that terminate use it; the trajectories are the same either way.
     """
 
     name: str
@@ -70,12 +74,15 @@ class TaskEnv:
     obs_transforms: tuple[Callable[[jax.Array], jax.Array], ...] = (identity,)
     raw_obs_size: int | None = None
     terminates: bool = True
+    lanes: float = 1.0
 
     def __post_init__(self):
         if self.horizon < 1:
             raise ValueError(f"horizon must be >= 1, got {self.horizon}")
         if len(self.obs_transforms) < 1:
             raise ValueError("obs_transforms must hold at least one transform")
+        if not 0.0 < self.lanes <= 1.0:
+            raise ValueError(f"lanes must be in (0, 1], got {self.lanes}")
         if self.raw_obs_size is None:
             object.__setattr__(self, "raw_obs_size", self.obs_size)
 
@@ -84,6 +91,11 @@ class TaskEnv:
         """V, the number of worker types."""
         return len(self.obs_transforms)
 
+
+#: Rollout lanes per trajectory for tasks that terminate (``TaskEnv.lanes``; config
+#: ``env.lanes``): measured on hopper, H = 200, a batch of 20 on a 2-core CPU, the batch on
+#: half as many lanes was fastest (docs/benchmarks.md, ``gym``).
+DEFAULT_LANES = 0.5
 
 #: Environments whose ``done`` is never set (brax: no healthy-range termination; lqr1d).
 _NEVER_TERMINATE = frozenset({"reacher", "pusher", "swimmer", "halfcheetah", "lqr1d"})

@@ -40,6 +40,7 @@ def make_config(
     seeds: int = 1,
     solver_iterations: int | None = None,
     ls_iterations: int | None = None,
+    lanes: float | None = None,
 ):
     """An :class:`~jaxnigt.config.ExperimentConfig` for a benchmark (via ``from_dict``).
 
@@ -60,6 +61,7 @@ def make_config(
             "horizon": horizon,
             "solver_iterations": solver_iterations,
             "ls_iterations": ls_iterations,
+            "lanes": lanes,
         },
         "cluster": {"n": n, "h": "sqrt", "noise": noise},
         "hparams": {"M": M, "M_init": M, "async_block": async_block, "async_wave": async_wave},
@@ -145,7 +147,7 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str, str]]) 
         line = []
         for key, _, spec in columns:
             v = r.get(key, "")
-            if v is None or (isinstance(v, float) and v != v):
+            if v is None or v == "" or (isinstance(v, float) and v != v):
                 line.append("-")
             elif spec and not isinstance(v, str):
                 line.append(format(v, spec))
@@ -156,6 +158,22 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str, str]]) 
     fmt = lambda c: "  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True))
     out = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
     out += [fmt(c) for c in cells[1:]]
+    return "\n".join(out)
+
+
+def to_markdown(table: str) -> str:
+    """A :func:`format_table` text table as a Markdown table (columns are separated by two or
+    more spaces; the dashes line becomes the header rule)."""
+    import re
+
+    lines = [line for line in table.splitlines() if line.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        cells = re.split(r"\s{2,}", line.strip())
+        if i == 1 and all(set(c) <= {"-"} for c in cells):
+            out.append("|" + "---|" * len(cells))
+        else:
+            out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

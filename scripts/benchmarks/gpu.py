@@ -1,9 +1,12 @@
-"""GPU benchmark (prepared, not yet run): humanoid rounds/s and 5 seeds × 3 algorithms.
+"""GPU benchmark (prepared, not yet run): what a first GPU run should measure.
 
-Designed for one GPU within 10 minutes (compiles included, about 4 programs):
+Designed for one GPU within 10 minutes (compiles included):
 
-1. ``rennala_nigt`` on humanoid, n = 100, M = 50, one seed: rounds/s and env-steps/s of
-   ``jit(run_chunk(state, R))``.
+0. Rollout + policy gradient of humanoid (H = 1000, the initial policy) at batch 1,024,
+   4,096 and 16,384: alive env steps/s, once with one lane per trajectory and once with
+   refilled lanes (``env.lanes`` 0.5 and 0.25), and each program's compile time.
+1. ``rennala_nigt`` on humanoid, n = 100 and n = 1,000, M = 50, one seed: rounds/s and
+   env-steps/s of ``jit(run_chunk(state, R))``.
 2. 5 seeds × {rennala_nigt, sync_nigt, afedpg}, each algorithm ONE program
    ``jit(vmap(run_chunk))`` over the 5 seeds: rounds (or arrival blocks)/s, env-steps/s
    summed over seeds, compile time. AFedPG is timed on blocks of ``--async-block``
@@ -31,6 +34,52 @@ from benchmarks.common import compile_timed, format_table, make_config
 from jaxnigt.trainer import make_trainer
 
 ALGORITHMS = ("rennala_nigt", "sync_nigt", "afedpg")
+LANES = (1.0, 0.5, 0.25)
+
+
+def _rollouts(env, horizon, batches, reps, start, deadline) -> list[dict]:
+    """Alive steps/s of a batched rollout + gradient at the initial policy, per lanes value."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from jaxnigt.envs import make_env
+    from jaxnigt.estimator import policy_gradient
+    from jaxnigt.policy import make_policy
+    from jaxnigt.rollout import rollout
+
+    base = make_env(env, horizon=horizon)
+    policy = make_policy(base)
+    params = policy.init(jax.random.key(0))
+    rows = []
+    for batch in batches:
+        for lanes in LANES:
+            if time.perf_counter() - start > deadline:
+                rows.append({"rollout_batch": batch, "lanes": lanes, "skipped": "deadline"})
+                continue
+            task = dataclasses.replace(base, lanes=lanes)
+            types, weights = jnp.zeros(batch, jnp.int32), jnp.full(batch, 1.0 / batch)
+
+            def fn(key, task=task, types=types, weights=weights):
+                keys = jax.random.split(key, batch)
+                traj = rollout(task, policy, params, keys, types)
+                return traj.lengths, policy_gradient(policy, params, traj, weights, 0.99)
+
+            compiled, lower_s, compile_s = compile_timed(fn, jax.random.key(1))
+            lengths, _ = jax.block_until_ready(compiled(jax.random.key(1)))
+            times = []
+            for r in range(reps):
+                t0 = time.perf_counter()
+                jax.block_until_ready(compiled(jax.random.key(2 + r)))
+                times.append(time.perf_counter() - t0)
+            wall = float(np.median(times))
+            rows.append(
+                {"algorithm": "rollout+pg", "env": env, "rollout_batch": batch, "lanes": lanes,
+                 "alive_steps_per_s": float(np.sum(lengths)) / wall, "wall_s": wall,
+                 "lower_s": lower_s, "compile_s": compile_s}
+            )  # fmt: skip
+            print(format_table(rows[-1:], COLUMNS), flush=True)
+    return rows
 
 
 def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
@@ -97,25 +146,25 @@ def run(
         rounds, reps = max(1, rounds // 2), 1
     start = time.perf_counter()
 
-    def cfg_for(block=None):
+    def cfg_for(block=None, workers=n):
         from jaxnigt import config as config_lib
 
-        cfg = make_config(env, n=n, M=M, horizon=horizon, async_block=block, seeds=seeds)
+        cfg = make_config(env, n=workers, M=M, horizon=horizon, async_block=block, seeds=seeds)
         if solver_iterations is None and ls_iterations is None:
             return cfg
         raw = cfg.to_dict()
         raw["env"].update(solver_iterations=solver_iterations, ls_iterations=ls_iterations)
         return config_lib.from_dict(raw)
 
-    plan = [("rennala_nigt", 1, rounds)]
-    plan += [(a, seeds, 1 if a == "afedpg" else rounds) for a in ALGORITHMS]
-    rows = []
-    for algorithm, s, r in plan:
+    rows = _rollouts(env, horizon or 1000, (1024, 4096, 16384), reps, start, deadline)
+    plan = [("rennala_nigt", 1, rounds, n), ("rennala_nigt", 1, rounds, 1000)]
+    plan += [(a, seeds, 1 if a == "afedpg" else rounds, n) for a in ALGORITHMS]
+    for algorithm, s, r, workers in plan:
         elapsed = time.perf_counter() - start
         if elapsed > deadline:
             rows.append({"algorithm": algorithm, "seeds": s, "skipped": f"deadline {elapsed:.0f}s"})
             continue
-        cfg = cfg_for(async_block if algorithm == "afedpg" else None)
+        cfg = cfg_for(async_block if algorithm == "afedpg" else None, workers)
         rows.append(_bench(cfg, algorithm, s, r, reps))
         print(format_table(rows[-1:], COLUMNS), flush=True)
     from benchmarks import scaling
@@ -132,6 +181,8 @@ def run(
 COLUMNS = (
     ("algorithm", "algorithm", ""),
     ("env", "env", ""),
+    ("rollout_batch", "batch", ""),
+    ("lanes", "lanes", ""),
     ("n", "n", ""),
     ("M", "M", ""),
     ("seeds", "seeds", ""),

@@ -26,12 +26,15 @@ jaxnigt's side is ``jit(Trainer.run_chunk(state, R))`` of ``rennala_nigt`` on br
 timed after compilation (compile reported separately), once with brax's default solver and
 once with ``env.solver_iterations: 1, env.ls_iterations: 4``. gymnasium's MuJoCo models keep
 MuJoCo's default solver (Hopper-v5: Newton, 100 iterations, 50 line-search iterations). Each
-reference mode is paired with the jaxnigt program that does the matching work:
-``terminating`` with the library default (rollouts stop once every trajectory of the batch
-has ended), ``full_h`` with the early exit off (the task with ``terminates=False``: all
-R·M·H steps computed, the cost once trajectories survive the horizon). The candidates are
-timed interleaved; ``speedup = wall(reference) / wall(jaxnigt)`` for the same R rounds (one
-row per reference mode and MJX solver setting).
+reference mode is paired with the jaxnigt programs that do the matching work:
+``terminating`` with the library default, lanes refilled as trajectories terminate
+(``env.lanes`` default) and, side by side, without refill (``env.lanes: 1``: a batch runs
+until its longest trajectory ends); ``full_h`` with the early exit off (the task with
+``terminates=False``: all R·M·H steps computed, the cost once trajectories survive the
+horizon). The candidates are timed interleaved; ``speedup = wall(reference) /
+wall(jaxnigt)`` for the same R rounds (one row per reference mode, jaxnigt variant and MJX
+solver setting). ``alive %`` estimates the share of jaxnigt's computed lane-steps that
+belong to living episodes, from the lengths of round 0's trajectories.
 
 Usage::
 
@@ -66,12 +69,18 @@ from jaxnigt.trainer import make_task
 
 GYM_IDS = {"hopper": "Hopper-v5", "humanoid": "Humanoid-v5"}
 TARGET = 2.0
+#: Targets of the refilled rollout against the terminating reference, per MJX solver.
+REFILL_TARGET = {"default": 1.5, "1/4": 4.0}
 #: (label, solver_iterations, ls_iterations) of the jaxnigt runs; None = brax default.
 SOLVERS = (("default", None, None), ("1/4", 1, 4))
 #: Reference modes: gymnasium's default termination, or every trajectory H steps long.
 MODES = ("terminating", "full_h")
-#: The jaxnigt program each reference mode is compared with: rollout early exit on or off.
-MODE_EARLY_EXIT = {"terminating": True, "full_h": False}
+#: The jaxnigt programs each reference mode is compared with:
+#: (variant, rollout early exit, env.lanes; None = the library default).
+VARIANTS = {
+    "terminating": (("refill", True, None), ("no refill", True, 1.0)),
+    "full_h": (("full H", False, 1.0),),
+}
 
 
 class NumpyPolicy:
@@ -226,18 +235,43 @@ class Reference:
         return {**walls, "alive_steps": alive, "sim_time": float(t_sim)}
 
 
-def bench_env(
-    env: str,
-    *,
-    horizon: int,
-    M: int,
-    n: int,
-    rounds: int,
-    reps: int,
-    solvers: tuple = SOLVERS,
-    modes: tuple[str, ...] = MODES,
-) -> list[dict]:
-    """One row per (jaxnigt solver setting, reference mode), all timed interleaved."""
+def _lane_steps(lengths: np.ndarray, horizon: int, lanes: int) -> int:
+    """Lane-steps a rollout computes for trajectories of these lengths on ``lanes`` lanes:
+    without refill (lanes = S) the batch runs in blocks until its longest episode ends; with
+    refill, a lane takes the next trajectory every REFILL_EVERY steps once its own ended."""
+    from jaxnigt.rollout import REFILL_EVERY, _block_size
+
+    S = len(lengths)
+    if lanes >= S:
+        block = _block_size(horizon, True)
+        return S * block * math.ceil(max(int(lengths.max()), 1) / block)
+    free = np.zeros(lanes, np.int64)  # when each lane can take the next trajectory
+    for length in lengths:
+        i = int(np.argmin(free))
+        free[i] += REFILL_EVERY * math.ceil(max(int(length), 1) / REFILL_EVERY)
+    return lanes * int(free.max())
+
+
+def _alive_share(tr, state, rounds_keys=None) -> float:
+    """Share of round 0's computed lane-steps that are alive (from its trajectory lengths)."""
+    from jaxnigt.collect import slot_keys
+    from jaxnigt.rollout import num_lanes, rollout
+
+    setup = tr.setup
+    _, k_sched, k_roll = jax.random.split(state.key, 3)
+    sched = schedules.rennala(setup.tm, k_sched, 0.0, state.busy_until, M=setup.M)
+    keys = slot_keys(k_roll, sched.slot_worker, sched.slot_rank)
+    types = jnp.zeros(setup.M, jnp.int32)
+    traj = rollout(setup.task, setup.policy, state.params, keys, types)
+    lengths = np.asarray(traj.lengths)
+    if not setup.task.terminates:
+        return float(lengths.sum() / (setup.M * setup.horizon))
+    lanes = num_lanes(setup.task, setup.M)
+    return float(lengths.sum() / _lane_steps(lengths, setup.horizon, lanes))
+
+
+def _programs(env, horizon, M, n, rounds, solvers, modes):
+    """``{label: ({(mode, variant): (tr, state, run, compile_s)}, si, ls)}``."""
     trainers = {}
     seen: dict[tuple[int, int], str] = {}
     for label, si, ls in solvers:
@@ -250,12 +284,31 @@ def bench_env(
         seen[effective] = label
         progs = {}
         for mode in modes:
-            # terminating: the library default (rollouts stop once the batch has fallen);
-            # full_h: every trajectory computed for all H steps, as the reference does.
-            progs[mode] = compiled_chunk(
-                cfg, "rennala_nigt", rounds, early_exit=MODE_EARLY_EXIT[mode]
-            )
+            for variant, early_exit, lanes in VARIANTS[mode]:
+                c = make_config(
+                    env, n=n, M=M, horizon=horizon, solver_iterations=si, ls_iterations=ls,
+                    lanes=lanes,
+                )  # fmt: skip
+                progs[mode, variant] = compiled_chunk(
+                    c, "rennala_nigt", rounds, early_exit=early_exit
+                )
         trainers[label] = (progs, *effective)
+    return trainers
+
+
+def bench_env(
+    env: str,
+    *,
+    horizon: int,
+    M: int,
+    n: int,
+    rounds: int,
+    reps: int,
+    solvers: tuple = SOLVERS,
+    modes: tuple[str, ...] = MODES,
+) -> list[dict]:
+    """One row per (jaxnigt solver setting, reference mode, variant), timed interleaved."""
+    trainers = _programs(env, horizon, M, n, rounds, solvers, modes)
     tr0, state0 = next(iter(trainers[solvers[0][0]][0].values()))[:2]
     ref = Reference(env, tr0, state0)
     last: dict[str, Any] = {}
@@ -265,57 +318,58 @@ def bench_env(
 
     fns = {mode: (lambda mode=mode: ref_call(mode)) for mode in modes}
     for label, (progs, *_rest) in trainers.items():
-        for mode, (_, state, run, _c) in progs.items():
-            fns[label, mode] = lambda run=run, state=state: run(state)
+        for key, (_, state, run, _c) in progs.items():
+            fns[label, *key] = lambda run=run, state=state: run(state)
     med = interleaved(fns, reps)
     rows = []
     for label, (progs, si, ls) in trainers.items():
-        for mode in modes:
-            tr, state, run, compile_s = progs[mode]
-            _, metrics = run(state)
-            steps = rounds * M * horizon
-            alive = float(metrics["env_steps"][-1] - state.counters.env_steps)
-            sim_time = float(metrics["sim_time"][-1])
-            r = last[mode]
-            jax_s = med[label, mode]
-            speedup = med[mode] / jax_s
+        for (mode, variant), (tr, state, run, compile_s) in progs.items():
             rows.append(
-                {
-                    "env": env,
-                    "gym_id": ref.gym_id,
-                    "H": horizon,
-                    "M": M,
-                    "n": n,
-                    "rounds": rounds,
-                    "reference": mode,
-                    "solver": label,
-                    "solver_iterations": si,
-                    "ls_iterations": ls,
-                    "solver_effective": f"{si}/{ls}",
-                    "d_jaxnigt": tr.dim,
-                    "d_reference": ref.d,
-                    "ref_s": med[mode],
-                    "jaxnigt_s": jax_s,
-                    "jaxnigt_early_exit": "on" if MODE_EARLY_EXIT[mode] else "off",
-                    "speedup": speedup,
-                    "target": TARGET,
-                    "met": bool(speedup >= TARGET),
-                    "ref_alive_steps": r["alive_steps"],
-                    "ref_alive_steps_per_s": r["alive_steps"] / med[mode],
-                    "ref_rollout_s": r["rollout"],
-                    "ref_update_s": r["update"],
-                    "ref_schedule_s": r["schedule"],
-                    "ref_compile_s": ref.compile_s,
-                    "jaxnigt_steps": steps,
-                    "jaxnigt_alive_steps": alive,
-                    "jaxnigt_steps_per_s": steps / jax_s,
-                    "jaxnigt_alive_steps_per_s": alive / jax_s,
-                    "jaxnigt_compile_s": compile_s,
-                    "same_schedule": bool(math.isclose(sim_time, r["sim_time"], rel_tol=1e-6)),
-                    "reps": reps,
-                }
+                _row(env, ref, last[mode], med, label, mode, variant, tr, state, run, compile_s)
+                | {"solver_iterations": si, "ls_iterations": ls, "solver_effective": f"{si}/{ls}"}
+                | {"H": horizon, "M": M, "n": n, "rounds": rounds, "reps": reps}
             )
     return rows
+
+
+def _row(env, ref, r, med, label, mode, variant, tr, state, run, compile_s) -> dict:
+    _, metrics = run(state)
+    rounds = int(np.asarray(metrics["round"]).shape[0])
+    steps = rounds * tr.setup.M * tr.setup.horizon
+    alive = float(metrics["env_steps"][-1] - state.counters.env_steps)
+    jax_s = med[label, mode, variant]
+    speedup = med[mode] / jax_s
+    target = REFILL_TARGET.get(label) if variant == "refill" else TARGET
+    return {
+        "env": env,
+        "gym_id": ref.gym_id,
+        "reference": mode,
+        "variant": variant,
+        "solver": label,
+        "d_jaxnigt": tr.dim,
+        "d_reference": ref.d,
+        "ref_s": med[mode],
+        "jaxnigt_s": jax_s,
+        "jaxnigt_early_exit": "on" if mode == "terminating" else "off",
+        "speedup": speedup,
+        "target": target,
+        "met": bool(speedup >= target) if target else None,
+        "alive_share": _alive_share(tr, state),
+        "ref_alive_steps": r["alive_steps"],
+        "ref_alive_steps_per_s": r["alive_steps"] / med[mode],
+        "ref_rollout_s": r["rollout"],
+        "ref_update_s": r["update"],
+        "ref_schedule_s": r["schedule"],
+        "ref_compile_s": ref.compile_s,
+        "jaxnigt_steps": steps,
+        "jaxnigt_alive_steps": alive,
+        "jaxnigt_steps_per_s": steps / jax_s,
+        "jaxnigt_alive_steps_per_s": alive / jax_s,
+        "jaxnigt_compile_s": compile_s,
+        "same_schedule": bool(
+            math.isclose(float(metrics["sim_time"][-1]), r["sim_time"], rel_tol=1e-6)
+        ),
+    }
 
 
 def run(
@@ -345,13 +399,16 @@ COLUMNS = (
     ("M", "M", "d"),
     ("rounds", "R", "d"),
     ("reference", "reference", ""),
+    ("variant", "jaxnigt", ""),
     ("solver", "MJX solver", ""),
     ("solver_effective", "iters/ls", ""),
     ("jaxnigt_early_exit", "jaxnigt exit", ""),
     ("ref_s", "reference s", ".2f"),
     ("jaxnigt_s", "jaxnigt s", ".2f"),
     ("speedup", "speedup", ".2f"),
-    ("met", ">=2", ""),
+    ("target", "target", ".1f"),
+    ("met", "met", ""),
+    ("alive_share", "alive %", ".0%"),
     ("ref_alive_steps_per_s", "ref alive/s", ",.0f"),
     ("jaxnigt_steps_per_s", "jaxnigt steps/s", ",.0f"),
     ("jaxnigt_alive_steps_per_s", "jaxnigt alive/s", ",.0f"),

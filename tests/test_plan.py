@@ -1,0 +1,71 @@
+"""Tests for jaxnigt.plan and ``jaxnigt plan``: the clock's trajectories per step equal what
+the real trainer rolls out, and the memory figure is the compiled step's."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxnigt import algorithms, cli, plan
+from jaxnigt import config as config_lib
+from jaxnigt.trainer import make_trainer
+
+RAW = {
+    "env": {"name": "point_mass"},
+    "cluster": {"n": 4, "h": "sqrt", "kappa": 0.5},
+    "hparams": {"M": 6, "malenia_capacity": 40, "async_block": 4},
+    "budget": 50.0,
+    "seeds": 2,
+}
+
+
+@pytest.mark.parametrize("algorithm", algorithms.NAMES)
+def test_trajectories_per_step_equal_one_real_step(algorithm):
+    """Deterministic times: the planner's clock and one step of the trainer agree."""
+    cfg = config_lib.from_dict({**RAW, "algorithms": [algorithm]})
+    tr = make_trainer(cfg, algorithm)
+    per_step, step_time = plan._clock(tr, 3)
+    state = tr.init(jax.random.key(0), tr.hyper())
+    new, metrics = jax.jit(tr.step)(state)
+    assert float(metrics.grads) == pytest.approx(per_step)
+    # the first step's simulated time is the first simulated step's end
+    first_end = np.asarray(tr.algorithm.simulate_clock(jax.random.key(0), 1)[1])[0]
+    assert float(new.counters.time) == pytest.approx(float(first_end), rel=1e-6)
+    assert step_time > 0
+
+
+def test_memory_is_the_compiled_programs():
+    cfg = config_lib.from_dict({**RAW, "algorithms": ["rennala_nigt"]})
+    row = plan.plan_algorithm(cfg, "rennala_nigt")
+    tr = make_trainer(cfg, "rennala_nigt")
+    keys = jax.random.split(jax.random.key(0), 2)
+    state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
+    compiled = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 1))).lower(state).compile()
+    m = compiled.memory_analysis()
+    want = m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+    assert row["memory_mb"] * 2**20 == pytest.approx(want, rel=0.10)
+    assert row["steps"] == pytest.approx(cfg.budget / row["step_time"])
+    assert row["env_steps_per_run"] == pytest.approx(
+        row["steps"] * row["trajectories_per_step"] * tr.setup.horizon
+    )
+
+
+def test_plan_command_prints_a_table(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text(config_lib.dump(config_lib.from_dict({**RAW, "algorithms": ["afedpg"]})))
+    assert cli.main(["plan", str(path), "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert "[jaxnigt] backend cpu" in out and "afedpg" in out and "traj/step" in out
+    assert cli.main(["plan", str(path), "--set", "cluster.n=0"]) == 2
+
+
+def test_every_bundled_config_plans_without_memory():
+    """Every bundled config: the clock-only plan of every algorithm (no compile)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "configs"
+    for path in sorted(root.glob("*.yaml")):
+        cfg = config_lib.load(path)
+        for algorithm in cfg.algorithms:
+            tr = make_trainer(cfg, algorithm)
+            per_step, step_time = plan._clock(tr, 2)
+            assert per_step >= 1 and step_time > 0, (path.name, algorithm)

@@ -1,0 +1,147 @@
+"""Tests for jaxnigt.sweep and ``jaxnigt sweep``: the grid, the table, resume, failures."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jaxnigt import cli, sweep
+from jaxnigt import config as config_lib
+
+BASE = """
+name: tiny_sweep
+algorithms: [rennala_nigt, sync_nigt]
+seeds: 2
+budget: 30.0
+env: {name: point_mass}
+cluster: {n: 2, h: sqrt, kappa: 0.5}
+hparams: {M: 4, learning_rate: 0.05, eta: 0.3}
+eval: {every: 3, episodes: 2}
+checkpoint_every: 1
+sweep:
+  over: {cluster.n: [2, 4], hparams.M: [4, 8]}
+"""
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    cfg = root / "s.yaml"
+    cfg.write_text(BASE)
+    out = root / "out"
+    code = cli.main(["sweep", str(cfg), "--out", str(out), "--no-progress"])
+    return code, cfg, out
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_by_two_sweep_writes_points_table_and_plot(swept):
+    code, _, out = swept
+    assert code == 0
+    points = ["cluster.n=2,hparams.M=4", "cluster.n=2,hparams.M=8"]
+    points += ["cluster.n=4,hparams.M=4", "cluster.n=4,hparams.M=8"]
+    for p in points:
+        for name in ("config.yaml", "metrics.csv", "summary.json"):
+            assert (out / p / name).is_file(), (p, name)
+    rows = _rows(out / "sweep.csv")
+    assert [(r["point"], r["algorithm"]) for r in rows] == [
+        (p, a) for p in points for a in ("rennala_nigt", "sync_nigt")
+    ]
+    for r in rows:
+        summary = json.loads((out / r["point"] / "summary.json").read_text())[r["algorithm"]]
+        assert float(r["final_median_return"]) == pytest.approx(summary["final_median_return"])
+        assert float(r["best_median_return"]) == pytest.approx(summary["best_median_return"])
+        assert r["status"] == "done" and int(r["seeds"]) == 2
+        assert float(r["compile_seconds"]) > 0 and float(r["wall_seconds"]) > 0
+        # every point shares the sweep's targets
+        assert r["target_0.5"] == rows[0]["target_0.5"]
+    assert {r["cluster.n"] for r in rows} == {"2", "4"}
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_redraws_a_sweep(swept, tmp_path):
+    _, _, out = swept
+    png = tmp_path / "again.png"
+    assert cli.main(["plot", str(out), "--x", "hparams.M", "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert cli.main(["plot", str(out), "--x", "cluster.h"]) == 2
+
+
+def test_failing_point_is_recorded_and_others_go_on(tmp_path, capsys):
+    cfg = tmp_path / "f.yaml"
+    text = BASE.split("sweep:")[0].replace("[rennala_nigt, sync_nigt]", "[malenia_nigt]")
+    cfg.write_text(text.replace("h: sqrt", "h: [1.0, 10.0]"))
+    out = tmp_path / "out"
+    argv = ["sweep", str(cfg), "--over", "hparams.malenia_capacity=1,64", "--out", str(out)]
+    assert cli.main([*argv, "--no-progress"]) == 0
+    rows = {r["point"]: r for r in _rows(out / "sweep.csv")}
+    failed = rows["hparams.malenia_capacity=1"]
+    assert failed["status"] == "failed" and "capacity overflow" in failed["message"]
+    assert rows["hparams.malenia_capacity=64"]["status"] == "done"
+    assert "1 failed point(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "over, what",
+    [
+        ("cluster.bogus=1,2", "cluster.bogus"),
+        ("cluster.n=0,2", "cluster.n"),
+        ("cluster.n", "KEY=V1,V2"),
+        ("hparams.M=", "comma-separated"),
+    ],
+)
+def test_bad_over_exits_2_and_writes_nothing(tmp_path, capsys, over, what):
+    cfg = tmp_path / "b.yaml"
+    cfg.write_text(BASE.split("sweep:")[0])
+    out = tmp_path / "out"
+    assert cli.main(["sweep", str(cfg), "--over", over, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0], err
+    assert not out.exists()
+
+
+def test_nothing_to_sweep(tmp_path, capsys):
+    cfg = tmp_path / "b.yaml"
+    cfg.write_text(BASE.split("sweep:")[0])
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "nothing to sweep" in capsys.readouterr().err
+
+
+def test_resume_after_a_kill_skips_finished_points(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(BASE.replace("[2, 4], hparams.M: [4, 8]", "[2, 3]"))
+    out = tmp_path / "out"
+    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
+    argv = [sys.executable, "-m", "jaxnigt.cli", "sweep", str(cfg), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*argv, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    second = out / "cluster.n=3"  # the first point is done once the second starts
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not second.is_dir():
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "sweep.csv").exists()
+    logs = []
+    code = sweep.run_sweep(
+        config_lib.read_yaml(cfg),
+        {"cluster.n": [2, 3]},
+        out,
+        resume=True,
+        progress=False,
+        log=logs.append,
+    )
+    assert code and any("cluster.n=2: finished earlier; kept" in line for line in logs)
+    assert [r["point"] for r in _rows(out / "sweep.csv")] == ["cluster.n=2"] * 2 + [
+        "cluster.n=3"
+    ] * 2
