@@ -52,6 +52,7 @@ def gradient_from_schedule(
     *,
     chunk: int,
     mesh: Any = None,
+    estimator: Any = None,
 ) -> tuple[Any, dict[str, jax.Array]]:
     """``Σ_j w_j g_H(τ_j, θ)`` over a schedule's valid slots, plus summed rollout stats.
 
@@ -65,6 +66,8 @@ def gradient_from_schedule(
       chunk: static rollout batch; S <= chunk means one batch and no loop.
       mesh: optional device mesh; each rollout batch is split across it along the slot
         axis (``jaxnigt.parallel.constrain_slots``) and the sum becomes an all-reduce.
+      estimator: ``(params, traj, weights) -> (grads, stats)``; default the policy-gradient
+        estimator with discount ``gamma``.
 
     Returns:
       ``(grads, stats)`` with ``stats`` holding ``sum_return``, ``sum_length`` and ``count``
@@ -76,7 +79,10 @@ def gradient_from_schedule(
     def batch_gradient(k, t, w):
         k, t, w = (constrain_slots(x, mesh) for x in (k, t, w))
         traj = rollout(task, policy, params, k, t)
-        grads, stats = policy_gradient(policy, params, traj, w, gamma)
+        if estimator is None:
+            grads, stats = policy_gradient(policy, params, traj, w, gamma)
+        else:
+            grads, stats = estimator(params, traj, w)
         return grads, {key: stats[key] for key in _STATS}
 
     if sched.slot_worker.shape[0] <= chunk:

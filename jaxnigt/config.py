@@ -187,6 +187,14 @@ class HParams:
       admm_local_steps: ``admm_pg``'s local policy-gradient steps K per round (≥ 1).
       admm_local_batch: ``admm_pg``'s trajectories B per local step and worker; default
         max(1, ceil(M/n)), so one local step collects about M trajectories in all.
+      value_coef: actor-critic methods (``a2c``, ``a3c``, ``impala``): weight of the value
+        loss (traced).
+      entropy_coef: their entropy bonus (traced).
+      gae_lambda: λ of generalized advantage estimation (``a2c``, ``a3c``; traced).
+      ac_optimizer: their optax optimizer: ``adam`` or ``rmsprop``.
+      impala_batch: trajectories per learner update of ``impala`` (default n).
+      impala_learner_time: simulated time of one learner update (default 0); actors that
+        arrive before it completes receive the previous parameters.
     """
 
     learning_rate: float = _opt(_float(0.0, open_low=False), 2.0**-5)
@@ -201,6 +209,12 @@ class HParams:
     admm_rho: float = _opt(_float(0.0), 1.0)
     admm_local_steps: int = _opt(_int(1), 1)
     admm_local_batch: int | None = _opt(_optional(_int(1)))
+    value_coef: float = _opt(_float(0.0, open_low=False), 0.5)
+    entropy_coef: float = _opt(_float(0.0, open_low=False), 0.0)
+    gae_lambda: float = _opt(_float(0.0, 1.0, open_low=False), 0.95)
+    ac_optimizer: str = _opt(_choice(("adam", "rmsprop")), "adam")
+    impala_batch: int | None = _opt(_optional(_int(1)))
+    impala_learner_time: float = _opt(_float(0.0, open_low=False), 0.0)
 
 
 @dataclass(frozen=True)

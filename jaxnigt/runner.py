@@ -227,11 +227,10 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     mesh, slot_mesh = parallel.device_plan(config.devices, batch)
     tr = trainer or make_trainer(config, algorithm, mesh=slot_mesh)
     keys = jnp.concatenate([seed_keys(config, num_seeds)] * len(points))
-    hyper = {
-        k: jnp.asarray([p[k] for p in points for _ in range(num_seeds)], jnp.float32)
-        for k in ("learning_rate", "eta")
-    }
-    hyper["gamma"] = jnp.full((batch,), tr.hparams.gamma, jnp.float32)
+    hyper = tr.hyper(
+        batch=batch,
+        **{k: np.asarray([p[k] for p in points for _ in range(num_seeds)]) for k in points[0]},
+    )
     budget = config.budget if config.budget is not None else math.inf
     max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
     every = config.eval.every

@@ -97,6 +97,10 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
     )
 
 
+#: The hyperparameters that live in the state as arrays (sweepable without recompiling).
+TRACED = ("learning_rate", "eta", "gamma", "value_coef", "entropy_coef", "gae_lambda")
+
+
 @dataclasses.dataclass(frozen=True)
 class Trainer:
     """Pure functions of one algorithm's run (all unbatched; vmap them over seeds/grids).
@@ -137,11 +141,7 @@ class Trainer:
 
         With ``batch``, every value is broadcast to a leading ``[batch]`` axis.
         """
-        out = {
-            "learning_rate": values.get("learning_rate", self.hparams.learning_rate),
-            "eta": values.get("eta", self.hparams.eta),
-            "gamma": values.get("gamma", self.hparams.gamma),
-        }
+        out = {k: values.get(k, getattr(self.hparams, k)) for k in TRACED}
         out = {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
         if batch is not None:
             out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}

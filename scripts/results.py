@@ -84,6 +84,14 @@ class Scenario:
     claim: str
     seeds: int = 5
     models: tuple[tuple[str, str], ...] = (DEFAULT_MODEL,)
+    # (family, algorithms) run beside the family's own, with that family's tuned values
+    include: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def algorithms(self) -> list[str]:
+        return [a for _, algs in self.include for a in algs] + list(
+            FAMILIES[self.family].algorithms
+        )
 
     def model_dir(self, model: tuple[str, str]) -> str:
         return self.name if model == DEFAULT_MODEL else f"{self.name}__{model[0]}_{model[1]}"
@@ -110,6 +118,9 @@ _HET = {
 }
 _HOPPER = {"env": {"horizon": 1000, "solver_iterations": 1, "ls_iterations": 4}}
 _GRID = (-14, -12, -10, -8, -6)
+# The actor-critic family: Adam's learning rate (η is not used; one value keeps the grid small)
+ACTOR_CRITIC = ("a2c", "a3c", "impala")
+_R = ("rennala_nigt",)
 
 FAMILIES = {
     f.name: f
@@ -121,6 +132,8 @@ FAMILIES = {
         Family("reacher_n100", _base("reacher", _N100), HOMOGENEOUS, 88000, _GRID),
         Family("reacher_hetero", _base("reacher", _HET), HETEROGENEOUS, 30000, _GRID),
         Family("hopper", _base("hopper", _HOPPER), HOMOGENEOUS, 3100, (-10, -8, -6), eta=(0.1,)),
+        Family("point_mass_ac", _base("point_mass"), ACTOR_CRITIC, 32000, _GRID, eta=(0.1,)),
+        Family("reacher_ac", _base("reacher"), ACTOR_CRITIC, 32000, _GRID, eta=(0.1,)),
     )
 }
 
@@ -148,6 +161,10 @@ SCENARIOS = {
         *_env_scenarios("point_mass"),
         *_env_scenarios("reacher"),
         Scenario("hopper_sqrt_dim", "hopper", {}, 4700, "fastest", seeds=3),
+        *(
+            Scenario(f"{env}_ac", f"{env}_ac", {}, 32000, "actor_critic", include=((env, _R),))
+            for env in ("point_mass", "reacher")
+        ),
     )
 }
 
@@ -304,7 +321,7 @@ def _run_once(cfg, run_dir: Path) -> None:
 def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = False) -> dict:
     fam = FAMILIES[sc.family]
     raw = merge(fam.base, sc.overrides)
-    raw.update(name=sc.model_dir(model), algorithms=list(fam.algorithms), seed=0)
+    raw.update(name=sc.model_dir(model), algorithms=sc.algorithms, seed=0)
     raw.update(seeds=2 if quick else sc.seeds, budget=sc.budget / (20 if quick else 1))
     raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}
     per = {}
@@ -316,10 +333,12 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
 
 
 def write_config(sc: Scenario, raw: dict) -> None:
+    families = [sc.family, *(f for f, _ in sc.include)]
+    files = ", ".join(f"docs/results/{_tuning_file(f)}" for f in families)
     header = (
         f"# {sc.name}: written by scripts/results.py (claim '{sc.claim}'); hyperparameters\n"
-        f"# from the tuning of family '{sc.family}' on seeds {TUNE_SEED}.. "
-        f"(docs/results/{_tuning_file(sc.family)}).\n"
+        f"# from the tuning of family {' and '.join(map(repr, families))} on seeds "
+        f"{TUNE_SEED}.. ({files}).\n"
     )
     path = ROOT / "configs" / "cpu" / f"{sc.name}.yaml"
     path.write_text(header + yaml.safe_dump(raw, sort_keys=False))
@@ -327,7 +346,12 @@ def write_config(sc: Scenario, raw: dict) -> None:
 
 def run_scenario(sc: Scenario, out: Path, docs: Path, quick: bool) -> None:
     for model in sc.models:
-        raw = scenario_raw(sc, tuned_values(docs, sc.family, model), model, quick)
+        chosen = {}
+        for family, algorithms in sc.include:
+            values = tuned_values(docs, family, model)
+            chosen.update({a: values[a] for a in algorithms})
+        chosen.update(tuned_values(docs, sc.family, model))
+        raw = scenario_raw(sc, chosen, model, quick)
         if model == DEFAULT_MODEL and not quick:
             write_config(sc, raw)
         _run_once(config_lib.from_dict(raw), out / sc.model_dir(model))
@@ -341,21 +365,27 @@ def families_needing(variant: str) -> set[str]:
 # ----------------------------------------------------------------------------- analysis
 
 REFERENCE = {"equal": "rennala_nigt", "fastest": "rennala_nigt", "hetero": "malenia_nigt"}
+REFERENCE["actor_critic"] = "rennala_nigt"
 FRACTIONS = (0.5, 0.8)
 
 
-def _algorithm_data(rows: list[dict], algorithm: str, budget: float) -> dict:
+def _algorithm_data(rows: list[dict], algorithm: str, budget: float, per_update: int = 1) -> dict:
+    """One algorithm's curves and per-seed statistics; ``per_update``: trajectories per
+    learner update of ``impala`` (its updates are counted from the trajectories applied)."""
     mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == 0]
     curves = results.group_curves(mine, x="sim_time", y="eval_return")[(algorithm, 0)]
     seeds = sorted(curves)
     last = {s: max((r for r in mine if r["seed"] == s), key=lambda r: r["round"]) for s in seeds}
-    per_arrival = algorithm in ("afedpg", "asgd")
+    per_arrival = algorithm in ("afedpg", "asgd", "a3c", "impala")
     data = {
         "curves": [curves[s] for s in seeds],
         "average": np.array([curve_average(*curves[s], budget) for s in seeds]),
         "second_half": np.array([_window_average(*curves[s], budget / 2, budget) for s in seeds]),
         "initial": [float(curves[s][1][0]) for s in seeds if curves[s][0][0] == 0.0],
-        "updates": [float(last[s]["comms" if per_arrival else "round"]) for s in seeds],
+        "updates": [
+            float(last[s]["comms"]) / per_update if per_arrival else float(last[s]["round"])
+            for s in seeds
+        ],
         "env_steps": [float(last[s]["env_steps"]) for s in seeds],
     }
     for t in sorted(k for k in mine[0] if k.startswith("eval_type")):
@@ -425,7 +455,11 @@ def verdict(claim: str, comparisons: dict) -> str:
 def analyze_run(sc: Scenario, model, run_dir: Path, budget: float) -> dict:
     rows = results.read_metrics(run_dir)
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
-    data = {a: _algorithm_data(rows, a, budget) for a in algorithms}
+    cfg = config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
+    per_update = {a: 1 for a in algorithms}
+    if "impala" in per_update:
+        per_update["impala"] = cfg.hparams_for("impala").impala_batch or cfg.cluster.n
+    data = {a: _algorithm_data(rows, a, budget, per_update[a]) for a in algorithms}
     r0 = float(np.median([v for d in data.values() for v in d["initial"]]))
     best = max(float(np.median(d["second_half"])) for d in data.values())
     targets = {f: r0 + f * (best - r0) for f in FRACTIONS}
@@ -497,17 +531,28 @@ def _fmt(iv: dict, digits: int = 2) -> str:
     return f"{f(iv['estimate'])} [{f(iv['low'])}, {f(iv['high'])}]"
 
 
+def _outcome(reference: str, baseline: str, c: dict) -> str:
+    """Which method the interval of the difference in average return favours, if any."""
+    iv = c["average_return_difference"]
+    if iv["low"] > 0:
+        return f"{reference} ahead"
+    if iv["high"] < 0:
+        return f"{baseline} ahead"
+    return "tie not excluded" + (f" (≈{c['needed_seeds']} seeds)" if c["needed_seeds"] else "")
+
+
 def table_rows(analyses: dict) -> list[str]:
     rows = []
     for _name, (a, _) in analyses.items():
         model = f"{a['model']['link']} / {a['model']['allreduce']}"
+        command = f"`python scripts/results.py run {a['scenario']}`"
         for b, c in a["comparisons"].items():
             ratio = c["time_to_target_ratio"]["0.5"]
-            seeds = f" (≈{c['needed_seeds']} seeds to decide)" if c["needed_seeds"] else ""
             rows.append(
                 f"| {a['claim']} | `{a['scenario']}` | {model} | {a['reference']} vs {b} | "
                 f"{_fmt(c['average_return_difference'])} | {_fmt(ratio)} | "
-                f"{'decided' if c['decided'] else 'undecided'}{seeds} | **{a['verdict']}** |"
+                f"{_outcome(a['reference'], b, c)} | **{a['verdict']}** | "
+                f"{a['improvement_over_spread']:.0f} | {command} |"
             )
     return rows
 
@@ -568,8 +613,8 @@ def analyze_all(out: Path, docs: Path, quick: bool) -> None:
         model_matrix(out, sc, docs, budget)
     lines = [
         "| claim | scenario | model (link / allreduce) | comparison | Δ average return [90 % CI] "
-        "| time to 50 %: ratio [90 % CI] | interval | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| time to 50 %: ratio [90 % CI] | outcome | verdict | improvement / spread | command |",
+        "|---|---|---|---|---|---|---|---|---:|---|",
         *table_rows(analyses),
     ]
     for env in ("point_mass", "reacher"):
@@ -581,7 +626,8 @@ def analyze_all(out: Path, docs: Path, quick: bool) -> None:
                 lines.append(
                     f"| bigger gap with more communication | `{env}_sqrt` → `{env}_sqrt_dim` | "
                     f"shared / all | lead over {baseline} (per unit of improvement) | "
-                    f"{_fmt(g['lead_difference'], 3)} | – | – | **{g['verdict']}** |"
+                    f"{_fmt(g['lead_difference'], 3)} | – | – | **{g['verdict']}** | – | "
+                    f"`python scripts/results.py analyze` |"
                 )
     (docs / "verdicts.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -55,9 +55,12 @@ def linear_policy():
     )
 
 
-def match_setup(*, h, kappa, M, async_block=2, malenia_capacity=None, link="shared"):
-    """A two-worker :class:`~jaxnigt.algorithms.core.Setup` on the Match task (types 0, 1)
-    with a linear policy: the algorithm tests' hand-computable cluster."""
+def match_setup(
+    *, h, kappa, M, async_block=2, malenia_capacity=None, link="shared", noise="deterministic"
+):
+    """A ``len(h)``-worker :class:`~jaxnigt.algorithms.core.Setup` on the Match task (worker
+    types alternate 0, 1, 0, ...) with a linear policy: the algorithm tests' hand-computable
+    cluster."""
     import numpy as np
 
     from jaxnigt import timing
@@ -66,8 +69,8 @@ def match_setup(*, h, kappa, M, async_block=2, malenia_capacity=None, link="shar
     return Setup(
         task=match_task(),
         policy=linear_policy(),
-        tm=timing.make_time_model(2, h=h, kappa=kappa),
-        worker_types=np.array([0, 1], np.int32),
+        tm=timing.make_time_model(len(h), h=h, kappa=kappa, noise=noise),
+        worker_types=np.arange(len(h), dtype=np.int32) % 2,
         M=M,
         M_init=M,
         per_worker_batch=None,

@@ -17,7 +17,8 @@ from jaxnigt.runner import run_algorithm
 from jaxnigt.trainer import build_trainer, make_trainer
 
 # Learning rates that suit each update rule on point_mass (NIGT steps are normalized; plain
-# PG steps scale with the gradient, single-trajectory asynchronous SGD needs the smallest).
+# PG steps scale with the gradient, single-trajectory asynchronous SGD needs the smallest;
+# the actor-critic family uses Adam).
 _LR = {
     "rennala_nigt": 0.03,
     "malenia_nigt": 0.03,
@@ -27,6 +28,9 @@ _LR = {
     "rennala_pg": 3e-4,
     "asgd": 3e-5,
     "admm_pg": 3e-4,
+    "a2c": 3e-3,  # actor-critic updates: Adam on the actor and the critic
+    "a3c": 1e-3,
+    "impala": 3e-3,
 }
 
 

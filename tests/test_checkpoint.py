@@ -11,11 +11,13 @@ from jaxnigt import config as config_lib
 from jaxnigt.trainer import make_trainer
 
 
-def test_round_trip_restores_state_keys_and_history(tmp_path):
+# afedpg: a per-arrival engine state; impala: per-actor parameters, learner history, critic
+@pytest.mark.parametrize("algorithm", ["afedpg", "impala"])
+def test_round_trip_restores_state_keys_and_history(tmp_path, algorithm):
     cfg = config_lib.from_dict(
-        {"env": {"name": "point_mass"}, "cluster": {"n": 3}, "algorithms": ["afedpg"]}
+        {"env": {"name": "point_mass"}, "cluster": {"n": 3}, "algorithms": [algorithm]}
     )
-    tr = make_trainer(cfg, "afedpg")
+    tr = make_trainer(cfg, algorithm)
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(2))
     state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
     state, _ = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 2)))(state)
@@ -24,12 +26,12 @@ def test_round_trip_restores_state_keys_and_history(tmp_path):
         "eval_return": np.array([[1.0, np.nan, 2.0], [np.nan, 3.0, np.nan]], np.float32),
     }
     for chunks in (3, 4, 5):
-        checkpoint.save(tmp_path, "afedpg", state, history, chunks=chunks)
-    kept = sorted(p.name for p in checkpoint.algorithm_dir(tmp_path, "afedpg").iterdir())
+        checkpoint.save(tmp_path, algorithm, state, history, chunks=chunks)
+    kept = sorted(p.name for p in checkpoint.algorithm_dir(tmp_path, algorithm).iterdir())
     assert kept == ["chunk_000004", "chunk_000004.sha256", "chunk_000005", "chunk_000005.sha256"]
 
     template = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=2))
-    restored, h, chunks = checkpoint.restore(checkpoint.latest(tmp_path, "afedpg"), template)
+    restored, h, chunks = checkpoint.restore(checkpoint.latest(tmp_path, algorithm), template)
     assert chunks == 5
     for k, v in history.items():
         np.testing.assert_array_equal(h[k], v)
@@ -41,9 +43,9 @@ def test_round_trip_restores_state_keys_and_history(tmp_path):
     step = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 2)))
     chex.assert_trees_all_equal(step(restored)[1], step(state)[1])
 
-    checkpoint.mark_done(tmp_path, "afedpg")
-    assert checkpoint.done_algorithms(tmp_path) == ["afedpg"]
-    assert checkpoint.latest(tmp_path, "afedpg") is None
+    checkpoint.mark_done(tmp_path, algorithm)
+    assert checkpoint.done_algorithms(tmp_path) == [algorithm]
+    assert checkpoint.latest(tmp_path, algorithm) is None
 
 
 def test_restore_latest_verifies_and_falls_back(tmp_path):

@@ -18,6 +18,9 @@ NAMES = (
     "afedpg",
     "asgd",
     "admm_pg",
+    "a2c",
+    "a3c",
+    "impala",
 )
 
 

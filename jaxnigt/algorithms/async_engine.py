@@ -37,7 +37,6 @@ import optax
 from jaxnigt import events
 from jaxnigt.algorithms import core
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
-from jaxnigt.estimator import policy_gradient
 from jaxnigt.rollout import rollout
 
 
@@ -99,17 +98,21 @@ def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
     return total
 
 
-def factory(*, update: core.Update) -> core.AlgorithmFactory:
+def factory(
+    *, update: core.Update, estimator: core.Estimator = core.reinforce
+) -> core.AlgorithmFactory:
     """``make(setup, hparams)`` of an asynchronous algorithm with this server update."""
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
         del hparams
-        return make(setup, update=update)
+        return make(setup, update=update, estimator=estimator)
 
     return make_algorithm
 
 
-def make(setup: Setup, *, update: core.Update) -> Algorithm:
+def make(
+    setup: Setup, *, update: core.Update, estimator: core.Estimator = core.reinforce
+) -> Algorithm:
     """An asynchronous algorithm from the server's update on each arrival (waves of
     ``setup.async_wave`` arrivals; None: :func:`default_wave` of the cluster)."""
     if setup.async_wave is None:
@@ -117,7 +120,7 @@ def make(setup: Setup, *, update: core.Update) -> Algorithm:
         setup = dataclasses.replace(setup, async_wave=wave)
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer),
-        step=functools.partial(_block, setup, update.optimizer),
+        step=functools.partial(_block, setup, update.optimizer, estimator),
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup),
     )
@@ -186,7 +189,7 @@ class _Carry(NamedTuple):
     worker_params: Any
 
 
-def _roll_out(setup: Setup, hyper, ex: AsyncExtra, plan: _Plan, version0, carry: _Carry):
+def _roll_out(setup: Setup, estimator, hyper, ex: AsyncExtra, plan: _Plan, version0, carry: _Carry):
     """Rolls out, as one batch, up to W arrivals whose points are known; keeps their
     gradients, returns and lengths in the block's buffers."""
     A = setup.async_block
@@ -202,9 +205,7 @@ def _roll_out(setup: Setup, hyper, ex: AsyncExtra, plan: _Plan, version0, carry:
     types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
     traj = rollout(setup.task, setup.policy, points, keys, types, per_slot_params=True)
     weights = valid.astype(jnp.float32)
-    grads, _ = policy_gradient(
-        setup.policy, points, traj, weights, hyper["gamma"], per_slot_params=True
-    )
+    grads, _ = estimator(setup.policy, points, traj, weights, hyper, per_slot_params=True)
     drop = jnp.where(valid, idx, A)  # out of range: not written
     put = lambda buf, x: buf.at[drop].set(x, mode="drop")
     return carry._replace(
@@ -234,13 +235,15 @@ def _apply_ready(setup: Setup, opt, plan: _Plan, carry: _Carry) -> _Carry:
     return jax.lax.while_loop(can, one, carry)
 
 
-def _block(setup: Setup, optimizer, state: TrainState, budget: jax.Array):
+def _block(setup: Setup, optimizer, estimator, state: TrainState, budget: jax.Array):
     """Up to ``async_block`` arrivals, each one server update, stopping after the first
     arrival past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
     event_state, plan = _plan(setup, ex, budget)
     opt = optimizer(state.hyper)
-    roll = functools.partial(_roll_out, setup, state.hyper, ex, plan, ex.event_state.version)
+    roll = functools.partial(
+        _roll_out, setup, estimator, state.hyper, ex, plan, ex.event_state.version
+    )
     apply = functools.partial(_apply_ready, setup, opt, plan)
     A = setup.async_block
     zeros = jnp.zeros((A,), jnp.float32)

@@ -30,6 +30,19 @@ from jaxnigt.timing import TimeModel
 # HParams hold the Python values; these are what the compiled program sees).
 TracedHParams = dict[str, jax.Array]
 OptimizerFactory = Callable[[TracedHParams], optax.GradientTransformation]
+#: ``(policy, params, traj, weights, hyper, *, per_slot_params) -> (grads, stats)``: the
+#: weighted gradient (an ascent direction) of a batch of trajectories and its statistics
+#: ``sum_return``, ``sum_length``, ``count``, in one backward pass.
+Estimator = Callable[..., tuple[Any, dict]]
+
+
+def reinforce(policy, params, traj, weights, hyper: TracedHParams, *, per_slot_params=False):
+    """The policy-gradient estimator g_H (SPEC §1, :func:`jaxnigt.estimator.policy_gradient`)."""
+    from jaxnigt.estimator import policy_gradient
+
+    return policy_gradient(
+        policy, params, traj, weights, hyper["gamma"], per_slot_params=per_slot_params
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -49,14 +49,18 @@ def sync_schedule(setup: Setup, M: int) -> ScheduleFn:
 
 
 def factory(
-    *, schedule: Callable[[Setup, int], ScheduleFn], weights: WeightsFn, update: core.Update
+    *,
+    schedule: Callable[[Setup, int], ScheduleFn],
+    weights: WeightsFn,
+    update: core.Update,
+    estimator: core.Estimator = core.reinforce,
 ) -> core.AlgorithmFactory:
     """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights
     and server update (:data:`~jaxnigt.algorithms.core.NIGT` or ``SGD``)."""
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
         del hparams
-        return make(setup, schedule=schedule, weights=weights, update=update)
+        return make(setup, schedule=schedule, weights=weights, update=update, estimator=estimator)
 
     return make_algorithm
 
@@ -67,12 +71,16 @@ def make(
     schedule: Callable[[Setup, int], ScheduleFn],
     weights: WeightsFn,
     update: core.Update,
+    estimator: core.Estimator = core.reinforce,
 ) -> Algorithm:
-    """A round-based algorithm from its schedule, aggregator weights and server update."""
+    """A round-based algorithm from its schedule, aggregator weights, server update and
+    gradient estimator (the policy gradient by default)."""
     optimizer = update.optimizer
 
     def round_with(M: int):
-        return functools.partial(_round, setup, M, schedule(setup, M), weights, optimizer)
+        return functools.partial(
+            _round, setup, M, schedule(setup, M), weights, optimizer, estimator
+        )
 
     return Algorithm(
         init=functools.partial(_init, setup, optimizer),
@@ -96,6 +104,7 @@ def _round(
     schedule: ScheduleFn,
     weights: WeightsFn,
     optimizer: core.OptimizerFactory,
+    estimator: core.Estimator,
     state: TrainState,
     budget: jax.Array,
 ):
@@ -116,6 +125,9 @@ def _round(
         state.hyper["gamma"],
         chunk=min(M, sched.slot_worker.shape[0]),
         mesh=setup.mesh,
+        estimator=None
+        if estimator is core.reinforce
+        else functools.partial(estimator, setup.policy, hyper=state.hyper),
     )
     updates, opt_state = optimizer(state.hyper).update(
         core.negate(grads), state.opt_state, state.params

@@ -1,0 +1,21 @@
+"""A2C: synchronous advantage actor-critic on the simulated cluster.
+
+Every worker rolls out b = max(1, ceil(M/n)) trajectories with the current parameters, the
+round waits for the slowest worker, one AllReduce; the update is the actor-critic loss of
+:mod:`jaxnigt.critic` with on-policy GAE(λ) advantages, applied by Adam (or RMSProp:
+``hparams.ac_optimizer``). Evaluated and deployed: the policy part of the parameters.
+"""
+
+from jaxnigt import aggregators
+from jaxnigt.algorithms import actor_critic, round_engine
+
+
+def make(setup, hparams):
+    setup = actor_critic.with_critic(setup)
+    return round_engine.make(
+        setup,
+        schedule=round_engine.sync_schedule,
+        weights=aggregators.sync_weights,
+        update=actor_critic.update(hparams),
+        estimator=actor_critic.estimator,
+    )

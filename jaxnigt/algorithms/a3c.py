@@ -1,0 +1,16 @@
+"""A3C: asynchronous advantage actor-critic on the simulated cluster.
+
+Each worker computes the actor-critic gradient (GAE advantages, :mod:`jaxnigt.critic`) of its
+own trajectory at the parameters it was dispatched with and sends it over the server link;
+the server applies it on arrival with Adam (or RMSProp), as the per-arrival engine does for
+asynchronous SGD (:mod:`jaxnigt.algorithms.async_engine`).
+"""
+
+from jaxnigt.algorithms import actor_critic, async_engine
+
+
+def make(setup, hparams):
+    setup = actor_critic.with_critic(setup)
+    return async_engine.make(
+        setup, update=actor_critic.update(hparams), estimator=actor_critic.estimator
+    )

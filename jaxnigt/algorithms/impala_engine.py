@@ -1,0 +1,188 @@
+"""IMPALA's actor-learner split on the simulated cluster (Espeholt et al., 2018).
+
+Workers are actors: each rolls out one trajectory with the parameters it last received and
+sends it to the learner; that exchange (the trajectory up, the current parameters down) costs
+the worker's ``kappa_i`` on the server link, as a gradient exchange of the per-arrival methods
+does (:mod:`jaxnigt.events`: the same arrival times, ``link`` shared or independent).  The
+learner waits for a batch of ``B`` arrivals (``impala_batch``), computes V-trace targets and
+the actor-critic loss with its *current* parameters against each trajectory's behaviour
+policy (the parameters its actor had), and updates; an update takes ``impala_learner_time``
+of simulated time, and an actor whose exchange ends before the update completes receives the
+parameters before it.  The policy lag of a trajectory is the learner's version at its update
+minus the version the actor had; it is logged like staleness (min / mean / max).
+
+A step processes ``K = async_block / B`` learner batches (one rollout of B trajectories at
+per-slot behaviour parameters and one update each); a step that crosses the budget stops
+after the first update that completes past it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxnigt import events
+from jaxnigt.algorithms import core
+from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.rollout import rollout
+
+HISTORY = 4  # learner versions kept for actors whose exchange ends before an update completes
+
+
+class ImpalaExtra(NamedTuple):
+    """Engine state kept in ``TrainState.extra``.
+
+    Attributes:
+      event_state: the actors' exchanges (:class:`~jaxnigt.events.AsyncState`).
+      worker_params: ``[n, ...]`` each actor's behaviour parameters.
+      worker_version: ``[n]`` int32 the learner version each actor has.
+      history: ``[HISTORY, ...]`` the learner's last parameters, newest first.
+      version: ``[]`` int32 learner updates done.
+      done_at: ``[HISTORY]`` float32 when those updates completed (newest first).
+      time_key, roll_key: keys of the compute times and of the trajectories.
+    """
+
+    event_state: events.AsyncState
+    worker_params: Any
+    worker_version: jax.Array
+    history: Any
+    version: jax.Array
+    done_at: jax.Array
+    time_key: jax.Array
+    roll_key: jax.Array
+
+
+def make(setup: Setup, *, update: core.Update, estimator: core.Estimator, batch: int,
+         learner_time: float) -> Algorithm:  # fmt: skip
+    """IMPALA with ``batch`` trajectories per learner update taking ``learner_time``."""
+    if setup.async_block % batch:
+        raise ValueError(
+            f"async_block ({setup.async_block}) must be a multiple of the batch {batch}"
+        )
+    step = functools.partial(_step, setup, update.optimizer, estimator, batch, learner_time)
+    return Algorithm(
+        init=functools.partial(_init, setup, update.optimizer),
+        step=step,
+        eval_params=update.eval_params,
+        simulate_clock=functools.partial(_simulate_clock, setup, batch, learner_time),
+    )
+
+
+def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
+    k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
+    params = setup.policy.init(k_init)
+    extra = ImpalaExtra(
+        event_state=events.async_init(setup.tm, k_first, 0.0),
+        worker_params=core.stack_workers(params, setup.n),
+        worker_version=jnp.zeros((setup.n,), jnp.int32),
+        history=core.stack_workers(params, HISTORY),
+        version=jnp.int32(0),
+        done_at=jnp.full((HISTORY,), -jnp.inf, jnp.float32),
+        time_key=k_time,
+        roll_key=k_roll,
+    )
+    return core.initial_state(setup, params, optimizer(hyper).init(params), key, hyper, extra)
+
+
+def _received(ex: ImpalaExtra, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(slot, version, lost)``: the newest learner version completed by time ``t``, its
+    index in the history (newest first), and whether it is older than the history holds."""
+    done = ex.done_at <= t  # newest first; versions complete in order
+    slot = jnp.argmax(done)  # the first (newest) completed one
+    return slot, ex.version - slot, ~jnp.any(done)
+
+
+def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
+    """One learner batch: B arrivals, one rollout at their behaviour parameters, V-trace,
+    one update; then every arriving actor receives the parameters current at its arrival."""
+    state, ex, stats = carry
+    live = ex.done_at[0] < budget  # the previous update completed before the budget
+    # the same keys as the per-arrival engine: fold_in(time_key, version) per arrival
+    event_state, arr = events.async_arrivals(
+        setup.tm, ex.time_key, ex.event_state, B, link=setup.link
+    )
+    w = arr.worker
+    behaviour = jax.tree.map(lambda p: p[w], ex.worker_params)
+    keys = jax.vmap(lambda i, g: jax.random.fold_in(jax.random.fold_in(ex.roll_key, i), g))(
+        w, arr.grad_index
+    )
+    types = jnp.asarray(setup.worker_types, jnp.int32)[w]
+    traj = rollout(setup.task, setup.policy, behaviour, keys, types, per_slot_params=True)
+    weights = jnp.full((B,), 1.0 / B, jnp.float32)
+    grads, s = estimator(setup.policy, state.params, traj, weights, hyper, behaviour=behaviour)
+    updates, opt_state = opt.update(core.negate(grads), state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    done = jnp.maximum(ex.done_at[0], arr.time[-1]) + learner_time
+    history = jax.tree.map(lambda h, p: jnp.concatenate([p[None], h[:-1]]), ex.history, params)
+    new_ex = ex._replace(
+        event_state=event_state, history=history, version=ex.version + 1,
+        done_at=jnp.concatenate([done[None], ex.done_at[:-1]]),
+    )  # fmt: skip
+    slots, versions, lost = jax.vmap(lambda t: _received(new_ex, t))(arr.time)
+    received = jax.tree.map(lambda h: h[slots], new_ex.history)
+    new_ex = new_ex._replace(
+        worker_params=jax.tree.map(lambda wp, r: wp.at[w].set(r), ex.worker_params, received),
+        worker_version=ex.worker_version.at[w].set(versions),
+    )
+    lag = (ex.version - ex.worker_version[w]).astype(jnp.float32)
+    new = (state._replace(params=params, opt_state=opt_state), new_ex)
+    state, ex = jax.tree.map(lambda a, b: jnp.where(live, a, b), new, (state, ex))
+    out = {"live": live, "ret": s["sum_return"], "len": s["sum_length"], "lag": lag,
+           "finite": core.all_finite(grads), "lost": lost}  # fmt: skip
+    return (state, ex, stats), out
+
+
+def _step(setup, optimizer, estimator, B, learner_time, state: TrainState, budget):
+    """``async_block / B`` learner batches (see the module docstring)."""
+    ex: ImpalaExtra = state.extra
+    batch = functools.partial(
+        _batch, setup, optimizer(state.hyper), estimator, B, learner_time, state.hyper, budget
+    )
+    K = setup.async_block // B
+    (new, new_ex, _), out = jax.lax.scan(batch, (state, ex, ()), jnp.arange(K))
+    live = out["live"].astype(jnp.float32)
+    applied = jnp.sum(live) * B
+    before = ex.event_state
+    new = new._replace(
+        steps=state.steps + 1,
+        counters=core.advance(
+            state.counters,
+            time=jnp.maximum(new_ex.event_state.time, new_ex.done_at[0]),
+            env_steps=jnp.sum(live * out["len"]),
+            comms=applied,
+        ),
+        extra=new_ex,
+    )
+    lag = jnp.where(out["live"][:, None], out["lag"], jnp.nan)
+    return new, core.step_metrics(
+        new,
+        round_time=new.counters.time - state.counters.time,
+        grads=applied,
+        train_return=core.mean_return(jnp.sum(live * out["ret"]), applied),
+        counts=new_ex.event_state.dispatch_count - before.dispatch_count,
+        finite=jnp.all(out["finite"] | ~out["live"]) & core.all_finite(new.params),
+        staleness=(jnp.nanmin(lag), jnp.nanmean(lag), jnp.nanmax(lag)),
+        overflow=jnp.any(out["lost"] & out["live"][:, None]),
+    )
+
+
+def _simulate_clock(setup: Setup, B: int, learner_time: float, key: jax.Array, steps: int):
+    """Steps of ``async_block`` arrivals: trajectories per step and the step's end (the last
+    arrival or the last update's completion)."""
+    state = events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0)
+
+    def block(carry, b):
+        s, done = carry
+        s, arr = events.async_arrivals(
+            setup.tm, jax.random.fold_in(key, 1 + b), s, setup.async_block, link=setup.link
+        )
+        for k in range(setup.async_block // B):
+            done = jnp.maximum(done, arr.time[(k + 1) * B - 1]) + learner_time
+        end = jnp.maximum(arr.time[-1], done)
+        return (s, done), (jnp.int32(setup.async_block), end)
+
+    return jax.lax.scan(block, (state, jnp.float32(0.0)), jnp.arange(steps))[1]
