@@ -78,3 +78,5 @@ def test_overflow_always_stops():
     last["overflow"][0, 0] = True
     with pytest.raises(runner.RunError, match=r"capacity overflow .* at round 3, seed 0"):
         runner._health(_run(last), "malenia_nigt", True, print)
+    with pytest.raises(runner.RunError, match=r"impala: the learner fell .* at round 3"):
+        runner._health(_run(last), "impala", True, print)

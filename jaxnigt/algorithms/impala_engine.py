@@ -96,6 +96,50 @@ def _received(ex: ImpalaExtra, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.
     return slot, ex.version - slot, ~jnp.any(done)
 
 
+def _select(cond: jax.Array, a: Any, b: Any) -> Any:
+    """Per leading index ``j``: ``a[j]`` where ``cond[j]``, else ``b[j]`` (pytrees)."""
+    pick = lambda x, y: jnp.where(cond.reshape(cond.shape + (1,) * (x.ndim - 1)), x, y)
+    return jax.tree.map(pick, a, b)
+
+
+def _behaviour(ex: ImpalaExtra, arr: events.Arrival) -> tuple[Any, jax.Array, jax.Array]:
+    """``(params, lag, lost)`` per arrival of a batch: the parameters its trajectory was rolled
+    out with, the policy lag, and whether they were older than the history keeps.
+
+    An actor that already arrived earlier in this batch rolled the trajectory out with what it
+    received then: a version finished before this batch's update (which needs all B).
+    """
+    w, j = arr.worker, jnp.arange(arr.worker.shape[0])
+    earlier = (w[:, None] == w[None, :]) & (j[None, :] < j[:, None])  # [arrival, earlier one]
+    again = jnp.any(earlier, axis=1)
+    prev = jnp.argmax(jnp.where(earlier, j[None, :], -1), axis=1)  # its latest earlier arrival
+    slots, versions, lost = jax.vmap(lambda t: _received(ex, t))(arr.time[prev])
+    params = _select(
+        again,
+        jax.tree.map(lambda h: h[slots], ex.history),
+        jax.tree.map(lambda p: p[w], ex.worker_params),
+    )
+    lag = ex.version - jnp.where(again, versions, ex.worker_version[w])
+    return params, lag.astype(jnp.float32), lost & again
+
+
+def _hand_out(ex: ImpalaExtra, arr: events.Arrival, n: int) -> tuple[ImpalaExtra, jax.Array]:
+    """Each actor of the batch keeps what it received at its last arrival in it (the newest
+    version finished by then, this batch's update included); and whether that was lost."""
+    w, j = arr.worker, jnp.arange(arr.worker.shape[0])
+    last = ~jnp.any((w[:, None] == w[None, :]) & (j[None, :] > j[:, None]), axis=1)
+    slots, versions, lost = jax.vmap(lambda t: _received(ex, t))(arr.time)
+    received = jax.tree.map(lambda h: h[slots], ex.history)
+    into = jnp.where(last, w, n)  # out of range: dropped, so each actor is written once
+    ex = ex._replace(
+        worker_params=jax.tree.map(
+            lambda wp, r: wp.at[into].set(r, mode="drop"), ex.worker_params, received
+        ),
+        worker_version=ex.worker_version.at[into].set(versions, mode="drop"),
+    )
+    return ex, lost & last
+
+
 def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     """One learner batch: B arrivals, one rollout at their behaviour parameters, V-trace,
     one update; then every arriving actor receives the parameters current at its arrival."""
@@ -106,7 +150,7 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
         setup.tm, ex.time_key, ex.event_state, B, link=setup.link
     )
     w = arr.worker
-    behaviour = jax.tree.map(lambda p: p[w], ex.worker_params)
+    behaviour, lag, lost_before = _behaviour(ex, arr)
     keys = jax.vmap(lambda i, g: jax.random.fold_in(jax.random.fold_in(ex.roll_key, i), g))(
         w, arr.grad_index
     )
@@ -122,17 +166,11 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
         event_state=event_state, history=history, version=ex.version + 1,
         done_at=jnp.concatenate([done[None], ex.done_at[:-1]]),
     )  # fmt: skip
-    slots, versions, lost = jax.vmap(lambda t: _received(new_ex, t))(arr.time)
-    received = jax.tree.map(lambda h: h[slots], new_ex.history)
-    new_ex = new_ex._replace(
-        worker_params=jax.tree.map(lambda wp, r: wp.at[w].set(r), ex.worker_params, received),
-        worker_version=ex.worker_version.at[w].set(versions),
-    )
-    lag = (ex.version - ex.worker_version[w]).astype(jnp.float32)
+    new_ex, lost_after = _hand_out(new_ex, arr, setup.n)
     new = (state._replace(params=params, opt_state=opt_state), new_ex)
     state, ex = jax.tree.map(lambda a, b: jnp.where(live, a, b), new, (state, ex))
     out = {"live": live, "ret": s["sum_return"], "len": s["sum_length"], "lag": lag,
-           "finite": core.all_finite(grads), "lost": lost}  # fmt: skip
+           "finite": core.all_finite(grads), "lost": lost_before | lost_after}  # fmt: skip
     return (state, ex, stats), out
 
 
