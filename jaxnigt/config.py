@@ -222,12 +222,19 @@ class EvalConfig:
     """Periodic evaluation of the deploy params (NIGT's iterate x_t).
 
     Attributes:
-      every: rounds between evaluations (also the length of one compiled chunk).
+      every: steps between evaluations (also the length of one compiled chunk).
+      every_time: when set, evaluate about every ``every_time`` units of *simulated* time
+        instead: each algorithm's chunk is ``max(1, round(every_time / step_time))`` steps,
+        with ``step_time`` the mean simulated time of one of its steps (its clock alone,
+        16 steps, key 0). Comparisons across algorithms whose steps differ in length (a
+        Rennala round against a block of asynchronous arrivals) then get curves of
+        comparable resolution; ``every`` is ignored.
       episodes: episodes per evaluation.
       deterministic: evaluate the mean action (True) or sample (False).
     """
 
     every: int = _opt(_int(1), 10)
+    every_time: float | None = _opt(_optional(_float(0.0)))
     episodes: int = _opt(_int(1), 8)
     deterministic: bool = _opt(_bool, True)
 

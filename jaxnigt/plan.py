@@ -18,11 +18,10 @@ from importlib import resources
 from typing import Any
 
 import jax
-import numpy as np
 
 from jaxnigt.config import ExperimentConfig
 
-ASYNC = ("afedpg", "asgd")  # one update per arrival: updates = trajectories
+ASYNC = ("afedpg", "asgd", "a3c")  # one update per arrival: updates = trajectories
 CLOCK_STEPS = 16
 
 
@@ -30,13 +29,6 @@ def figures(backend: str | None = None) -> dict[str, dict]:
     """Benchmark figures of ``backend`` (default: JAX's) from ``plan_figures.json``."""
     table = json.loads(resources.files("jaxnigt").joinpath("plan_figures.json").read_text())
     return table.get(backend or jax.default_backend(), {})
-
-
-def _clock(tr, steps: int) -> tuple[float, float]:
-    """Mean trajectories per step and mean simulated time per step."""
-    simulate = jax.jit(tr.algorithm.simulate_clock, static_argnums=1)
-    trajectories, ends = (np.asarray(x, np.float64) for x in simulate(jax.random.key(0), steps))
-    return float(trajectories.mean()), float(ends[-1] / steps)
 
 
 def memory_bytes(tr, batch: int) -> int:
@@ -53,11 +45,16 @@ def plan_algorithm(config: ExperimentConfig, algorithm: str, *, memory: bool = T
     from jaxnigt.trainer import make_trainer
 
     tr = make_trainer(config, algorithm)
-    per_step, step_time = _clock(tr, CLOCK_STEPS)
+    per_step, step_time = tr.clock(CLOCK_STEPS)
     steps = config.budget / step_time if config.budget is not None else math.inf
     if config.max_rounds is not None:
         steps = min(steps, config.max_rounds)
-    updates = steps * (per_step if algorithm in ASYNC else 1.0)
+    if algorithm in ASYNC:
+        updates = steps * per_step
+    elif algorithm == "impala":  # one learner update per batch of arrivals
+        updates = steps * per_step / (config.hparams_for(algorithm).impala_batch or tr.setup.n)
+    else:
+        updates = steps
     batch = config.seeds * len(grid_points(config, algorithm))
     env_steps = steps * per_step * tr.setup.horizon
     row = {

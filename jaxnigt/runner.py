@@ -233,7 +233,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     )
     budget = config.budget if config.budget is not None else math.inf
     max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-    every = config.eval.every
+    every = tr.eval_every(config.eval.every, config.eval.every_time)
     program = jax.jit(
         jax.vmap(
             lambda s, k, train, b: tr.chunk_and_evaluate(
@@ -350,12 +350,21 @@ def advance(run: _Run) -> None:
     _record(run, to_host(_wait(metrics)), to_host(returns))
 
 
+OVERFLOW = {  # what the ``overflow`` flag means, per algorithm that can raise it
+    "malenia_nigt": "Malenia capacity overflow (raise hparams.malenia_capacity)",
+    "impala": "the learner fell more versions behind its actors than it keeps (its updates "
+    "take longer than a batch of arrivals: lower hparams.impala_learner_time or raise "
+    "hparams.impala_batch)",
+}
+
+
 def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
     """Flags of the last chunk: a capacity overflow always stops the run; non-finite values
     stop it too, or (``on_nonfinite: mark``) freeze the diverged seed."""
     last = run.history[-1]
+    overflow = OVERFLOW.get(algorithm, OVERFLOW["malenia_nigt"])
     for flag, what in (
-        ("overflow", "Malenia capacity overflow (raise hparams.malenia_capacity)"),
+        ("overflow", overflow),
         ("nonfinite", "non-finite parameters, gradients or returns"),
     ):
         flags = np.asarray(last[flag]) & np.asarray(last["active"])

@@ -136,6 +136,22 @@ class Trainer:
     def dim(self) -> int:
         return num_params(jax.eval_shape(self.setup.policy.init, jax.random.key(0)))
 
+    def clock(self, steps: int = 16) -> tuple[float, float]:
+        """``(trajectories per step, simulated time per step)``: means over ``steps`` steps of
+        the algorithm's clock alone (:attr:`Algorithm.simulate_clock`, key 0; no rollouts)."""
+        if self.algorithm.simulate_clock is None:
+            raise ValueError(f"{self.name} has no simulated clock")
+        simulate = jax.jit(self.algorithm.simulate_clock, static_argnums=1)
+        trajectories, ends = (np.asarray(x, np.float64) for x in simulate(jax.random.key(0), steps))
+        return float(trajectories.mean()), float(ends[-1] / steps)
+
+    def eval_every(self, every: int, every_time: float | None) -> int:
+        """Steps per evaluation chunk: ``every``, or with ``every_time`` the number of steps
+        that take about that much simulated time on this algorithm's clock (at least 1)."""
+        if every_time is None:
+            return every
+        return max(1, round(every_time / self.clock()[1]))
+
     def hyper(self, batch: int | None = None, **values: Any) -> dict[str, jax.Array]:
         """Traced hyperparameters (float32), from the config unless overridden.
 

@@ -10,6 +10,9 @@ Options: ``--out DIR`` (run directories, default ``runs/results``), ``--docs DIR
 analysis writes JSON, Markdown tables and plots, default ``docs/results``), ``--quick``
 (tiny budgets and grids: a smoke test of the pipeline, numbers meaningless).
 
+**Evaluation** is by simulated time: ``EVALS`` evaluations per budget (``eval.every_time``),
+whatever the length of an algorithm's step.
+
 **Tuning** (per family, on seeds the report never uses: base seed 100): one vmapped program
 per algorithm over the (α × η) grid; score = median over seeds of each seed's time-averaged
 evaluation return over the second half of the budget (less noisy than the last evaluation);
@@ -50,6 +53,10 @@ MODELS += (("independent", "contributors"),)
 DEFAULT_MODEL = ("shared", "all")
 TUNE_SEED = 100
 LEVEL = 0.9
+# Evaluations per budget, by simulated time (``eval.every_time``): a Rennala round and a block
+# of asynchronous arrivals differ in length by up to n×, so a cadence in steps would leave the
+# asynchronous methods with a handful of evaluations.
+EVALS = 64
 
 
 def merge(base: dict, extra: dict) -> dict:
@@ -121,6 +128,9 @@ _GRID = (-14, -12, -10, -8, -6)
 # The actor-critic family: Adam's learning rate (η is not used; one value keeps the grid small)
 ACTOR_CRITIC = ("a2c", "a3c", "impala")
 _R = ("rennala_nigt",)
+# IMPALA's and A3C's exchanges queue on a shared server link; an independent link lets them
+# overlap, which is where actor-learner designs are meant to shine: both are run.
+_AC_MODELS = (DEFAULT_MODEL, ("independent", "all"))
 
 FAMILIES = {
     f.name: f
@@ -162,7 +172,15 @@ SCENARIOS = {
         *_env_scenarios("reacher"),
         Scenario("hopper_sqrt_dim", "hopper", {}, 4700, "fastest", seeds=3),
         *(
-            Scenario(f"{env}_ac", f"{env}_ac", {}, 32000, "actor_critic", include=((env, _R),))
+            Scenario(
+                f"{env}_ac",
+                f"{env}_ac",
+                {},
+                32000,
+                "actor_critic",
+                models=_AC_MODELS,
+                include=((env, _R),),
+            )
             for env in ("point_mass", "reacher")
         ),
     )
@@ -212,7 +230,7 @@ def choose(points: list[dict]) -> dict | None:
 # Which algorithms a cluster-model component affects: the server link only the asynchronous
 # methods, the AllReduce participants only Rennala rounds (every worker contributes to Sync
 # and Malenia rounds).  A model's tuning retunes just those.
-VARIANTS = {"independent": ("link", "independent", ("afedpg",))}
+VARIANTS = {"independent": ("link", "independent", ("afedpg", "a3c", "impala"))}
 VARIANTS["contributors"] = ("allreduce", "contributors", ("rennala_nigt",))
 
 
@@ -225,6 +243,7 @@ def _tuning_run(
         raw["cluster"] = {**raw["cluster"], key: value}
     raw.update(budget=float(fam.budget), seeds=fam.tune_seeds, seed=TUNE_SEED)
     raw.update(on_nonfinite="mark", target_return=None)
+    raw["eval"] = {**raw["eval"], "every_time": fam.budget / EVALS}
     raw["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": list(fam.eta)}
     cfg = config_lib.from_dict(raw)
     tag = f"__{variant}" if variant else ""
@@ -260,7 +279,8 @@ def tune_algorithm(fam: Family, algorithm: str, out: Path, variant: str | None) 
 def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) -> dict:
     """Tunes α (and η) of every algorithm of ``fam`` (of those a cluster-model ``variant``
     affects) until each chosen α is interior to its grid."""
-    algorithms = VARIANTS[variant][2] if variant else fam.algorithms
+    affected = VARIANTS[variant][2] if variant else fam.algorithms
+    algorithms = [a for a in fam.algorithms if a in affected]
     tuned = {a: tune_algorithm(fam, a, out, variant) for a in algorithms}
     chosen = {a: choose(points) for a, (points, _) in tuned.items()}
     report = {"family": fam.name, "variant": variant, "budget": fam.budget}
@@ -323,6 +343,7 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
     raw = merge(fam.base, sc.overrides)
     raw.update(name=sc.model_dir(model), algorithms=sc.algorithms, seed=0)
     raw.update(seeds=2 if quick else sc.seeds, budget=sc.budget / (20 if quick else 1))
+    raw["eval"] = {**raw["eval"], "every_time": raw["budget"] / EVALS}
     raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}
     per = {}
     for a, c in chosen.items():
@@ -567,7 +588,7 @@ def model_matrix(out: Path, sc: Scenario, docs: Path, budget: float) -> Path | N
     from jaxnigt.plotting import draw_curves
 
     dirs = [(m, out / sc.model_dir(m)) for m in sc.models]
-    if len(dirs) < 2 or not all((d / "metrics.csv").is_file() for _, d in dirs):
+    if len(dirs) != 4 or not all((d / "metrics.csv").is_file() for _, d in dirs):
         return None
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=100, sharex=True, sharey=True)
     for ax, (model, d) in zip(axes.ravel(), dirs, strict=False):

@@ -98,6 +98,7 @@ def test_per_algorithm_overrides_inherit_hparams():
         ({"budget": -3.0}, "budget", "> 0"),
         ({"seeds": 0}, "seeds", ">= 1"),
         ({"eval__every": 0}, "eval.every", ">= 1"),
+        ({"eval__every_time": 0.0}, "eval.every_time", "> 0"),
         ({"per_algorithm": {"ppo": {}}}, "per_algorithm.ppo", "rennala_nigt"),
     ],
 )

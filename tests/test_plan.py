@@ -23,7 +23,7 @@ def test_trajectories_per_step_equal_one_real_step(algorithm):
     """Deterministic times: the planner's clock and one step of the trainer agree."""
     cfg = config_lib.from_dict({**RAW, "algorithms": [algorithm]})
     tr = make_trainer(cfg, algorithm)
-    per_step, step_time = plan._clock(tr, 3)
+    per_step, step_time = tr.clock(3)
     state = tr.init(jax.random.key(0), tr.hyper())
     new, metrics = jax.jit(tr.step)(state)
     assert float(metrics.grads) == pytest.approx(per_step)
@@ -67,5 +67,5 @@ def test_every_bundled_config_plans_without_memory():
         cfg = config_lib.load(path)
         for algorithm in cfg.algorithms:
             tr = make_trainer(cfg, algorithm)
-            per_step, step_time = plan._clock(tr, 2)
+            per_step, step_time = tr.clock(2)
             assert per_step >= 1 and step_time > 0, (path.name, algorithm)

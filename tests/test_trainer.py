@@ -136,3 +136,27 @@ def test_make_task_lanes_default_and_override():
     assert make_task(reacher).lanes == 1.0  # never terminates: one lane per trajectory
     mine = config_lib.from_dict({**_RAW, "env": {"name": "point_mass", "lanes": 0.25}})
     assert make_task(mine).lanes == 0.25
+
+
+def test_eval_every_time_is_steps_of_simulated_time(trainer):
+    """``eval.every_time``: chunks of about that much simulated time on each algorithm's own
+    clock, so a Rennala round and an asynchronous block are evaluated at the same cadence."""
+    per_step, step_time = trainer.clock(16)
+    _, times = trainer.algorithm.simulate_clock(jax.random.key(0), 16)
+    assert step_time == pytest.approx(float(times[-1]) / 16)
+    assert per_step >= 1
+    assert trainer.eval_every(7, None) == 7
+    assert trainer.eval_every(7, 5 * step_time) == 5
+    assert trainer.eval_every(7, 0.1 * step_time) == 1
+
+
+def test_runner_chunks_follow_every_time(trainer):
+    from jaxnigt import runner
+
+    _, step_time = trainer.clock(16)
+    sets = [f"eval.every_time={3 * step_time}", f"budget={7 * step_time}", "seeds=1"]
+    cfg = config_lib.from_dict(config_lib.apply_overrides(_RAW, sets))
+    out = runner.run_algorithm(cfg, trainer.name, trainer=trainer, progress=False, log=lambda _: 0)
+    evaluated = np.nonzero(out["evaluated"][0])[0]
+    # round 0 (initial point), then the last step of each 3-step chunk
+    np.testing.assert_array_equal(evaluated[:3], [0, 3, 6])
