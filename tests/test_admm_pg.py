@@ -212,13 +212,16 @@ def test_cli_runs_demo_with_admm_pg(tmp_path):
     out = tmp_path / "run"
     argv = ["run", str(CONFIGS / "demo.yaml"), "--set", "algorithms=[admm_pg]"]
     argv += ["--set", "env.name=point_mass", "--set", "budget=150", "--set", "seeds=2"]
+    argv += ["--set", "cluster.n=10", "--set", "eval.every_time=null"]
+    admm = "{learning_rate: 0.0001, admm_rho: 1000.0, admm_local_steps: 2, admm_local_batch: 2}"
+    argv += ["--set", f"per_algorithm={{admm_pg: {admm}}}"]
     assert cli.main([*argv, "--out", str(out), "--no-progress"]) == 0
     with open(out / "metrics.csv") as f:
         rows = [r for r in csv.DictReader(f) if r["seed"] == "0"]
     assert {r["algorithm"] for r in rows} == {"admm_pg"}
     trained = [r for r in rows if int(r["round"]) > 0]
     assert trained
-    hp = config_lib.load(CONFIGS / "demo.yaml").hparams_for("admm_pg")
+    hp = config_lib.load(out / "config.yaml").hparams_for("admm_pg")
     per_worker = hp.admm_local_steps * hp.admm_local_batch
     for r in trained:
         assert float(r["comms"]) == int(r["round"])  # one AllReduce per round
