@@ -14,7 +14,7 @@ A config file has the sections below (every field optional except where noted)::
             per_step: false, inflight: cancel, link: shared, allreduce: all}
   hparams: {learning_rate: 0.03125, eta: 0.1, M: 20, M_init: 20, gamma: 0.99}
   per_algorithm: {afedpg: {learning_rate: 0.01}}   # overrides of hparams per algorithm
-  eval: {every: 10, episodes: 8, deterministic: true}
+  eval: {every: 10, every_time: null, episodes: 8, deterministic: true}
   grid: {learning_rate: [...], eta: [...]}         # optional: vmapped hyperparameter grid
 
 Every value is checked when loaded; a bad value raises :class:`ConfigError` whose message

@@ -1,10 +1,11 @@
 """Experiment runner: a whole scenario (algorithms × seeds × optional grid) → a run directory.
 
 For each algorithm the seeds (and grid points) run as ONE vmapped, jitted program: ``init``
-then chunks of ``eval.every`` steps as a ``lax.scan``, each followed by an evaluation of the
-deploy params.  The loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation,
-or the newest checkpoint), :func:`advance` (one chunk, its evaluation and the health checks)
-and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).  The run
+then chunks of ``eval.every`` steps (or of about ``eval.every_time`` simulated time) as a
+``lax.scan``, each followed by an evaluation of the deploy params.  The loop is three pieces:
+:func:`start_or_resume` (time 0 and its evaluation, or the newest checkpoint), :func:`advance`
+(one chunk, its evaluation and the health checks) and :func:`evaluation_columns` (which step
+of each seed an evaluation belongs to).  The run
 directory holds ``config.yaml``, ``metrics.csv`` (:mod:`jaxnigt.results`), ``summary.json``
 and ``curves.png``.
 """
@@ -203,6 +204,7 @@ class _Run:
     max_rounds: float
     budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
     diverged: np.ndarray  # [B] bool
+    every: int = 1  # steps per chunk
     history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     chunks: int = 0
     state: Any = None
@@ -255,6 +257,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         max_rounds=max_rounds,
         budgets=np.full(batch, budget, np.float32),
         diverged=np.zeros(batch, bool),
+        every=every,
     )
 
 
@@ -329,6 +332,13 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
         run.budgets[run.diverged] = -np.inf
         run.history = [restored]
+        steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
+        if steps != run.chunks * run.every:
+            raise checkpoint.CheckpointError(
+                f"{found}: {run.chunks} chunks of {steps / max(run.chunks, 1):g} steps, but this "
+                f"run's chunks are {run.every} steps (eval.every_time is converted with the "
+                "algorithm's clock, which changed); rerun without --resume"
+            )
         log(f"[jaxnigt] {algorithm}: resumed from {found}")
         return
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
@@ -437,6 +447,8 @@ def run_algorithm(
       ``seed``, ``learning_rate``, ``eta``, ``diverged``.
     """
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
+    if config.eval.every_time is not None:
+        log(f"[jaxnigt] {algorithm}: evaluating every {run.every} steps (eval.every_time)")
     total = run.budget if math.isfinite(run.budget) else run.max_rounds
     bar = _Progress(progress, total, algorithm)
     t_start = time.perf_counter()

@@ -109,3 +109,63 @@ def test_learner_time_longer_than_the_history_is_reported():
     tr = build_trainer(setup, "impala", hp)
     _, m = jax.jit(tr.step)(tr.init(jax.random.key(0), tr.hyper()))
     assert bool(m.overflow)
+
+
+def _arrivals(workers, times):
+    from jaxnigt import events
+
+    z = jnp.zeros(len(workers))
+    return events.Arrival(
+        worker=jnp.asarray(workers, jnp.int32),
+        time=jnp.asarray(times, jnp.float32),
+        dispatch_version=z,
+        staleness=z,
+        compute_time=z,
+        grad_index=z,
+        dispatch_time=z,
+        compute_end=z,
+        link_wait=z,
+    )
+
+
+def test_repeated_actor_rolls_out_what_it_received_and_is_handed_its_last():
+    """One learner batch by hand.  Learner version 10; the history keeps versions 10, 9, 8, 7
+    (params = the version number) completed at times 5, 4, 3, 2; actors hold sentinel params
+    100, 101, 102 (versions 6, 7, 8).  Arrivals: actor 0 at 1.5, actor 1 at 3.5, actor 0 at
+    4.5 and 6.0, actor 2 at 6.5."""
+    from jaxnigt.algorithms import impala_engine as ie
+
+    assert HISTORY == 4
+    ex = ie.ImpalaExtra(
+        event_state=None,
+        worker_params=jnp.array([100.0, 101.0, 102.0]),
+        worker_version=jnp.array([6, 7, 8], jnp.int32),
+        history=jnp.array([10.0, 9.0, 8.0, 7.0]),
+        version=jnp.int32(10),
+        done_at=jnp.array([5.0, 4.0, 3.0, 2.0]),
+        time_key=None,
+        roll_key=None,
+    )
+    arr = _arrivals([0, 1, 0, 0, 2], [1.5, 3.5, 4.5, 6.0, 6.5])
+    params, lag, lost = ie._behaviour(ex, arr)
+    # first arrivals roll out what the actor held; actor 0's second one what it received at
+    # 1.5 (no version finished by then: older than the history keeps, so lost); its third
+    # what it received at 4.5 (version 9, finished at 4)
+    np.testing.assert_array_equal(np.asarray(lost), [False, False, True, False, False])
+    keep = ~np.asarray(lost)
+    np.testing.assert_array_equal(np.asarray(params)[keep], [100.0, 101.0, 9.0, 102.0])
+    np.testing.assert_array_equal(np.asarray(lag)[keep], [4.0, 3.0, 1.0, 2.0])
+    # after this batch's update (version 11 at time 8) each actor gets the newest version
+    # finished at its last arrival: actor 0 at 6.0 -> 10, actor 1 at 3.5 -> 8, actor 2 -> 10
+    ex = ex._replace(
+        history=jnp.array([11.0, 10.0, 9.0, 8.0]),
+        version=jnp.int32(11),
+        done_at=jnp.array([8.0, 5.0, 4.0, 3.0]),
+    )
+    new, lost = ie._hand_out(ex, arr, 3)
+    np.testing.assert_array_equal(np.asarray(new.worker_params), [10.0, 8.0, 10.0])
+    np.testing.assert_array_equal(np.asarray(new.worker_version), [10, 8, 10])
+    assert not np.asarray(lost).any()
+    # a last arrival before anything the history keeps is lost; a repeat is not handed out
+    _, lost = ie._hand_out(ex, _arrivals([1, 1, 2], [9.0, 2.5, 9.5]), 3)
+    np.testing.assert_array_equal(np.asarray(lost), [False, True, False])

@@ -69,3 +69,15 @@ def test_every_bundled_config_plans_without_memory():
             tr = make_trainer(cfg, algorithm)
             per_step, step_time = tr.clock(2)
             assert per_step >= 1 and step_time > 0, (path.name, algorithm)
+
+
+@pytest.mark.parametrize(("algorithm", "batch"), [("a3c", None), ("impala", None), ("impala", 2)])
+def test_updates_of_the_asynchronous_actor_critics(algorithm, batch):
+    """a3c updates on every arrival; impala once per learner batch (default n arrivals)."""
+    raw = {**RAW, "algorithms": [algorithm]}
+    if batch is not None:
+        raw["per_algorithm"] = {"impala": {"impala_batch": batch}}
+    cfg = config_lib.from_dict(raw)
+    row = plan.plan_algorithm(cfg, algorithm, memory=False)
+    per_update = 1 if algorithm == "a3c" else batch or cfg.cluster.n
+    assert row["updates"] == pytest.approx(row["steps"] * row["trajectories_per_step"] / per_update)

@@ -80,3 +80,42 @@ def test_overflow_always_stops():
         runner._health(_run(last), "malenia_nigt", True, print)
     with pytest.raises(runner.RunError, match=r"impala: the learner fell .* at round 3"):
         runner._health(_run(last), "impala", True, print)
+
+
+def _resumable(monkeypatch, steps_done):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxnigt import checkpoint
+
+    tr = types.SimpleNamespace(init=lambda k, h: jnp.zeros(()), first_step=None)
+    run = runner._Run(
+        trainer=tr,
+        points=[{}],
+        num_seeds=2,
+        keys=jax.random.split(jax.random.key(0), 2),
+        hyper={"x": jnp.zeros(2)},
+        mesh=None,
+        program=None,
+        budget=1.0,
+        max_rounds=1.0,
+        budgets=np.ones(2, np.float32),
+        diverged=np.zeros(2, bool),
+        every=3,
+    )
+    history = {"active": np.ones((2, 1 + steps_done), bool)}  # step 0, then the chunks
+    found = ("run/checkpoints/afedpg/chunk_000002", jnp.zeros(2), history, 2)
+    monkeypatch.setattr(checkpoint, "restore_latest", lambda *a: found)
+    return run
+
+
+def test_resume_refuses_a_checkpoint_of_another_chunk_length(monkeypatch):
+    """eval.every_time is converted to steps with the algorithm's clock: a checkpoint written
+    with other chunks (the clock changed) cannot continue the same evaluation sequence."""
+    from jaxnigt import checkpoint
+
+    logs = []
+    runner.start_or_resume(_resumable(monkeypatch, 6), "run", True, "afedpg", logs.append)
+    assert logs and "resumed" in logs[0]
+    with pytest.raises(checkpoint.CheckpointError, match="chunks are 3 steps"):
+        runner.start_or_resume(_resumable(monkeypatch, 8), "run", True, "afedpg", logs.append)
