@@ -8,7 +8,8 @@
 
 Options: ``--out DIR`` (run directories, default ``runs/results``), ``--docs DIR`` (where the
 analysis writes JSON, Markdown tables and plots, default ``docs/results``), ``--quick``
-(tiny budgets and grids: a smoke test of the pipeline, numbers meaningless).
+(tiny budgets and grids: a smoke test of the pipeline, numbers meaningless), ``--models
+shared/all,independent/all`` (``run``: only those cluster models of each scenario).
 
 **Evaluation** is by simulated time: ``EVALS`` evaluations per budget (``eval.every_time``),
 whatever the length of an algorithm's step.
@@ -365,8 +366,12 @@ def write_config(sc: Scenario, raw: dict) -> None:
     path.write_text(header + yaml.safe_dump(raw, sort_keys=False))
 
 
-def run_scenario(sc: Scenario, out: Path, docs: Path, quick: bool) -> None:
+def run_scenario(
+    sc: Scenario, out: Path, docs: Path, quick: bool, models: list | None = None
+) -> None:
     for model in sc.models:
+        if models is not None and model not in models:
+            continue
         chosen = {}
         for family, algorithms in sc.include:
             values = tuned_values(docs, family, model)
@@ -664,6 +669,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results")
     p.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--quick", action="store_true", help="tiny budgets: a smoke test")
+    p.add_argument(
+        "--models",
+        type=lambda s: [tuple(m.split("/")) for m in s.split(",")],
+        help="run: only these cluster models, e.g. shared/all,independent/all",
+    )
     args = p.parse_args(argv)
     global FAMILIES
     if args.quick:
@@ -685,7 +695,7 @@ def main(argv=None) -> int:
     if args.command in ("run", "all"):
         names = args.names if args.command == "run" and args.names else list(SCENARIOS)
         for name in names:
-            run_scenario(SCENARIOS[name], args.out, args.docs, args.quick)
+            run_scenario(SCENARIOS[name], args.out, args.docs, args.quick, args.models)
     if args.command in ("analyze", "all"):
         analyze_all(args.out, args.docs, args.quick)
     return 0
