@@ -8,7 +8,9 @@ links, both AllReduce models, a learning-rate grid and a heterogeneous task, eac
     python scripts/same_numbers.py --out runs/same_before           # on the old commit
     python scripts/same_numbers.py --out runs/same_after --compare runs/same_before
 
-Exit status 1 names the first file that differs.  ``--quick`` skips the demo (the slowest).
+The scenarios start from bundled configs (``configs/demo.yaml``, ``configs/cpu/``), so compare
+two commits whose bundled configs agree.  Exit status 1 names the first file that differs.
+``--quick`` skips the demo (the slowest).
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ SHORT = [
 ]
 SCENARIOS = {
     "every_algorithm": (
-        "configs/cpu/point_mass_n10_exponential.yaml",
+        "configs/cpu/point_mass_exponential.yaml",
         [*SHORT, f"algorithms={ALL}"],
     ),
     "discard_contributors_independent": (
-        "configs/cpu/point_mass_n10_straggler.yaml",
+        "configs/cpu/point_mass_straggler.yaml",
         [
             *SHORT,
             f"algorithms={ALL}",
@@ -49,7 +51,7 @@ SCENARIOS = {
         ],
     ),
     "heterogeneous": (
-        "configs/cpu/hetero_point_mass_n2.yaml",
+        "configs/cpu/point_mass_hetero.yaml",
         [
             *SHORT,
             "cluster.n=3",
