@@ -21,7 +21,6 @@ import jax
 
 from jaxnigt.config import ExperimentConfig
 
-ASYNC = ("afedpg", "asgd", "a3c")  # one update per arrival: updates = trajectories
 CLOCK_STEPS = 16
 
 
@@ -49,12 +48,8 @@ def plan_algorithm(config: ExperimentConfig, algorithm: str, *, memory: bool = T
     steps = config.budget / step_time if config.budget is not None else math.inf
     if config.max_rounds is not None:
         steps = min(steps, config.max_rounds)
-    if algorithm in ASYNC:
-        updates = steps * per_step
-    elif algorithm == "impala":  # one learner update per batch of arrivals
-        updates = steps * per_step / (config.hparams_for(algorithm).impala_batch or tr.setup.n)
-    else:
-        updates = steps
+    per_update = tr.algorithm.trajectories_per_update
+    updates = steps if per_update is None else steps * per_step / per_update
     batch = config.seeds * len(grid_points(config, algorithm))
     env_steps = steps * per_step * tr.setup.horizon
     row = {

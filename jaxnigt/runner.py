@@ -444,7 +444,8 @@ def run_algorithm(
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
       including step 0): the step metrics, ``active``, ``eval_return`` (NaN where not
       evaluated) and ``eval_type{v}`` for heterogeneous tasks; and ``[B]`` arrays ``grid``,
-      ``seed``, ``learning_rate``, ``eta``, ``diverged``.
+      ``seed``, ``learning_rate``, ``eta``, ``diverged``; scalars ``wall_seconds``,
+      ``compile_seconds`` and ``trajectories_per_update`` (-1: a step is one update).
     """
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
     if config.eval.every_time is not None:
@@ -486,6 +487,8 @@ def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
     out["eta"] = to_host(run.hyper["eta"])
     out["wall_seconds"] = np.asarray(time.perf_counter() - t_start)
     out["compile_seconds"] = np.asarray(run.compile_seconds)
+    per_update = run.trainer.algorithm.trajectories_per_update
+    out["trajectories_per_update"] = np.asarray(-1 if per_update is None else per_update)
     out["diverged"] = run.diverged
     return out
 
@@ -498,14 +501,19 @@ class _Results:
     def __init__(self, config: ExperimentConfig, out: Path, rows: list, count_rows: list):
         self.config, self.out = config, out
         self.rows, self.count_rows = rows, count_rows  # of the finished algorithms
-        self.timings: dict[str, tuple[float, float]] = {}
+        self.timings: dict[str, tuple[float, float, int]] = {}
         self.last_write = self.last_plot = time.monotonic()
 
     def add(self, algorithm: str, m: dict[str, np.ndarray]) -> None:
         """Keeps a finished algorithm's rows."""
         self.rows.extend(results.metric_rows(algorithm, m))
         self.count_rows.extend(results.worker_count_rows(algorithm, m))
-        self.timings[algorithm] = (float(m["wall_seconds"]), float(m["compile_seconds"]))
+        per_update = int(m["trajectories_per_update"])
+        self.timings[algorithm] = (
+            float(m["wall_seconds"]),
+            float(m["compile_seconds"]),
+            per_update,
+        )
 
     def partial(self, algorithm: str, m: dict[str, np.ndarray], *, force: bool = False) -> None:
         """Writes the finished rows plus ``algorithm``'s rows so far (throttled)."""
@@ -523,10 +531,12 @@ class _Results:
         rows = self.rows if rows is None else rows
         counts = self.count_rows if counts is None else counts
         summary = results.summarize(rows, self.config.target_return)
-        for name, (wall, compile_s) in self.timings.items():
+        for name, (wall, compile_s, per_update) in self.timings.items():
             if name in summary:
                 summary[name]["wall_seconds"] = round(wall, 2)
                 summary[name]["compile_seconds"] = round(compile_s, 2)
+                if per_update > 0:  # updates = trajectories / this (see Algorithm)
+                    summary[name]["trajectories_per_update"] = per_update
         if not is_writer():
             return summary
         results.write_csv(self.out / "metrics.csv", rows)

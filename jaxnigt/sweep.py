@@ -237,14 +237,15 @@ def _point_stats(metric_rows, algorithm, entry, cs, targets) -> dict:
         if r["algorithm"] == algorithm and r["grid"] == 0:
             if r["seed"] not in last or r["round"] >= last[r["seed"]]["round"]:
                 last[r["seed"]] = r
-    per_arrival = algorithm in ("afedpg", "asgd")
+    # a round is one update; an asynchronous method updates every trajectories_per_update
+    # arrivals (summary.json, from the algorithm), and every arrival is one exchange (comms)
+    per_update = entry.get("trajectories_per_update")
+    updates = [r["round"] if per_update is None else r["comms"] / per_update for r in last.values()]
     out = {
         "seeds": entry["seeds"],
         "final_median_return": entry["final_median_return"],
         "best_median_return": entry["best_median_return"],
-        "updates": float(
-            np.median([r["comms" if per_arrival else "round"] for r in last.values()])
-        ),
+        "updates": float(np.median(updates)),
         "env_steps": float(np.median([r["env_steps"] for r in last.values()])),
         "wall_seconds": entry.get("wall_seconds"),
         "compile_seconds": entry.get("compile_seconds"),

@@ -123,6 +123,7 @@ def make(
         step=functools.partial(_block, setup, update.optimizer, estimator),
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup),
+        trajectories_per_update=1,
     )
 
 

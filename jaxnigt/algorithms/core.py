@@ -187,6 +187,9 @@ class Algorithm(NamedTuple):
       simulate_clock: ``(key, steps) -> (trajectories [steps], end_time [steps])``: the
         algorithm's clock alone, no rollouts (``steps`` static): how many trajectories each
         step rolls out and when it ends, from time 0 (the planner uses it).
+      trajectories_per_update: ``None`` when a step is one update (a round); otherwise the
+        trajectories one server update takes (1: an update per arrival; IMPALA: its learner
+        batch), so that updates = trajectories / this.
     """
 
     init: Callable[[jax.Array, TracedHParams], TrainState]
@@ -194,6 +197,7 @@ class Algorithm(NamedTuple):
     eval_params: Callable[[TrainState], Any]
     first_step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]] | None = None
     simulate_clock: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]] | None = None
+    trajectories_per_update: int | None = None
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]

@@ -69,6 +69,7 @@ def make(setup: Setup, *, update: core.Update, estimator: core.Estimator, batch:
         step=step,
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup, batch, learner_time),
+        trajectories_per_update=batch,
     )
 
 
