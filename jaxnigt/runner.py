@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -438,7 +439,8 @@ def run_algorithm(
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
     readable checkpoint there, giving the same metrics as an uninterrupted run.  ``stop``
     (:func:`stop_on_signals`) ends the run after the current chunk with a checkpoint and
-    :class:`Interrupted`; ``on_chunk`` receives the results so far after every chunk.
+    :class:`Interrupted`; ``on_chunk`` receives, after every chunk, a function that returns
+    the results so far (built only if called: the history is concatenated each time).
 
     Returns:
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
@@ -472,7 +474,7 @@ def run_algorithm(
                     save()
                 advance(run)
                 if on_chunk is not None:
-                    on_chunk(_output(run, t_start))
+                    on_chunk(functools.partial(_output, run, t_start))
         finally:
             bar.close()
     return _output(run, t_start)
@@ -515,10 +517,14 @@ class _Results:
             per_update,
         )
 
+    def due(self) -> bool:
+        """Whether :meth:`partial` would write now (``config.live_every_s`` has passed)."""
+        return time.monotonic() - self.last_write >= self.config.live_every_s
+
     def partial(self, algorithm: str, m: dict[str, np.ndarray], *, force: bool = False) -> None:
         """Writes the finished rows plus ``algorithm``'s rows so far (throttled)."""
         now = time.monotonic()
-        if not force and now - self.last_write < self.config.live_every_s:
+        if not force and not self.due():
             return
         rows = self.rows + results.metric_rows(algorithm, m)
         counts = self.count_rows + results.worker_count_rows(algorithm, m)
@@ -648,7 +654,10 @@ def _run_one(config, algorithm, out: Path, files: _Results, progress, resume, lo
     )
     board = _TensorBoard(out, algorithm) if config.tensorboard and is_writer() else None
 
-    def live(m):
+    def live(so_far):
+        if board is None and not files.due():
+            return
+        m = so_far()
         files.partial(algorithm, m)
         if board is not None:
             board(m)
