@@ -41,7 +41,6 @@ import os
 import sys
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt import checks, events, schedules, timing
@@ -197,27 +196,20 @@ def simulate_rounds(
     else:
         raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
 
-    def step(carry, r):
-        t0, busy = carry
-        s = fn(tm, jax.random.fold_in(key, r), t0, busy)
-        out = {
-            "t_start": s.t_start,
-            "t_collect_end": s.t_collect_end,
-            "t_end": s.t_end,
-            "grads_used": s.num_slots,
-            "time_wasted": s.time_wasted,
-            "traj_wasted": s.traj_wasted,
-            "time_used": s.time_used,
-            "comms": s.comms,
-            "overflow": s.overflow,
-            "counts": s.counts,
-            "busy_until": s.busy_until,
-        }
-        return (s.t_end, s.busy_until), out
-
-    init = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
-    _, per_round = jax.lax.scan(step, init, jnp.arange(rounds))
-    return per_round
+    s = schedules.run_rounds(fn, tm, key, rounds)
+    return {
+        "t_start": s.t_start,
+        "t_collect_end": s.t_collect_end,
+        "t_end": s.t_end,
+        "grads_used": s.num_slots,
+        "time_wasted": s.time_wasted,
+        "traj_wasted": s.traj_wasted,
+        "time_used": s.time_used,
+        "comms": s.comms,
+        "overflow": s.overflow,
+        "counts": s.counts,
+        "busy_until": s.busy_until,
+    }
 
 
 @functools.partial(jax.jit, static_argnames=("arrivals", "link"))

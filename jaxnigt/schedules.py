@@ -47,6 +47,7 @@ The ``*_from_times`` functions take a full ``[n, K]`` matrix explicitly.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -615,3 +616,17 @@ def sync(
         inflight=inflight,
         allreduce=allreduce,
     )
+
+
+def run_rounds(schedule: Callable, tm: TimeModel, key: jax.Array, rounds: int) -> RoundSchedule:
+    """``rounds`` consecutive rounds of ``schedule`` (``(tm, key, t0, busy_until) ->
+    RoundSchedule``) from time 0 with every worker free, round r keyed ``fold_in(key, r)``;
+    the schedules stacked along a leading ``[rounds]`` axis (``rounds`` static)."""
+
+    def one(carry, r):
+        t0, busy = carry
+        s = schedule(tm, jax.random.fold_in(key, r), t0, busy)
+        return (s.t_end, s.busy_until), s
+
+    init = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
+    return jax.lax.scan(one, init, jnp.arange(rounds))[1]

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxnigt import schedules
 from jaxnigt.nigt import nigt, nigt_eval_params
 from jaxnigt.timing import TimeModel
 
@@ -343,10 +344,5 @@ def simulate_rounds(schedule: Callable, tm: TimeModel, key: jax.Array, steps: in
     ``(tm, key, t0, busy_until) -> RoundSchedule``) from time 0, round r keyed
     ``fold_in(key, r)``."""
 
-    def one(carry, r):
-        t0, busy = carry
-        s = schedule(tm, jax.random.fold_in(key, r), t0, busy)
-        return (s.t_end, s.busy_until), (s.num_slots, s.t_end)
-
-    init = (jnp.float32(0.0), jnp.zeros((tm.n,), jnp.float32))
-    return jax.lax.scan(one, init, jnp.arange(steps))[1]
+    s = schedules.run_rounds(schedule, tm, key, steps)
+    return s.num_slots, s.t_end
