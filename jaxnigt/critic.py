@@ -100,10 +100,6 @@ class ActorCritic:
         return _ValueMLP(self.hidden).apply(params["value"], jnp.concatenate([obs, t], -1))
 
 
-def make_actor_critic(policy: GaussianPolicy, horizon: int) -> ActorCritic:
-    return ActorCritic(policy=policy, horizon=int(horizon))
-
-
 def _discounts(mask: jax.Array, gamma) -> jax.Array:
     """``γ`` while the episode goes on after step t, 0 at its last step (termination or H)."""
     alive_next = jnp.concatenate([mask[..., 1:], jnp.zeros_like(mask[..., :1])], axis=-1)

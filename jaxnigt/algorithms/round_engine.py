@@ -125,9 +125,7 @@ def _round(
         state.hyper["gamma"],
         chunk=min(M, sched.slot_worker.shape[0]),
         mesh=setup.mesh,
-        estimator=None
-        if estimator is core.reinforce
-        else functools.partial(estimator, setup.policy, hyper=state.hyper),
+        estimator=functools.partial(estimator, setup.policy, hyper=state.hyper),
     )
     updates, opt_state = optimizer(state.hyper).update(
         core.negate(grads), state.opt_state, state.params
