@@ -3,6 +3,9 @@
 import os
 import pathlib
 
+# Test processes run side by side (pytest-xdist); on a GPU none may take most of its memory.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 import jax
 
 _CACHE = pathlib.Path(
