@@ -3,7 +3,8 @@
     python scripts/results.py tune [FAMILY ...]      # α grid per family on seeds 100, 101
     python scripts/results.py run [SCENARIO ...]     # report runs: seeds 0..4, tuned values
     python scripts/results.py analyze                # intervals, verdicts, tables, plots
-    python scripts/results.py all                    # the three in order
+    python scripts/results.py page                   # DOCS/../results.md from its template
+    python scripts/results.py all                    # the four in order
     python scripts/results.py list                   # families and scenarios
 
 Options: ``--out DIR`` (run directories, default ``runs/results``), ``--docs DIR`` (where the
@@ -40,6 +41,7 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -702,12 +704,89 @@ def analyze_all(out: Path, docs: Path, quick: bool) -> None:
     print("\n".join(lines))
 
 
+# ------------------------------------------------------------------------------ the page
+
+PAGE_TEMPLATE = ROOT / "scripts" / "results_page.md"
+_CLUSTER = {
+    "equal": "h = 1, κ = 0",
+    "sqrt": "h = √i, κ = √i",
+    "sqrt_dim": "h = √i, κ = √i·d^{1/4}",
+    "exponential": "h = √i, `noise: exponential`, κ = √i·d^{1/4}",
+    "straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
+    "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
+    "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
+    "ac": "h = √i, κ = √i·d^{1/4}",
+}
+
+
+def _cell(a: dict | None, baseline: str) -> str:
+    if a is None:
+        return "not run"
+    c = a["comparisons"][baseline]
+    return f"{_fmt(c['average_return_difference'])}: {_outcome(a['reference'], baseline, c)}"
+
+
+def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
+    """``template`` with its placeholders filled from the analysis in ``docs``:
+    ``{{VERDICTS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``, ``{{MATRIX:<env>}}`` (the four cluster
+    models of ``<env>_sqrt_dim`` and ``<env>_n100``) and ``{{HETERO:<scenario>}}`` (per-type
+    second-half returns)."""
+
+    def load(name: str) -> dict | None:
+        path = docs / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    text = template.read_text()
+    if text.startswith("<!--"):  # the template's own note
+        text = text.split("\n", 1)[1]
+    note = "<!-- Written by `python scripts/results.py page` from scripts/results_page.md. -->"
+    text = f"{note}\n{text}"
+    text = text.replace("{{VERDICTS}}", (docs / "verdicts.md").read_text().strip())
+    text = text.replace("{{TUNING}}", (docs / "tuning.md").read_text().strip())
+    rows = []
+    for sc in SCENARIOS.values():
+        a = load(sc.name)
+        if a is None:
+            continue
+        env = FAMILIES[sc.family].base["env"]
+        where = env["name"] + (f", H = {env['horizon']}" if "horizon" in env else "")
+        key = sc.name.removeprefix(env["name"] + "_")
+        updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
+        rows.append(
+            f"| `{sc.name}` | {where}, {_CLUSTER.get(key, key)} | {a['budget']:,.0f} | "
+            f"{updates} ({' / '.join(a['algorithms'])}) | [{sc.name}.png](results/{sc.name}.png) |"
+        )
+    text = text.replace("{{SCENARIOS}}", "\n".join(rows))
+    for env in ("point_mass", "reacher"):
+        rows = []
+        for m in MODELS:
+            small = load(SCENARIOS[f"{env}_sqrt_dim"].model_dir(m))
+            large = load(SCENARIOS[f"{env}_n100"].model_dir(m))
+            cells = [_cell(a, b) for a in (small, large) for b in ("sync_nigt", "afedpg")]
+            rows.append(f"| {m[0]} / {m[1]} | {' | '.join(cells)} |")
+        text = text.replace(f"{{{{MATRIX:{env}}}}}", "\n".join(rows))
+    for sc in SCENARIOS.values():
+        tag = f"{{{{HETERO:{sc.name}}}}}"
+        if tag in text:
+            a = load(sc.name)
+            rows = [
+                f"| {alg} | {d['eval_type0']:.2f} | {d['eval_type1']:.2f} | "
+                f"{d['second_half_median']:.2f} |"
+                for alg, d in (a["algorithms"].items() if a else ())
+            ]
+            text = text.replace(tag, "\n".join(rows) or "| not run | | | |")
+    left = re.findall(r"\{\{[^}]*\}\}", text)
+    if left:
+        raise SystemExit(f"results: unknown placeholders in {template}: {left}")
+    return text
+
+
 # --------------------------------------------------------------------------------- main
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["tune", "run", "analyze", "all", "list"])
+    p.add_argument("command", choices=["tune", "run", "analyze", "page", "all", "list"])
     p.add_argument("names", nargs="*", help="families (tune) or scenarios (run); default all")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results")
     p.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
@@ -751,6 +830,10 @@ def main(argv=None) -> int:
             run_scenario(SCENARIOS[name], args.out, args.docs, args.quick, args.models)
     if args.command in ("analyze", "all"):
         analyze_all(args.out, args.docs, args.quick)
+    if args.command in ("page", "all"):
+        target = args.docs.parent / "results.md"
+        target.write_text(page(args.docs))
+        print(f"[results] wrote {target}")
     return 0
 
 
