@@ -1,6 +1,7 @@
 """Experiment configuration: frozen dataclasses loaded from YAML and validated on load.
 
-A config file has the sections below (every field optional except where noted)::
+A config file has the sections below; every field is optional, and the values shown are an
+example, not the defaults (each dataclass field below carries its own default)::
 
   name: demo
   algorithms: [rennala_nigt, sync_nigt, afedpg]
@@ -16,6 +17,11 @@ A config file has the sections below (every field optional except where noted)::
   per_algorithm: {afedpg: {learning_rate: 0.01}}   # overrides of hparams per algorithm
   eval: {every: 10, every_time: null, episodes: 8, deterministic: true}
   grid: {learning_rate: [...], eta: [...]}         # optional: vmapped hyperparameter grid
+
+Also: ``checkpoint_every``, ``on_nonfinite``, ``devices``, ``live_every_s``, ``plot_every_s``,
+``tensorboard``, more ``env`` / ``hparams`` fields (MJX solver, refilled lanes, the
+asynchronous block, the actor-critic family's settings) and a ``sweep:`` section (see
+:mod:`jaxnigt.sweep`); the dataclasses below document each one.
 
 Every value is checked when loaded; a bad value raises :class:`ConfigError` whose message
 names the field, the bad value and what is allowed.  The loader is derived from the

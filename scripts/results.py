@@ -1,7 +1,7 @@
 """Every number of docs/results.md: tuning, report runs and analysis (resumable).
 
     python scripts/results.py tune [FAMILY ...]      # α grid per family on seeds 100, 101
-    python scripts/results.py run [SCENARIO ...]     # report runs: seeds 0..4, tuned values
+    python scripts/results.py run [SCENARIO ...]     # report runs: seeds 0..4 (hetero 0..14), tuned
     python scripts/results.py analyze                # intervals, verdicts, tables, plots
     python scripts/results.py page                   # DOCS/../results.md from its template
     python scripts/results.py all                    # the four in order
@@ -26,13 +26,13 @@ an edge of the grid, the grid is extended by two more values on that side and th
 run; this repeats (up to four times) until every winner is interior.  The winners go to
 ``configs/cpu/<scenario>.yaml`` (the report configs) and ``DOCS/tuning_<family>.json``.
 
-**Analysis** (per scenario and cluster model, seeds 0..4): the per-seed time average of the
-evaluation return over the whole budget ("average return"), its difference between Rennala
-NIGT (Malenia NIGT for heterogeneous environments) and each baseline with a 90 % percentile
-bootstrap interval over seeds, and the ratio of times to 50 % / 80 % of the improvement
-(target = R0 + f (R_best − R0)) with its interval.  A claim is *confirmed* or *refuted* only
-when the interval of the primary effect excludes a tie; otherwise *inconclusive*, with the
-number of seeds an interval of that width would need.
+**Analysis** (per scenario and cluster model, seeds 0..4; 0..14 for the heterogeneous ones):
+the per-seed time average of the evaluation return over the whole budget ("average return"),
+its difference between Rennala NIGT (Malenia NIGT for heterogeneous environments) and each
+baseline with a 90 % percentile bootstrap interval over seeds, and the ratio of times to
+50 % / 80 % of the improvement (target = R0 + f (R_best − R0)) with its interval.  A claim
+is *confirmed* or *refuted* only when the interval of the primary effect excludes a tie;
+otherwise *inconclusive*, with the number of seeds an interval of that width would need.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ALL = "[rennala_nigt,malenia_nigt,sync_nigt,sync_pg,rennala_pg,afedpg,asgd,admm_pg]"
+ALL = "[rennala_nigt,malenia_nigt,sync_nigt,sync_pg,rennala_pg,afedpg,asgd,admm_pg,a2c,a3c,impala]"
 SHORT = [
     "seeds=2",
     "budget=400",

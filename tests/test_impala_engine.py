@@ -89,6 +89,12 @@ def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noi
         end = max(arrivals[(s + 1) * K * B - 1]["time"], done[(s + 1) * K - 1])
         np.testing.assert_allclose(m["sim_time"][s], end, rtol=1e-6)
         assert bool(m["overflow"][s]) == any(lost[s * K : (s + 1) * K])
+        block_arrivals = arrivals[s * K * B : (s + 1) * K * B]
+        start = arrivals[s * K * B - 1]["time"] if s else 0.0
+        served = sum(float(setup.tm.kappa[a["worker"]]) for a in block_arrivals)
+        util = served / (block_arrivals[-1]["time"] - start)  # the shared link: at most 1
+        np.testing.assert_allclose(m["link_util"][s], util, rtol=1e-5)
+        assert m["link_util"][s] <= 1.0 + 1e-6
     np.testing.assert_array_equal(final.extra.worker_version, versions)
     assert int(final.extra.version) == num // B
     assert not np.any(m["nonfinite"])

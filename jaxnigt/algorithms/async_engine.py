@@ -1,4 +1,4 @@
-"""The engine of the asynchronous per-arrival methods (AFedPG, A3C-style SGD).
+"""The engine of the asynchronous per-arrival methods (AFedPG, A3C-style SGD, A3C).
 
 The event engine (:mod:`jaxnigt.events`) delivers gradients one at a time in arrival order;
 each is rolled out at the point its worker was dispatched with (stale), and the server
@@ -280,17 +280,15 @@ def _finish_block(setup, state: TrainState, event_state, plan: _Plan, carry: _Ca
         extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
     )
     before = ex.event_state
-    elapsed = event_state.time - before.time
-    served = event_state.link_busy - before.link_busy
     stale = jnp.where(plan.live, plan.staleness.astype(jnp.float32), jnp.nan)
     grads_finite = jax.vmap(core.all_finite)(carry.grads) | ~plan.live
     return new, core.step_metrics(
         new,
-        round_time=elapsed,
+        round_time=event_state.time - before.time,
         grads=applied,
         train_return=core.mean_return(jnp.sum(live * carry.returns), applied),
         counts=event_state.dispatch_count - before.dispatch_count,
         finite=jnp.all(grads_finite) & core.all_finite(carry.params),
         staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
-        link_util=jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan),
+        link_util=core.link_utilisation(before, event_state),
     )

@@ -1,9 +1,11 @@
 """What every algorithm shares: the static setup, the run state, the step metrics, the interface.
 
-An algorithm is an :class:`Algorithm`: four pure functions over a :class:`TrainState` that a
-factory ``make(setup, hparams)`` builds by composing the shared engines
-(:mod:`~jaxnigt.algorithms.round_engine`, :mod:`~jaxnigt.algorithms.async_engine`) with a
-schedule, aggregator weights and an optax update.  Every step returns a
+An algorithm is an :class:`Algorithm`: pure functions over a :class:`TrainState` (init, step,
+eval_params, and optionally first_step and simulate_clock) that a factory
+``make(setup, hparams)`` builds by composing a shared engine
+(:mod:`~jaxnigt.algorithms.round_engine`, :mod:`~jaxnigt.algorithms.async_engine`,
+:mod:`~jaxnigt.algorithms.impala_engine`) with a schedule, aggregator weights, an estimator and
+an optax update.  Every step returns a
 :class:`StepMetrics`, whose simulated-time counters are advanced by one helper
 (:func:`advance`), so the metric names live in one place and the CSV columns derive from it.
 
@@ -274,6 +276,15 @@ def advance(
         env_steps_wasted=counters.env_steps_wasted + f32(env_steps_wasted),
         comms=counters.comms + f32(comms),
     )
+
+
+def link_utilisation(before, after) -> jax.Array:
+    """Server link busy time / elapsed simulated time between two event-engine states
+    (``events.AsyncState``); NaN over an empty interval. Above 1 only with overlapping
+    exchanges (``link: independent``)."""
+    elapsed = after.time - before.time
+    served = after.link_busy - before.link_busy
+    return jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan)
 
 
 def step_metrics(

@@ -1,4 +1,4 @@
-"""The round engine of the AllReduce methods (Rennala/Malenia/Sync NIGT, Rennala/Sync PG).
+"""The round engine of the AllReduce methods (Rennala/Malenia/Sync NIGT, Rennala/Sync PG, A2C).
 
 Each round a schedule (:mod:`jaxnigt.schedules`) picks the trajectory slots that count, an
 aggregator (:mod:`jaxnigt.aggregators`) weights them, the estimator reduces them to one

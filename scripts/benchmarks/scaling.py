@@ -1,8 +1,9 @@
 """Scaling with the number of simulated workers n: wall time per round.
 
 * **Rennala NIGT** at n = 10, 100, 1 000, 10 000 with M = 50: a round rolls out exactly M
-  trajectories whatever n is; only the schedule (sampling n·(M+1) compute times, one
-  ``top_k``) grows with n. Target: the round at n = 10 000 within 1.25× of n = 10.
+  trajectories whatever n is; only the schedule grows with n (every worker's first
+  compute time, M more for the min(n, M) earliest workers, two ``top_k``). Target: the
+  round at n = 10 000 within 1.25× of n = 10.
 * **Malenia NIGT** needs at least one gradient from *every* worker per round, so its round
   grows with n by design; reported with the gradients it aggregated.
 * **AFedPG** rolls out the ready arrivals of a block in waves (one batch each); reported per
