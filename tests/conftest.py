@@ -5,8 +5,14 @@ import pathlib
 
 # Test processes run side by side (pytest-xdist); on a GPU none may take most of its memory.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# Compilation, not execution, is what the suite spends its time on: XLA's backend at -O0
+# compiles the CPU programs ~2x faster (the tests check behaviour, never speed; benchmarks
+# and runs keep the default). Subprocesses inherit it through the environment.
+_O0 = "--xla_backend_optimization_level=0"
+if _O0 not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_O0}".strip()
 
-import jax
+import jax  # noqa: E402  (after the environment above)
 
 _CACHE = pathlib.Path(
     os.environ.get("JAXNIGT_TEST_CACHE", pathlib.Path(__file__).parent.parent / ".jax_cache")

@@ -50,7 +50,9 @@ def test_two_processes_match_one(tmp_path):
     two = tmp_path / "two"
     port = _free_port()
     env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
-    env.pop("XLA_FLAGS", None)
+    # Each process has one CPU device: drop a forced device count, keep the other flags.
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    env["XLA_FLAGS"] = " ".join(f for f in flags if "device_count" not in f)
     procs = [
         subprocess.Popen(
             [

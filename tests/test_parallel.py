@@ -77,7 +77,7 @@ def test_make_mesh_and_single_device_plan():
 def test_sharded_runs_equal_single_device():
     env = {
         **os.environ,
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
         "JAX_PLATFORMS": "cpu",
         "JAX_COMPILATION_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", ""),
     }
