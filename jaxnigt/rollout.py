@@ -283,7 +283,9 @@ def evaluate(
     deterministic: bool = True,
     types: jax.Array | None = None,
 ) -> jax.Array:
-    """Undiscounted returns ``[episodes]`` of fresh episodes (episode e has type e mod V).
+    """Undiscounted returns ``[episodes]`` of fresh episodes (episode e has type e mod V);
+    NaN for every episode when ``params`` hold a non-finite value (the rollout would end each
+    episode at its first step with return 0, which is no evaluation of a diverged policy).
 
     Args:
       task, policy, params: as in :func:`rollout` (shared params).
@@ -296,4 +298,5 @@ def evaluate(
         types = jnp.arange(episodes, dtype=jnp.int32) % task.num_types
     keys = jax.random.split(key, episodes)
     traj = rollout(task, policy, params, keys, types, deterministic=deterministic)
-    return traj.returns
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
+    return jnp.where(finite, traj.returns, jnp.nan)

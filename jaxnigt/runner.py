@@ -504,6 +504,7 @@ class _Results:
         self.config, self.out = config, out
         self.rows, self.count_rows = rows, count_rows  # of the finished algorithms
         self.timings: dict[str, tuple[float, float, int]] = {}
+        self.diverged: dict[str, list[int]] = {}  # summary key -> seeds marked diverged
         self.last_write = self.last_plot = time.monotonic()
 
     def add(self, algorithm: str, m: dict[str, np.ndarray]) -> None:
@@ -511,6 +512,10 @@ class _Results:
         self.rows.extend(results.metric_rows(algorithm, m))
         self.count_rows.extend(results.worker_count_rows(algorithm, m))
         per_update = int(m["trajectories_per_update"])
+        for b in np.nonzero(m["diverged"])[0]:
+            grid = int(m["grid"][b])
+            key = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
+            self.diverged.setdefault(key, []).append(int(m["seed"][b]))
         self.timings[algorithm] = (
             float(m["wall_seconds"]),
             float(m["compile_seconds"]),
@@ -543,6 +548,9 @@ class _Results:
                 summary[name]["compile_seconds"] = round(compile_s, 2)
                 if per_update > 0:  # updates = trajectories / this (see Algorithm)
                     summary[name]["trajectories_per_update"] = per_update
+        for name, seeds in self.diverged.items():
+            if name in summary:  # on_nonfinite: mark (their evaluations end at divergence)
+                summary[name]["diverged_seeds"] = seeds
         if not is_writer():
             return summary
         results.write_csv(self.out / "metrics.csv", rows)

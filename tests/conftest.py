@@ -20,3 +20,9 @@ _CACHE = pathlib.Path(
 jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 os.environ.setdefault("JAXNIGT_TEST_CACHE", str(_CACHE))  # subprocesses share the cache
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+# The test-only environments of tests/tasks.py (`timed_point_mass`, `nan_point_mass`) are
+# valid `env.name`s in every test process; child processes start through tests/child_cli.py.
+import tasks  # noqa: E402
+
+tasks.register_test_envs()

@@ -85,7 +85,9 @@ def _point_mass_config(**admm):
     hp = {"learning_rate": 1e-3, "M": 6, "gamma": 0.99}
     return config_lib.from_dict(
         {
-            "env": {"name": "point_mass", "heterogeneous": "sign_flip"},
+            # endings drawn at reset (tests/tasks.py): ADMM's and sync_pg's rollouts are
+            # different programs, equal to float32 rounding, and rounding cannot end an episode
+            "env": {"name": "timed_point_mass", "heterogeneous": "sign_flip"},
             "cluster": {"n": 3, "h": "sqrt", "kappa": 1.0},
             "algorithms": ["admm_pg", "sync_pg"],
             "hparams": hp,
@@ -124,10 +126,10 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
         assert type(metrics) is type(m_sync)
         # z' equals sync_pg's update from the same x_0 and key.
         chex.assert_trees_all_close(state.params, s_sync.params, rtol=1e-5, atol=1e-6)
-        for k in ("sim_time", "round_time", "env_steps", "comms", "grads", "train_return"):
-            np.testing.assert_allclose(
-                getattr(metrics, k), getattr(m_sync, k), rtol=1e-6, err_msg=k
-            )
+        for k in ("sim_time", "round_time", "env_steps", "comms", "grads"):
+            np.testing.assert_array_equal(getattr(metrics, k), getattr(m_sync, k), err_msg=k)
+        # a mean of 6 returns, each a sum of <= 30 rewards: a few float32 ulps apart
+        np.testing.assert_allclose(metrics.train_return, m_sync.train_return, rtol=1e-5)
         # θ_i' = z + α g_i(z) with g_i rolled out by hand from worker i's slot keys.
         _, _, k_roll = jax.random.split(state0.key, 3)
         for i in range(n):

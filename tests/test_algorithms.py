@@ -27,10 +27,10 @@ _LR = {
     "sync_pg": 3e-4,
     "rennala_pg": 3e-4,
     "asgd": 3e-5,
-    "admm_pg": 3e-4,
+    "admm_pg": 1e-4,
     "a2c": 3e-3,  # actor-critic updates: Adam on the actor and the critic
     "a3c": 1e-3,
-    "impala": 3e-3,
+    "impala": 2e-3,
 }
 
 
@@ -44,6 +44,15 @@ def test_registry_names_and_factories():
 
 @pytest.mark.parametrize("algorithm", sorted(_LR))
 def test_each_algorithm_improves_return_on_point_mass(algorithm):
+    """The median over 4 seeds of the last evaluation beats that of the first by > 10.
+
+    Margin, measured over 16 seeds (4 groups of 4, the test's seeds 0-3 being one) with
+    these step sizes: the smallest group median improvement of any algorithm is 15.8
+    (admm_pg; afedpg 17.5, asgd 17.9, every other >= 18.4) and no seed gets worse, so an
+    ending that flips on another CPU (point_mass ends at dist < 0.1) moves a seed's curve,
+    not the verdict. (At admm_pg 3e-4 and impala 3e-3, 3 and 2 of the 16 seeds diverged and
+    one group median fell to -37.7: the step sizes were at the edge, not the test.)
+    """
     cfg = config_lib.from_dict(
         {
             "env": {"name": "point_mass"},
@@ -113,9 +122,12 @@ def test_rennala_nigt_n1_m1_equals_hand_computed_nigt():
 
 
 def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
+    """Two different programs of the same computation: discrete counters exactly, floats to
+    float32 rounding (five normalized steps of size 0.05 from params of order 1: atol 1e-5);
+    episodes end at steps drawn at reset, so rounding cannot move an ending."""
     cfg = config_lib.from_dict(
         {
-            "env": {"name": "point_mass"},
+            "env": {"name": "timed_point_mass"},
             "cluster": {"n": 4, "h": "equal", "kappa": 2.0},
             "algorithms": ["rennala_nigt", "sync_nigt"],
             "hparams": {"M": 4, "learning_rate": 0.05, "eta": 0.3},
@@ -128,9 +140,12 @@ def test_sync_nigt_equals_rennala_nigt_with_equal_times_and_m_equals_n():
         state = tr.init(jax.random.key(0), tr.hyper())
         state, metrics = jax.jit(lambda s, tr=tr: tr.run_chunk(s, 5))(state)
         out[name] = (state.params, metrics)
-    chex.assert_trees_all_close(out["rennala_nigt"][0], out["sync_nigt"][0], atol=1e-6)
-    for k in ("sim_time", "train_return", "env_steps", "comms"):
-        np.testing.assert_allclose(out["rennala_nigt"][1][k], out["sync_nigt"][1][k], rtol=1e-6)
+    chex.assert_trees_all_close(out["rennala_nigt"][0], out["sync_nigt"][0], atol=1e-5)
+    for k in ("sim_time", "env_steps", "comms"):
+        np.testing.assert_array_equal(out["rennala_nigt"][1][k], out["sync_nigt"][1][k], k)
+    np.testing.assert_allclose(
+        out["rennala_nigt"][1]["train_return"], out["sync_nigt"][1]["train_return"], rtol=1e-5
+    )
 
 
 # --- heterogeneous bias: a one-step task whose two worker types want opposite actions ------

@@ -212,18 +212,24 @@ def test_learning_improves_point_mass():
         updates, opt_state = opt.update(jax.tree.map(jnp.negative, g), opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), stats["mean_return"]
 
-    @jax.jit
     def train(params, key):
         (params, _), curve = jax.lax.scan(
             step, (params, opt.init(params)), jax.random.split(key, 300)
         )
         return params, curve
 
-    params0 = policy.init(jax.random.key(0))
-    params, curve = train(params0, jax.random.key(1))
-    before = evaluate(task, policy, params0, jax.random.key(2), 256).mean()
-    after = evaluate(task, policy, params, jax.random.key(2), 256).mean()
+    # Four seeds at once. Margin, measured over 8 seeds: the eval return rises by 0.915-0.936
+    # of its (negative) start, against the 0.5 asserted; the training curve's last 20 steps
+    # beat its first 20 by 11.8-16.1.
+    seeds = jnp.arange(4)
+    params0 = jax.vmap(lambda s: policy.init(jax.random.key(2 * s)))(seeds)
+    params, curve = jax.jit(jax.vmap(train))(
+        params0, jax.vmap(lambda s: jax.random.key(2 * s + 1))(seeds)
+    )
+    returns = jax.vmap(lambda p: evaluate(task, policy, p, jax.random.key(2), 256).mean())
+    before, after = np.asarray(returns(params0)), np.asarray(returns(params))
+    chex.assert_shape(curve, (4, 300))
     assert np.all(np.isfinite(curve))
-    print(f"point_mass eval return {float(before):.2f} -> {float(after):.2f}")
-    assert float(after) > float(before) + 0.5 * abs(float(before)), (before, after)
-    assert float(curve[-20:].mean()) > float(curve[:20].mean())
+    print(f"point_mass eval return {before} -> {after}")
+    assert np.all(after > before + 0.5 * np.abs(before)), (before, after)
+    assert np.all(curve[:, -20:].mean(axis=1) > curve[:, :20].mean(axis=1) + 5.0)

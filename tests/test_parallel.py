@@ -2,17 +2,20 @@
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import jax
+from children import TESTS, child_env, run
 
 from jaxnigt import parallel
 
 SCRIPT = textwrap.dedent(
     """
-    import json
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import tasks
+    tasks.register_test_envs()
     import jax
     import numpy as np
     from jaxnigt import config as config_lib
@@ -32,7 +35,7 @@ SCRIPT = textwrap.dedent(
         res = {}
         for devices in (1, 4):
             cfg = config_lib.from_dict({
-                "env": {"name": "point_mass", "heterogeneous": "sign_flip"},
+                "env": {"name": "timed_point_mass", "heterogeneous": "sign_flip"},
                 "cluster": {"n": 4, "h": "sqrt", "kappa": 1.0},
                 "algorithms": [algorithm], "seeds": seeds, "devices": devices,
                 "hparams": {"M": 8, "learning_rate": 0.05, "eta": 0.3},
@@ -74,18 +77,15 @@ def test_make_mesh_and_single_device_plan():
     assert parallel.device_plan(1, 8) == (None, None)
 
 
-def test_sharded_runs_equal_single_device():
-    env = {
-        **os.environ,
-        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
-        "JAX_PLATFORMS": "cpu",
-        "JAX_COMPILATION_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", ""),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
+def test_sharded_runs_equal_single_device(tmp_path):
+    env = child_env(
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
+        JAX_PLATFORMS="cpu",
+        JAX_COMPILATION_CACHE_DIR=os.environ.get("JAXNIGT_TEST_CACHE", ""),
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
+    code, stdout, stderr = run([sys.executable, "-c", SCRIPT, str(TESTS)], tmp_path, env=env)
+    assert code == 0, stderr[-3000:]
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     result = json.loads(line[len("RESULT") :])
     assert result.pop("all_reduce") == {"sharded": True, "single": False}
     assert result.pop("batch_sharding") == {

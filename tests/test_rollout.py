@@ -189,17 +189,38 @@ def test_mjx_locomotion_smoke(name):
 
 
 def test_early_exit_matches_full_horizon_scan():
-    """point_mass terminates: the blocked while loop (stops once every slot has ended) must
-    record exactly what one scan over all H steps records."""
-    task = make_env("point_mass", horizon=40)
+    """A task that terminates: the blocked while loop (stops once every slot has ended) must
+    record what one scan over all H steps records. The two are different XLA programs, so
+    floats are compared to float32 rounding and everything discrete exactly; the episodes end
+    at steps drawn at reset (RandomStopEnv), not at a float threshold of the state, so a
+    last-bit difference cannot move an ending."""
+    task = _random_stop_task()
     assert task.terminates
-    policy = make_policy(task)
-    params = policy.init(jax.random.key(0))
+    params = POLICY.init(jax.random.key(0))
     keys = jax.random.split(jax.random.key(1), 6)
     types = jnp.zeros(6, jnp.int32)
-    early = rollout(task, policy, params, keys, types)
-    full = rollout(dataclasses.replace(task, terminates=False), policy, params, keys, types)
-    chex.assert_trees_all_equal(early, full)
+    early = rollout(task, POLICY, params, keys, types)
+    full = rollout(dataclasses.replace(task, terminates=False), POLICY, params, keys, types)
+    assert np.asarray(early.lengths).min() < H  # some episodes end early: the loop exits
+    _assert_same_trajectories(early, full)
+
+
+def test_evaluate_of_non_finite_params_is_nan():
+    """Non-finite params end every episode at its first step (return 0 by the rollout's
+    rule); evaluate reports NaN instead, so a diverged policy never scores a return."""
+    task = _random_stop_task()
+    params = POLICY.init(jax.random.key(0))
+    bad = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), params)
+    good = evaluate(task, POLICY, params, jax.random.key(2), 4)
+    assert np.all(np.isfinite(good))
+    assert np.all(np.isnan(evaluate(task, POLICY, bad, jax.random.key(2), 4)))
+
+
+def _assert_same_trajectories(got, want):
+    """Masks and lengths exactly; floats to float32 rounding (rtol 1e-5: a few ulps of each
+    step, compounded over H = 8 steps of a linear policy)."""
+    chex.assert_trees_all_equal((got.mask, got.lengths), (want.mask, want.lengths))
+    chex.assert_trees_all_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,10 +262,11 @@ def test_refill_lanes_give_the_same_trajectories(lanes, per_slot):
     ends: the same buffers as one lane per trajectory (heterogeneous types, episodes ending
     at random times or at H, a non-finite reward).
 
-    With per-slot params (the asynchronous waves, ADMM) bitwise.  With shared params the
-    policy's matrix products run as one [W, ·] GEMM whose XLA kernel depends on the batch
-    size W, so values may differ in the last float32 bit (as seeds vmapped together differ
-    from seeds run alone); everything discrete (masks, lengths, which steps exist) is equal.
+    The policy's matrix products run as one [W, ·] (or batched, per-slot) GEMM whose XLA
+    kernel depends on the batch size W, so values may differ in the last float32 bit (as
+    seeds vmapped together differ from seeds run alone): everything discrete (masks, lengths,
+    which steps exist) is equal, floats to rounding. Endings are drawn at reset, so rounding
+    cannot move them.
     """
     S = 12
     params = POLICY.init(jax.random.key(0))
@@ -257,11 +279,7 @@ def test_refill_lanes_give_the_same_trajectories(lanes, per_slot):
     refill = run(_random_stop_task(lanes, types=2, nan_stop=3))
     lengths = np.asarray(full.lengths)
     assert lengths.min() < H and (lengths == H).any()  # both kinds of ending are exercised
-    if per_slot:
-        chex.assert_trees_all_equal(refill, full)
-    else:
-        chex.assert_trees_all_equal((refill.mask, refill.lengths), (full.mask, full.lengths))
-        chex.assert_trees_all_close(refill, full, rtol=1e-5, atol=1e-6)
+    _assert_same_trajectories(refill, full)
 
 
 def test_refill_lanes_count_and_non_terminating_tasks_keep_one_lane_per_trajectory():

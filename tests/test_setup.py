@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,13 +11,28 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _clean_env():
+    """The test's environment without the user's JAXNIGT_GPU (a GPU host may set it)."""
+    return {k: v for k, v in os.environ.items() if k != "JAXNIGT_GPU"}
+
+
 def _fake_nvidia_smi(tmp_path, listing="GPU 0: NVIDIA H200 (UUID: GPU-0)"):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "nvidia-smi"
     tool.write_text(f"#!/bin/sh\necho '{listing}'\n")
     tool.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return {**_clean_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def _no_nvidia_smi(tmp_path):
+    """A PATH with the tools detect_gpu.sh runs and no nvidia-smi, even on a GPU host (whose
+    real nvidia-smi sits in /usr/bin)."""
+    bin_dir = tmp_path / "bare"
+    bin_dir.mkdir()
+    for tool in ("bash", "grep", "sh"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    return {**_clean_env(), "PATH": str(bin_dir)}
 
 
 def _detect(env):
@@ -35,7 +51,7 @@ def test_gpu_branch_adds_the_cuda_extra(tmp_path):
 
 
 def test_cpu_branch_unchanged(tmp_path):
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    env = _no_nvidia_smi(tmp_path)
     extras, said = _detect(env)
     assert extras == "rl,tb,test" and "CPU jaxlib" in said
     assert _detect({**env, "JAXNIGT_GPU": "1"})[0] == "rl,tb,test,cuda"

@@ -2,13 +2,12 @@
 
 import csv
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 
 import pytest
+from children import TIMEOUT, Child, child_env
+from tasks import assert_plot
 
 from jaxnigt import cli, sweep
 from jaxnigt import config as config_lib
@@ -24,7 +23,7 @@ hparams: {M: 4, learning_rate: 0.05, eta: 0.3}
 eval: {every: 3, episodes: 2}
 checkpoint_every: 1
 sweep:
-  over: {cluster.n: [2, 4], hparams.M: [4, 8]}
+  over: {cluster.n: [2, 4], hparams.eta: [0.3, 0.5]}
 """
 
 
@@ -46,8 +45,9 @@ def _rows(path):
 def test_two_by_two_sweep_writes_points_table_and_plot(swept):
     code, _, out = swept
     assert code == 0
-    points = ["cluster.n=2,hparams.M=4", "cluster.n=2,hparams.M=8"]
-    points += ["cluster.n=4,hparams.M=4", "cluster.n=4,hparams.M=8"]
+    # eta is traced: the second eta of each n reuses the first's compiled programs
+    points = ["cluster.n=2,hparams.eta=0.3", "cluster.n=2,hparams.eta=0.5"]
+    points += ["cluster.n=4,hparams.eta=0.3", "cluster.n=4,hparams.eta=0.5"]
     for p in points:
         for name in ("config.yaml", "metrics.csv", "summary.json"):
             assert (out / p / name).is_file(), (p, name)
@@ -64,14 +64,14 @@ def test_two_by_two_sweep_writes_points_table_and_plot(swept):
         # every point shares the sweep's targets
         assert r["target_0.5"] == rows[0]["target_0.5"]
     assert {r["cluster.n"] for r in rows} == {"2", "4"}
-    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert_plot(out / "sweep.png")
 
 
 def test_plot_redraws_a_sweep(swept, tmp_path):
     _, _, out = swept
     png = tmp_path / "again.png"
-    assert cli.main(["plot", str(out), "--x", "hparams.M", "--out", str(png)]) == 0
-    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert cli.main(["plot", str(out), "--x", "hparams.eta", "--out", str(png)]) == 0
+    assert_plot(png)
     assert cli.main(["plot", str(out), "--x", "cluster.h"]) == 2
 
 
@@ -117,20 +117,16 @@ def test_nothing_to_sweep(tmp_path, capsys):
 
 def test_resume_after_a_kill_skips_finished_points(tmp_path):
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(BASE.replace("[2, 4], hparams.M: [4, 8]", "[2, 3]"))
+    cfg.write_text(BASE.replace("[2, 4], hparams.eta: [0.3, 0.5]", "[2, 3]"))
     out = tmp_path / "out"
-    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
     argv = [sys.executable, "-m", "jaxnigt.cli", "sweep", str(cfg), "--out", str(out)]
-    proc = subprocess.Popen(
-        [*argv, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = Child([*argv, "--no-progress"], tmp_path / "logs", env=child_env())
     second = out / "cluster.n=3"  # the first point is done once the second starts
-    deadline = time.time() + 300
+    deadline = time.time() + TIMEOUT
     while time.time() < deadline and proc.poll() is None and not second.is_dir():
         time.sleep(0.05)
-    assert proc.poll() is None, "the sweep ended before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.poll() is None, f"the sweep ended before it could be killed\n{proc.tail()}"
+    proc.kill()
     assert not (out / "sweep.csv").exists()
     logs = []
     code = sweep.run_sweep(
@@ -141,7 +137,8 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
         progress=False,
         log=logs.append,
     )
-    assert code and any("cluster.n=2: finished earlier; kept" in line for line in logs)
+    assert [r["status"] for r in code] == ["done"] * 4, code
+    assert any("cluster.n=2: finished earlier; kept" in line for line in logs)
     assert [r["point"] for r in _rows(out / "sweep.csv")] == ["cluster.n=2"] * 2 + [
         "cluster.n=3"
     ] * 2

@@ -1,0 +1,87 @@
+"""Child processes of tests (not a test module itself).
+
+A child's stdout and stderr go to files, never to pipes: a pipe that nobody reads while the
+test waits (for a checkpoint, for a second child) fills at 64 KiB and blocks the child until
+the timeout. On a timeout the child is killed and the test fails with the tail of what it
+wrote, so a slow or stuck child says why.
+
+Timeouts are sized for an empty compilation cache on a loaded 2-core machine (CI): a child
+that compiles a few small programs takes well under a minute there, so :data:`TIMEOUT` only
+catches a child that hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+#: seconds a child may take before the test fails with its output's tail
+TIMEOUT = 900
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The test's environment for a child: the suite's compilation cache, plus ``extra``."""
+    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
+    env.update(extra)
+    return env
+
+
+def cli_argv(*args: str) -> list[str]:
+    """``jaxnigt ARGS`` in a child, with the test-only environments of tasks.py registered."""
+    return [sys.executable, str(TESTS / "child_cli.py"), *args]
+
+
+class Child:
+    """A started child process whose output goes to ``log_dir/name.{out,err}``."""
+
+    def __init__(self, argv, log_dir: Path, *, name: str = "child", env=None, cwd=None):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.out_path, self.err_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
+        with self.out_path.open("w") as out, self.err_path.open("w") as err:
+            self.proc = subprocess.Popen(
+                argv, env=env if env is not None else child_env(), cwd=cwd,
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+
+    @property
+    def stdout(self) -> str:
+        return self.out_path.read_text()
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text()
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def send_signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def tail(self, chars: int = 3000) -> str:
+        return f"--- stdout ---\n{self.stdout[-chars:]}\n--- stderr ---\n{self.stderr[-chars:]}"
+
+    def wait(self, timeout: float = TIMEOUT) -> int:
+        """The exit code; kills the child and fails the test (with its output) on a timeout."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"child {self.proc.args!r} ran past {timeout} s\n{self.tail()}")
+
+
+def run(argv, log_dir: Path, *, name: str = "child", env=None, timeout: float = TIMEOUT):
+    """Runs a child to its end: ``(returncode, stdout, stderr)``."""
+    child = Child(argv, log_dir, name=name, env=env)
+    code = child.wait(timeout)
+    return code, child.stdout, child.stderr
