@@ -98,7 +98,7 @@ def _momentum_step(
     return new_direction, normalized
 
 
-def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransformation:
+def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransformationExtraArgs:
     """NIGT's normalized, extrapolated direction, to be scaled by a learning rate.
 
     Emits ``w_t = n_t / η − ((1 − η)/η) n_{t−1}`` with ``n_t = d_t / max(‖d_t‖, ε)`` and
@@ -112,7 +112,10 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
       eps: floor of the direction norm (guards the normalization at zero).
 
     Returns:
-      An ``optax.GradientTransformation`` with state :class:`ScaleByNigtState`.
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`ScaleByNigtState`:
+      ``update(updates, state, params=None, **extra_args)`` accepts and ignores extra
+      arguments (e.g. ``value=loss``), as optax's own transformations do, so it composes with
+      transforms that need them.
     """
     _validate_eta(eta)
 
@@ -120,8 +123,8 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
         zeros = optax.tree.zeros_like(params)
         return ScaleByNigtState(zeros, zeros, jnp.zeros([], jnp.int32))
 
-    def update_fn(updates, state, params=None):
-        del params
+    def update_fn(updates, state, params=None, **extra_args):
+        del params, extra_args
         direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
         out = jax.tree.map(
             lambda n, n_prev: (n / eta - (1.0 - eta) / eta * n_prev).astype(n.dtype),
@@ -130,12 +133,12 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
         )
         return out, ScaleByNigtState(direction, normalized, optax.safe_increment(state.count))
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def nigt(
     learning_rate: optax.ScalarOrSchedule, eta: ArrayLike, *, eps: float = 1e-8
-) -> optax.GradientTransformation:
+) -> optax.GradientTransformationExtraArgs:
     """NIGT optimizer: normalized momentum evaluated at an extrapolated point.
 
     The params passed to ``update`` (and held by the user) are the extrapolated point
@@ -156,8 +159,9 @@ def nigt(
       eps: floor of the direction norm; a zero gradient gives a zero step, never NaN.
 
     Returns:
-      An ``optax.GradientTransformation`` with state :class:`NigtState`. ``update`` requires
-      ``params``.
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`NigtState`.
+      ``update(updates, state, params, **extra_args)`` requires ``params`` and accepts and
+      ignores extra arguments (e.g. ``value=loss``), as optax's own transformations do.
 
     Example:
       >>> import jax.numpy as jnp, optax, jaxnigt
@@ -178,7 +182,8 @@ def nigt(
             count=jnp.zeros([], jnp.int32),
         )
 
-    def update_fn(updates, state, params=None):
+    def update_fn(updates, state, params=None, **extra_args):
+        del extra_args
         if params is None:
             raise ValueError("nigt: update() needs params (the extrapolated point y_t).")
         lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
@@ -188,7 +193,7 @@ def nigt(
         out = jax.tree.map(lambda y, p: (y - p).astype(p.dtype), new_y, params)
         return out, NigtState(new_x, direction, optax.safe_increment(state.count))
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def nigt_eval_params(state: Any) -> Params:

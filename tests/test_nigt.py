@@ -195,6 +195,30 @@ def test_inject_hyperparams_changes_without_recompiling():
     np.testing.assert_allclose(_flat(jaxnigt.nigt_eval_params(state)), x, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "make", [lambda: jaxnigt.nigt(0.1, 0.3), lambda: jaxnigt.scale_by_nigt(0.3)]
+)
+def test_extra_args_are_accepted_and_ignored(make):
+    """As optax's own transformations: ``update(..., value=...)`` works outside a chain, gives
+    the same updates as without it, and a jitted update does not retrace on its second call."""
+    opt = make()
+    assert isinstance(opt, optax.GradientTransformationExtraArgs)
+    params = jax.tree.map(jnp.asarray, _PARAMS)
+    plain, extra = opt.init(params), opt.init(params)
+    update = jax.jit(chex.assert_max_traces(opt.update, n=1))
+    for t, g in enumerate(_GRADS):
+        g = jax.tree.map(jnp.asarray, g)
+        u_plain, plain = opt.update(g, plain, params)
+        u_extra, extra = update(g, extra, params, value=jnp.float32(t), grad=g)
+        chex.assert_trees_all_close(u_extra, u_plain, rtol=1e-5, atol=1e-6)  # jit vs eager
+    chex.assert_trees_all_close(extra, plain, rtol=1e-5, atol=1e-6)
+    # ... and composes with a transform that needs the extra argument.
+    chained = optax.chain(opt, optax.contrib.reduce_on_plateau(patience=2))
+    state = chained.init(params)
+    updates, state = chained.update(jax.tree.map(jnp.asarray, _GRADS[0]), state, params, value=1.0)
+    chex.assert_trees_all_equal_shapes(updates, params)
+
+
 def test_no_recompilation_on_second_call():
     opt = jaxnigt.nigt(0.1, 0.3)
     params = jax.tree.map(jnp.asarray, _PARAMS)
