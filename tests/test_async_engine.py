@@ -161,7 +161,19 @@ def test_waves_equal_one_arrival_at_a_time(algorithm, link, wave):
         )
     assert np.all(np.isfinite(np.asarray(out[1][1]["train_return"])))
     exact = ("round", "sim_time", "comms", "grads", "counts_min", "counts_max", "worker_counts")
-    chex.assert_trees_all_close(out[wave], out[1], rtol=1e-4, atol=2e-5)
+    # Floats to rounding relative to each array's scale: a gradient is a sum over 30 steps
+    # of a 4,740-parameter policy's log-probability gradients, and other matmul kernels sum
+    # in another order; AFedPG's normalized momentum carries the difference into every later
+    # step. (On jax 0.10.2 the largest difference is ~3e-6; on 0.11.2 one momentum entry
+    # differed by 3.6e-5, 5e-4 of itself: an entry near zero, which a per-element rtol
+    # cannot judge.)
+    for got, want in zip(jax.tree.leaves(out[wave]), jax.tree.leaves(out[1]), strict=True):
+        want = np.asarray(want)
+        if np.issubdtype(want.dtype, np.floating):
+            scale = float(np.nanmax(np.abs(want), initial=0.0))
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale + 1e-6)
+        else:
+            np.testing.assert_array_equal(got, want)
     for k in exact:
         np.testing.assert_array_equal(out[wave][1][k], out[1][1][k], err_msg=k)
     chex.assert_trees_all_equal(out[wave][0].extra.event_state, out[1][0].extra.event_state)
