@@ -88,8 +88,9 @@ GPU_XLA_FLAGS = "--xla_gpu_triton_gemm_any=True"
 
 
 def gpu_present() -> bool:
-    """Whether an NVIDIA GPU and JAX's CUDA plugin are there (checked without starting any
-    JAX backend, so XLA flags can still be set)."""
+    """Whether an NVIDIA GPU and JAX's CUDA plugin (CUDA 12 or 13, e.g. a site install's) are
+    there, checked without starting any JAX backend, so XLA flags can still be set. False with
+    ``JAX_PLATFORMS=cpu``, without ``nvidia-smi`` or when it lists no GPU."""
     import importlib.util
     import os
     import shutil
@@ -102,7 +103,8 @@ def gpu_present() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     plugin = any(
-        importlib.util.find_spec(m) is not None for m in ("jax_cuda12_plugin", "jax_plugins")
+        importlib.util.find_spec(m) is not None
+        for m in ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_plugins")
     )
     return plugin and listed.returncode == 0 and "GPU" in listed.stdout
 

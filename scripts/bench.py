@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import sys
 import time
 import traceback
@@ -127,6 +129,7 @@ def _memory(args):
 def _gpu(args):
     from benchmarks import gpu
 
+    batches = tuple(int(b) for b in args.batches.split(","))
     rows = gpu.run(
         args.quick,
         env=args.env,
@@ -140,6 +143,9 @@ def _gpu(args):
         allow_cpu=args.allow_cpu,
         solver_iterations=args.solver_iterations,
         ls_iterations=args.ls_iterations,
+        batches=batches,
+        large_n=args.large_n,
+        rows=args.partial_rows,
     )
     return rows, gpu.format_rows(rows)
 
@@ -276,6 +282,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--env", default="humanoid")
             p.add_argument("--horizon", type=int, default=None)
             p.add_argument("--n", type=int, default=100)
+            p.add_argument("--large-n", type=int, default=1000, help="the second n (default 1000)")
+            p.add_argument("--batches", default="1024,4096,16384", help="rollout batch sizes")
             p.add_argument("--M", type=int, default=50)
             p.add_argument("--seeds", type=int, default=5)
             p.add_argument("--rounds", type=int, default=5)
@@ -309,23 +317,41 @@ def main(argv: list[str] | None = None) -> dict:
     markdown = [f"Command: `{shlex.join(['python', 'scripts/bench.py', *argv])}`"]
     names = ALL if args.command in (None, "all") else (args.command,)
 
+    from jaxnigt import parallel
+
+    xla_flags = parallel.apply_gpu_flags()  # as `jaxnigt run` does, before a backend starts
     from benchmarks.common import system_info
 
     info = system_info()
+    info["xla_flags"] = f"{os.environ.get('XLA_FLAGS', '')!r} ({xla_flags})"
     command = shlex.join(["python", "scripts/bench.py", *argv])
     print(f"command: {command}")
     print(f"cpu: {info['cpu']} ({info['cpu_count']} cores); backend: {info['backend']}")
+    print(f"XLA_FLAGS: {info['xla_flags']}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
     results = {}
+    interrupted = False
     t_all = time.perf_counter()
+    # SIGTERM (e.g. from `timeout`) stops the benchmark in progress; the rows measured so far
+    # are still written (the gpu benchmark fills args.partial_rows as it goes).
+    signal.signal(signal.SIGTERM, _stopped)
     for name in names:
         fn = BENCHMARKS[name][0]
         print(f"\n=== {name}{' (quick)' if args.quick else ''}: {BENCHMARKS[name][1]}", flush=True)
         t0 = time.perf_counter()
+        args.partial_rows = []
         try:
             rows, table = fn(args)
         except SystemExit:
             raise
+        except KeyboardInterrupt as e:
+            interrupted = True
+            rows = [*args.partial_rows, {"error": f"interrupted ({e or 'SIGINT'})"}]
+            table = f"INTERRUPTED after {len(rows) - 1} row(s)"
+            if name == "gpu":
+                from benchmarks import gpu
+
+                table = gpu.format_rows(rows[:-1]) + "\n" + table
         except Exception as e:  # keep going: one failing benchmark must not hide the others
             if len(names) == 1:
                 raise
@@ -340,6 +366,8 @@ def main(argv: list[str] | None = None) -> dict:
             print("  " + line)
         print(f"  ({name} took {wall:.0f}s)", flush=True)
         results[name] = {"rows": rows, "wall_s": wall}
+        if interrupted:
+            break
     total = time.perf_counter() - t_all
     print(f"\n=== summary ({total:.0f}s in all)")
     for name, res in results.items():
@@ -348,6 +376,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = {
         "command": command,
         "quick": args.quick,
+        "interrupted": interrupted,
         "system": info,
         "total_wall_s": total,
         "results": results,
@@ -362,5 +391,10 @@ def main(argv: list[str] | None = None) -> dict:
     return out
 
 
+def _stopped(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 if __name__ == "__main__":
-    main()
+    # 124 (as `timeout` says) when stopped early: the files hold the rows measured so far.
+    sys.exit(124 if main().get("interrupted") else 0)

@@ -15,12 +15,16 @@ Designed for one GPU within 10 minutes (compiles included):
    n = 100 and 1,000, ``async_block = n`` (the ``scaling`` benchmark's comparison).
 
 A wall-clock guard (``--deadline``) skips what is left once it is exceeded, so a partial
-result still comes back. Refuses to run on a CPU backend unless ``--allow-cpu`` (for a
-dry run with a toy env: ``--env point_mass --horizon 20 --allow-cpu``).
+result still comes back (and ``scripts/bench.py`` writes the rows measured so far when it is
+stopped by SIGTERM, e.g. by ``timeout``). Refuses to run on a CPU backend unless
+``--allow-cpu`` (for a dry run with a toy env: ``--env point_mass --horizon 20 --allow-cpu``;
+``--batches`` and ``--large-n`` shrink the batch sizes and the second n, as
+``scripts/gpu/run.sh --cpu-tiny`` does).
 
 Usage::
 
     bash scripts/bench_gpu.sh             # = python scripts/bench.py --json ... gpu
+    bash scripts/gpu/run.sh OUT_DIR       # offline node with its own JAX (carried wheels)
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ ALGORITHMS = ("rennala_nigt", "sync_nigt", "afedpg")
 LANES = (1.0, 0.5, 0.25)
 
 
-def _rollouts(env, horizon, batches, reps, start, deadline) -> list[dict]:
-    """Alive steps/s of a batched rollout + gradient at the initial policy, per lanes value."""
+def _rollouts(env, horizon, batches, reps, start, deadline, rows) -> list[dict]:
+    """Alive steps/s of a batched rollout + gradient at the initial policy, per lanes value
+    (appended to ``rows``)."""
     import dataclasses
 
     import jax.numpy as jnp
@@ -51,7 +56,6 @@ def _rollouts(env, horizon, batches, reps, start, deadline) -> list[dict]:
     base = make_env(env, horizon=horizon)
     policy = make_policy(base)
     params = policy.init(jax.random.key(0))
-    rows = []
     for batch in batches:
         for lanes in LANES:
             if time.perf_counter() - start > deadline:
@@ -136,7 +140,12 @@ def run(
     allow_cpu: bool = False,
     solver_iterations: int | None = None,
     ls_iterations: int | None = None,
+    batches: tuple[int, ...] = (1024, 4096, 16384),
+    large_n: int = 1000,
+    rows: list[dict] | None = None,
 ) -> list[dict]:
+    """The rows of every measurement (``rows``, if given, is filled in place, so a caller
+    that is interrupted still holds what was measured)."""
     if jax.default_backend() == "cpu" and not allow_cpu:
         raise SystemExit(
             "gpu: JAX backend is cpu; install a CUDA jaxlib (see docs/benchmarks.md) "
@@ -156,8 +165,9 @@ def run(
         raw["env"].update(solver_iterations=solver_iterations, ls_iterations=ls_iterations)
         return config_lib.from_dict(raw)
 
-    rows = _rollouts(env, horizon or 1000, (1024, 4096, 16384), reps, start, deadline)
-    plan = [("rennala_nigt", 1, rounds, n), ("rennala_nigt", 1, rounds, 1000)]
+    rows = [] if rows is None else rows
+    _rollouts(env, horizon or 1000, batches, reps, start, deadline, rows)
+    plan = [("rennala_nigt", 1, rounds, n), ("rennala_nigt", 1, rounds, large_n)]
     plan += [(a, seeds, 1 if a == "afedpg" else rounds, n) for a in ALGORITHMS]
     for algorithm, s, r, workers in plan:
         elapsed = time.perf_counter() - start
@@ -169,7 +179,7 @@ def run(
         print(format_table(rows[-1:], COLUMNS), flush=True)
     from benchmarks import scaling
 
-    for waves_n in (100, 1000):
+    for waves_n in (n, large_n):
         if time.perf_counter() - start > deadline:
             rows.append({"algorithm": "afedpg waves", "n": waves_n, "skipped": "deadline"})
             continue
