@@ -187,6 +187,24 @@ def done_algorithms(run_dir: str | Path) -> list[str]:
     return json.loads(path.read_text()) if path.is_file() else []
 
 
+def finished(run_dir: str | Path, config: Any = None) -> bool:
+    """Whether ``run_dir`` holds a finished run: its result files are written and every
+    algorithm of its ``config.yaml`` is done; with ``config``, also that it is a run of
+    exactly that config (then a command may keep it instead of running it again)."""
+    from jaxnigt import config as config_lib
+
+    run_dir = Path(run_dir)
+    if not all((run_dir / f).is_file() for f in ("config.yaml", "summary.json", "metrics.csv")):
+        return False
+    try:
+        written = config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
+    except config_lib.ConfigError:
+        return False
+    if config is not None and written != config:
+        return False
+    return set(done_algorithms(run_dir)) >= set(written.algorithms)
+
+
 def mark_done(run_dir: str | Path, algorithm: str) -> None:
     done = done_algorithms(run_dir)
     if algorithm not in done:

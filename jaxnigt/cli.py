@@ -1,4 +1,5 @@
-"""The ``jaxnigt`` command: ``run``, ``sweep``, ``plan``, ``plot``, ``list`` and ``clock``.
+"""The ``jaxnigt`` command: ``run``, ``sweep``, ``tune``, ``compare``, ``plan``, ``plot``,
+``list`` and ``clock``.
 
 Errors in user input (bad config values, bad flags, an existing run directory) print one
 line naming the problem and exit with status 2, before anything is written.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import shlex
 import signal
 import sys
@@ -212,6 +214,91 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_request(args: argparse.Namespace):
+    """``(raw config, Grid, seeds, algorithms)`` from the flags (raises on a bad value)."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import tuning
+
+    raw = config_lib.apply_overrides(config_lib.read_yaml(args.config), args.set or [])
+    grid = tuning.Grid(
+        lr_exp=tuning.DEFAULT_LR_EXP if args.lr_exp is None else tuning.parse_lr_exp(args.lr_exp),
+        eta=tuning.DEFAULT_ETA
+        if args.eta is None
+        else tuning.parse_numbers(args.eta, "--eta", float, 0.0, 1.0),
+        M=None if args.M is None else tuning.parse_numbers(args.M, "--M", int, 0, math.inf),
+        max_extensions=args.max_extensions,
+    )
+    seeds = tuning.parse_seeds(args.tune_seeds)
+    algorithms = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
+    if args.algorithms is not None and not algorithms:
+        raise tuning.TuningError("--algorithms: got an empty list; expected names a,b,...")
+    tuning.check_request(raw, algorithms, grid, seeds, args.statistic)
+    return raw, grid, seeds, algorithms
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, files, runner, tuning
+    from jaxnigt import config as config_lib
+
+    try:
+        raw, grid, seeds, algorithms = _tune_request(args)
+    except (tuning.TuningError, config_lib.ConfigError) as e:
+        return _error(str(e))
+    _announce(args)
+    command = shlex.join(["jaxnigt", *(args.argv or [])])
+    try:
+        with runner.stop_on_signals() as stop:
+            report = tuning.tune(
+                raw, args.out, algorithms=algorithms, grid=grid, seeds=seeds,
+                statistic=args.statistic, resume=args.resume, overwrite=args.overwrite,
+                progress=not args.no_progress, source=args.config, command=command, stop=stop,
+            )  # fmt: skip
+    except runner.Interrupted as e:
+        again = shlex.join(["jaxnigt", *(a for a in args.argv or [] if a != "--resume")])
+        print(f"jaxnigt: {e}; continue with: {again} --resume", file=sys.stderr)
+        return e.exit_status
+    except (tuning.TuningError, config_lib.ConfigError, FileExistsError) as e:
+        return _error(str(e))
+    except (files.RunDirError, checkpoint.CheckpointError) as e:
+        if not getattr(e, "started", False):
+            return _error(str(e))
+        print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
+        return 1
+    except runner.RunError as e:
+        print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
+        return 1
+    print(tuning.table(report))
+    print(f"[jaxnigt] wrote {args.out}/{tuning.TUNED} and {args.out}/{tuning.TABLE}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from jaxnigt import analysis, files
+
+    baselines = None
+    if args.baselines is not None:
+        baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    try:
+        run = analysis.load_run(args.run_dir)
+        result = analysis.compare(
+            run, args.reference, statistic=args.statistic, baselines=baselines, claim=args.claim
+        )
+    except analysis.AnalysisError as e:
+        return _error(str(e))
+    text = analysis.compare_markdown(result)
+    out = Path(args.run_dir)
+    try:
+        files.atomic_write_text(out / "compare.json", json.dumps(result, indent=2) + "\n")
+        files.atomic_write_text(out / "compare.md", text + "\n")
+    except OSError as e:
+        return _error(f"cannot write the comparison: {files.describe(e)}")
+    print(text)
+    print(f"[jaxnigt] wrote {out}/compare.json and {out}/compare.md")
+    return 0
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
     from jaxnigt import plan
@@ -340,6 +427,50 @@ def _add_plot_and_sweep(sub) -> None:
     sw.set_defaults(func=_cmd_sweep)
 
 
+def _add_tune_and_compare(sub) -> None:
+    from jaxnigt import analysis, tuning
+
+    tu = sub.add_parser(
+        "tune", help="choose step sizes (and M) on held-out seeds; write a tuned config"
+    )
+    tu.add_argument("config", help="YAML config to tune (its budget and cluster)")
+    tu.add_argument("--out", required=True, help="tuning directory (tuned.yaml, tuning.json)")
+    tu.add_argument("--algorithms", metavar="A,B", help="algorithms to tune (default: all)")
+    tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2 "
+                    "(default -10:-1; extended while the winner sits at an edge)")  # fmt: skip
+    tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
+    tu.add_argument(
+        "--M", metavar="M1,M2", help="M = M_init values for Rennala/Malenia (default: the config's)"
+    )
+    tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
+                    help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
+    tu.add_argument("--statistic", default="average", choices=tuning.STATISTICS,
+                    help="the score's per-seed statistic (default average)")  # fmt: skip
+    tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
+                    help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
+    tu.add_argument("--set", action="append", metavar="KEY=VALUE", help="as for run")
+    tu.add_argument("--resume", action="store_true", help="keep finished programs, continue")
+    tu.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
+    tu.add_argument("--no-progress", action="store_true", help="no progress bars")
+    tu.set_defaults(func=_cmd_tune)
+
+    co = sub.add_parser(
+        "compare", help="a reference against every baseline of a run: effects, intervals, verdict"
+    )
+    co.add_argument("run_dir", help="a finished run directory")
+    co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
+    co.add_argument("--baselines", metavar="A,B", help="default: every other algorithm")
+    co.add_argument("--statistic", default="average", choices=analysis.STATISTICS,
+                    help="the effect the verdict uses (default average)")  # fmt: skip
+    co.add_argument(
+        "--claim",
+        default="ahead",
+        choices=analysis.CLAIMS,
+        help="ahead: the reference beats every baseline; tie: they equal it",
+    )
+    co.set_defaults(func=_cmd_compare)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxnigt import clock
 
@@ -350,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
     _add_plot_and_sweep(sub)
+    _add_tune_and_compare(sub)
     lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
     lst.set_defaults(func=_cmd_list)
     pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
@@ -394,18 +526,19 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command in ("run", "sweep", "plot", "list", "plan"):
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.command in ("run", "sweep", "plot", "list", "plan", "tune", "compare"):
         missing = missing_rl_module()
         if missing:
             return _error(
                 f"`jaxnigt {args.command}` needs the experiment extra (module {missing!r} is "
                 f"missing); install it with: {RL_INSTALL}"
             )
-    if args.command in ("run", "sweep", "plan"):
+    if args.command in ("run", "sweep", "plan", "tune"):
         from jaxnigt import parallel
 
         args.xla_flags = parallel.apply_gpu_flags()  # before any JAX backend starts
-    if args.command in ("run", "clock", "sweep", "plan"):
+    if args.command in ("run", "clock", "sweep", "plan", "tune"):
         enable_compilation_cache()
     return int(args.func(args) or 0)
 

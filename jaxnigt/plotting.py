@@ -226,6 +226,8 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
         _sweep_panel(ax, groups, key, f)
         numeric = [_number(v) for v in axes_record[key]]
         if key == "cluster.n" or (all(v > 0 for v in numeric) and max(numeric) > 10 * min(numeric)):
+            # limits from the swept values: a panel may have no finite time (never reached)
+            ax.set_xlim(min(numeric) / 1.25, max(numeric) * 1.25)
             ax.set_xscale("log")
         if key == "cluster.n":
             _round_time_axis(ax, sweep_dir, rows, key)

@@ -1,10 +1,12 @@
-"""Results of a run: CSV rows and columns, reading them back, curves, summaries, time to target.
+"""Results of a run: CSV rows and columns, reading them back, curves and the run's summary.
 
 ``metrics.csv`` has one row per algorithm, grid point, seed and step.  Its columns are the
 identifying ones (:data:`ID_COLUMNS`), then the logged fields of
 :class:`~jaxnigt.algorithms.core.StepMetrics` in order with ``eval_return`` after
 ``train_return`` (:data:`COLUMNS`), then ``eval_type{v}`` per environment type for
-heterogeneous runs.  Everything here works on plain numpy arrays and dicts.
+heterogeneous runs.  Everything here works on plain numpy arrays and dicts.  The statistics
+(average return, time to target, bootstrap intervals) are defined once, in
+:mod:`jaxnigt.analysis`; ``curve_average`` and ``bootstrap_interval`` are its functions.
 """
 
 from __future__ import annotations
@@ -20,8 +22,22 @@ from typing import Any
 
 import numpy as np
 
+from jaxnigt import analysis
 from jaxnigt.algorithms.core import LOGGED
+from jaxnigt.analysis import average_return as curve_average
+from jaxnigt.analysis import bootstrap_interval
 from jaxnigt.files import atomic_write_text
+
+__all__ = [
+    "COLUMNS",
+    "bootstrap_interval",
+    "curve_average",
+    "group_curves",
+    "median_curve",
+    "read_metrics",
+    "summarize",
+    "time_to_target",
+]
 
 ID_COLUMNS = ("algorithm", "grid", "learning_rate", "eta", "seed")
 COUNTS_FILE = "worker_counts.csv"
@@ -173,17 +189,22 @@ def median_curve(seeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.nd
 
 
 def time_to_target(xs: np.ndarray, curve: np.ndarray, target: float) -> float | None:
-    """The first ``x`` where ``curve >= target`` (None if never)."""
-    hit = np.nonzero(curve >= target)[0]
-    return float(xs[hit[0]]) if hit.size else None
+    """The first ``x`` where ``curve >= target`` (None if never): one seed's time to target
+    (:func:`jaxnigt.analysis.first_time`) without a budget."""
+    t = analysis.first_time(xs, curve, target)
+    return t if math.isfinite(t) else None
 
 
 def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
-    """Per algorithm and grid point: final/best median eval return, time to target."""
+    """Per algorithm and grid point: final/best median eval return, time to ``target``.
+
+    The time to target is :func:`jaxnigt.analysis.median_time` of the seeds' first
+    evaluations at or above it (None when no majority of the seeds reached it).
+    """
     summary: dict[str, Any] = {}
     for (algorithm, grid), seeds in group_curves(rows, x="sim_time", y="eval_return").items():
         finals = [ys[-1] for _, ys in seeds.values() if len(ys)]
-        xs, med = median_curve(seeds)
+        _, med = median_curve(seeds)
         first = next(r for r in rows if r["algorithm"] == algorithm and int(r["grid"]) == grid)
         entry = {
             "seeds": len(seeds),
@@ -193,53 +214,9 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
             "eta": float(first["eta"]),
         }
         if target is not None:
+            times = [analysis.first_time(x, y, target) for x, y in seeds.values()]
+            t = float(analysis.median_time(np.array(times)))
             entry["target_return"] = target
-            entry["time_to_target"] = time_to_target(xs, med, target)
+            entry["time_to_target"] = t if math.isfinite(t) else None
         summary[algorithm if grid == 0 else f"{algorithm}[grid={grid}]"] = entry
     return summary
-
-
-def curve_average(xs: np.ndarray, ys: np.ndarray, until: float) -> float:
-    """Time average over ``[0, until]`` of the step curve through ``(xs, ys)`` (each value
-    holds until the next x; NaN before the first): the area under the curve / ``until``.
-
-    A learning curve's average over the same simulated time is one number per seed that
-    compares methods without choosing a target (less noisy than the last evaluation).
-    """
-    order = np.argsort(xs, kind="stable")
-    xs, ys = np.asarray(xs, np.float64)[order], np.asarray(ys, np.float64)[order]
-    keep = xs < until
-    xs, ys = xs[keep], ys[keep]
-    if xs.size == 0 or xs[0] > 0:
-        return float("nan")
-    widths = np.diff(np.append(xs, until))
-    return float(np.sum(widths * ys) / until)
-
-
-def bootstrap_interval(
-    statistic,
-    *groups: np.ndarray,
-    level: float = 0.9,
-    reps: int = 2000,
-    seed: int = 0,
-) -> tuple[float, float, float]:
-    """``(estimate, low, high)``: ``statistic(*groups)`` and its percentile bootstrap
-    interval, resampling the seeds of every group independently (with replacement).
-
-    Each group is a per-seed array with a leading seed axis (runs of different methods or
-    scenarios are independent).  ``statistic`` may return ``inf`` (e.g. a target never
-    reached); the percentiles then can be infinite.
-    """
-    rng = np.random.default_rng(seed)
-    groups = tuple(np.asarray(g) for g in groups)
-    est = float(statistic(*groups))
-    draws = np.array(
-        [statistic(*(g[rng.integers(0, len(g), len(g))] for g in groups)) for _ in range(reps)],
-        np.float64,
-    )
-    draws = draws[~np.isnan(draws)]  # resamples where the statistic is undefined
-    if draws.size == 0:
-        return est, float("nan"), float("nan")
-    # "nearest": never interpolates between two infinite draws (which would give NaN)
-    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], method="nearest")
-    return est, float(low), float(high)

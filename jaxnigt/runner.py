@@ -361,19 +361,19 @@ def advance(run: _Run) -> None:
     _record(run, to_host(_wait(metrics)), to_host(returns))
 
 
-OVERFLOW = {  # what the ``overflow`` flag means, per algorithm that can raise it
-    "malenia_nigt": "Malenia capacity overflow (raise hparams.malenia_capacity)",
-    "impala": "the learner fell more versions behind its actors than it keeps (its updates "
-    "take longer than a batch of arrivals: lower hparams.impala_learner_time or raise "
-    "hparams.impala_batch)",
-}
+# An algorithm that raises ``overflow`` says what it means (``Traits.overflow``); one that
+# raised it without saying would be a bug in that algorithm, reported as such.
+OVERFLOW = "overflow flag raised (the algorithm's Traits give it no meaning: a bug)"
 
 
 def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
-    """Flags of the last chunk: a capacity overflow always stops the run; non-finite values
-    stop it too, or (``on_nonfinite: mark``) freeze the diverged seed."""
+    """Flags of the last chunk: an overflow (what it means is the algorithm's
+    ``Traits.overflow``) always stops the run; non-finite values stop it too, or
+    (``on_nonfinite: mark``) freeze the diverged seed."""
+    from jaxnigt.algorithms import traits
+
     last = run.history[-1]
-    overflow = OVERFLOW.get(algorithm, OVERFLOW["malenia_nigt"])
+    overflow = traits(algorithm).overflow or OVERFLOW
     for flag, what in (
         ("overflow", overflow),
         ("nonfinite", "non-finite parameters, gradients or returns"),

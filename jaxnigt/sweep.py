@@ -8,10 +8,14 @@ normal run directory ``DIR/<key=value,...>/``; programs of the same shape are co
 
 ``DIR/sweep.csv`` has one row per point and algorithm: the swept values, the point's status,
 seeds, final and best median evaluation return, the times to the sweep's targets (50 % and
-80 % of the improvement from the common initial return R0 to the best final median return
-over the *whole* sweep, so that points compare), with the 20 %/80 % quantiles over seeds,
-updates, environment steps, wall and compile seconds.  ``DIR/sweep.png`` draws time to
-target against the swept value (see :func:`jaxnigt.plotting.plot_sweep`).
+80 % of the improvement, by the target rule of :mod:`jaxnigt.analysis` pooled over every
+algorithm of every point, so that points compare: R0 the median return at time 0, R_best the
+best median second-half return), each the median time over seeds
+(:func:`~jaxnigt.analysis.median_time`; empty when no majority reached it) with the 20 %/80 %
+quantiles over seeds (``inf``: censored, not reached within the point's budget), the median
+updates (:class:`~jaxnigt.analysis.Method`), environment steps, wall and compile seconds.
+``DIR/sweep.png`` draws time to target against the swept value (see
+:func:`jaxnigt.plotting.plot_sweep`).
 
 A sweep config is a normal config with a ``sweep:`` section listing the values::
 
@@ -34,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
+from jaxnigt import analysis, files, results
 from jaxnigt import config as config_lib
-from jaxnigt import files, results
 
 SWEEP_FILE = "sweep.json"  # the sweep's own record: axes, points, status
 TABLE = "sweep.csv"
-FRACTIONS = (0.5, 0.8)
+FRACTIONS = analysis.FRACTIONS
 STATUS = "status.json"
 
 
@@ -115,15 +119,10 @@ def plan(raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str]
 
 
 def _finished(point: Point, run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a run of this point with every algorithm done."""
+    """Whether ``run_dir`` holds a finished run of this point (and no failure record)."""
     from jaxnigt import checkpoint
 
-    path = run_dir / "config.yaml"
-    if not path.is_file() or (run_dir / STATUS).is_file():
-        return False
-    done = set(checkpoint.done_algorithms(run_dir))
-    same = config_lib.from_dict(config_lib.read_yaml(path)) == point.config
-    return same and done >= set(point.config.algorithms)
+    return not (run_dir / STATUS).is_file() and checkpoint.finished(run_dir, point.config)
 
 
 def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log, stop=None) -> dict:
@@ -189,73 +188,54 @@ def run_sweep(
     return rows
 
 
-def _seed_curves(rows: list[dict], algorithm: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == 0]
-    return results.group_curves(mine, x="sim_time", y="eval_return").get((algorithm, 0), {})
-
-
 def table(out: Path, points: list[Point]) -> list[dict]:
     """The rows of ``sweep.csv`` (see the module docstring)."""
-    loaded = {}
+    runs, messages = {}, {}
     for p in points:
         d = out / p.name
-        if (d / "summary.json").is_file() and not (d / STATUS).is_file():
-            loaded[p.name] = (results.read_metrics(d), json.loads((d / "summary.json").read_text()))
-    curves = {
-        (name, a): _seed_curves(rows, a)
-        for name, (rows, summary) in loaded.items()
-        for a in summary
-        if "[grid=" not in a
-    }
-    initial = [float(y[0]) for cs in curves.values() for x, y in cs.values() if x[0] == 0.0]
-    finals = [np.median([y[-1] for _, y in cs.values()]) for cs in curves.values() if cs]
-    r0 = float(np.median(initial)) if initial else float("nan")
-    best = float(np.max(finals)) if finals else float("nan")
-    targets = {f: r0 + f * (best - r0) for f in FRACTIONS}
+        if (d / STATUS).is_file():
+            messages[p.name] = json.loads((d / STATUS).read_text())["message"]
+            continue
+        try:
+            runs[p.name] = (analysis.load_run(d), json.loads((d / "summary.json").read_text()))
+        except analysis.AnalysisError as e:
+            messages[p.name] = str(e)
+    methods = [m for run, _ in runs.values() for m in run.algorithms().values()]
+    initial = np.concatenate([m.initial() for m in methods]) if methods else np.array([np.nan])
+    levels = [
+        float(np.median(m.statistic("second_half", run.budget)))
+        for run, _ in runs.values()
+        for m in run.algorithms().values()
+    ]
+    targets = analysis.targets(initial, levels, FRACTIONS) if levels else {}
     rows = []
     for p in points:
         base = {"point": p.name, **{k: _text(v) for k, v in p.values.items()}}
-        if p.name not in loaded:
-            status = out / p.name / STATUS
-            message = json.loads(status.read_text())["message"] if status.is_file() else "not run"
-            rows.append({**base, "status": "failed", "message": message})
+        if p.name not in runs:
+            rows.append({**base, "status": "failed", "message": messages[p.name]})
             continue
-        metric_rows, summary = loaded[p.name]
-        for algorithm, entry in summary.items():
-            if "[grid=" in algorithm:
-                continue
-            cs = curves[p.name, algorithm]
+        run, summary = runs[p.name]
+        for algorithm, m in run.algorithms().items():
             row = {**base, "status": "done", "message": "", "algorithm": algorithm}
-            row |= _point_stats(metric_rows, algorithm, entry, cs, targets)
-            rows.append(row)
+            rows.append(row | _point_stats(m, summary[algorithm], run.budget, targets))
     return rows
 
 
-def _point_stats(metric_rows, algorithm, entry, cs, targets) -> dict:
-    last = {}
-    for r in metric_rows:
-        if r["algorithm"] == algorithm and r["grid"] == 0:
-            if r["seed"] not in last or r["round"] >= last[r["seed"]]["round"]:
-                last[r["seed"]] = r
-    # a round is one update; an asynchronous method updates every trajectories_per_update
-    # arrivals (summary.json, from the algorithm), and every arrival is one exchange (comms)
-    per_update = entry.get("trajectories_per_update")
-    updates = [r["round"] if per_update is None else r["comms"] / per_update for r in last.values()]
+def _point_stats(m: analysis.Method, entry: dict, budget: float, targets: dict) -> dict:
     out = {
         "seeds": entry["seeds"],
         "final_median_return": entry["final_median_return"],
         "best_median_return": entry["best_median_return"],
-        "updates": float(np.median(updates)),
-        "env_steps": float(np.median([r["env_steps"] for r in last.values()])),
+        "updates": float(np.median(m.updates)),
+        "env_steps": float(np.median(m.env_steps)),
         "wall_seconds": entry.get("wall_seconds"),
         "compile_seconds": entry.get("compile_seconds"),
     }
-    xs, med = results.median_curve(cs)
     for f, target in targets.items():
-        per_seed = [results.time_to_target(x, y, target) for x, y in cs.values()]
-        per_seed = np.array([np.inf if t is None else t for t in per_seed])
-        out[f"time_to_{f:g}"] = results.time_to_target(xs, med, target)
-        q20, q80 = np.quantile(per_seed, [0.2, 0.8], method="nearest")  # inf: never reached
+        per_seed = m.statistic("time", budget, target)  # inf: censored at the budget
+        median = float(analysis.median_time(per_seed))
+        out[f"time_to_{f:g}"] = median if np.isfinite(median) else None
+        q20, q80 = np.quantile(per_seed, [0.2, 0.8], method="nearest")
         out[f"time_to_{f:g}_q20"], out[f"time_to_{f:g}_q80"] = float(q20), float(q80)
         out[f"target_{f:g}"] = target
     return out

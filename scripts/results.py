@@ -1,9 +1,9 @@
-"""Every number of docs/results.md: tuning, report runs and analysis (resumable).
+"""docs/results.md: the scenario catalogue, the runs it needs and the page (resumable).
 
-    python scripts/results.py tune [FAMILY ...]      # α grid per family on seeds 100, 101
+    python scripts/results.py tune [FAMILY ...]      # `jaxnigt tune` per family, seeds 100, 101
     python scripts/results.py run [SCENARIO ...]     # report runs: seeds 0..4 (hetero 0..14), tuned
-    python scripts/results.py analyze                # intervals, verdicts, tables, plots
-    python scripts/results.py page                   # DOCS/../results.md from its template
+    python scripts/results.py analyze                # `jaxnigt compare` per run; JSON and plots
+    python scripts/results.py page                   # DOCS/../results.md and its tables from JSON
     python scripts/results.py all                    # the four in order
     python scripts/results.py list                   # families and scenarios
 
@@ -14,25 +14,25 @@ shared/all,independent/all`` (``run``: only those cluster models of each scenari
 ``--variants default,contributors`` (``tune``: only those tunings of each family; default: the
 family's own and every model variant its scenarios need).
 
+This script holds no statistic: the tuning protocol is :mod:`jaxnigt.tuning` (score, tie
+rule, grid extension), every statistic, interval, outcome and verdict is
+:mod:`jaxnigt.analysis`.  What is here: which families share tuned step sizes, which
+scenarios and cluster models run, which claim each scenario tests (its reference, its
+baselines, ``ahead`` or ``tie``), and the page.
+
 **Evaluation** is by simulated time: ``EVALS`` evaluations per budget (``eval.every_time``),
 whatever the length of an algorithm's step.
 
-**Tuning** (per family, on seeds the report never uses: base seed 100): one vmapped program
-per algorithm over the (α × η) grid; score = median over seeds of each seed's time-averaged
-evaluation return over the whole budget (the statistic the analysis compares: tuning for the
-final level alone picked larger or smaller steps than the report rewards);
-a grid point with a diverged seed is out; ties go to the smaller α.  If the winner's α is at
-an edge of the grid, the grid is extended by two more values on that side and the new points
-run; this repeats (up to four times) until every winner is interior.  The winners go to
+**Tuning** (per family, on seeds the report never uses: base seed 100, two seeds): the
+family's base config at its budget through :func:`jaxnigt.tuning.tune`.  A cluster-model
+variant (``link: independent``, ``allreduce: contributors``) retunes only the algorithms
+whose ``Traits.cluster_options`` include that option.  The winners go to
 ``configs/cpu/<scenario>.yaml`` (the report configs) and ``DOCS/tuning_<family>.json``.
 
-**Analysis** (per scenario and cluster model, seeds 0..4; 0..14 for the heterogeneous ones):
-the per-seed time average of the evaluation return over the whole budget ("average return"),
-its difference between Rennala NIGT (Malenia NIGT for heterogeneous environments) and each
-baseline with a 90 % percentile bootstrap interval over seeds, and the ratio of times to
-50 % / 80 % of the improvement (target = R0 + f (R_best − R0)) with its interval.  A claim
-is *confirmed* or *refuted* only when the interval of the primary effect excludes a tie;
-otherwise *inconclusive*, with the number of seeds an interval of that width would need.
+**Analysis** (per scenario and cluster model): :func:`jaxnigt.analysis.compare` of the
+claim's reference (Rennala NIGT; Malenia NIGT for heterogeneous environments) against every
+baseline, the claim's verdict over its baselines, and :func:`jaxnigt.analysis.lead_growth`
+from ``<env>_sqrt`` to ``<env>_sqrt_dim``.
 """
 
 from __future__ import annotations
@@ -40,25 +40,22 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import re
 import shlex
 import sys
 from pathlib import Path
 
-import numpy as np
 import yaml
 
+from jaxnigt import analysis, tuning
 from jaxnigt import config as config_lib
-from jaxnigt import results
-from jaxnigt.results import bootstrap_interval, curve_average, median_curve, time_to_target
+from jaxnigt.algorithms import traits
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = (("shared", "all"), ("shared", "contributors"), ("independent", "all"))
 MODELS += (("independent", "contributors"),)
 DEFAULT_MODEL = ("shared", "all")
 TUNE_SEED = 100
-LEVEL = 0.9
 # Evaluations per budget, by simulated time (``eval.every_time``): a Rennala round and a block
 # of asynchronous arrivals differ in length by up to n×, so a cadence in steps would leave the
 # asynchronous methods with a handful of evaluations.
@@ -207,108 +204,49 @@ def _quick(f: Family) -> Family:
     return dataclasses.replace(f, budget=f.budget / 20, lr_exp=(-8, -6), tune_seeds=1)
 
 
-def _window_average(xs, ys, start: float, end: float) -> float:
-    """Time average of the step curve over ``[start, end]``."""
-    return (curve_average(xs, ys, end) * end - curve_average(xs, ys, start) * start) / (end - start)
+# The cluster-model variants a scenario may need: the option and its value.  A variant's
+# tuning retunes only the algorithms that option affects (their ``Traits.cluster_options``).
+VARIANTS = {"independent": ("link", "independent"), "contributors": ("allreduce", "contributors")}
 
 
-def score_run(run_dir: Path, algorithm: str, budget: float) -> list[dict]:
-    """Per grid point: α, η, and the median over seeds of the average return over the whole
-    budget (the statistic the report compares); a point with a seed that stopped before the
-    budget (diverged) is marked."""
-    rows = [r for r in results.read_metrics(run_dir) if r["algorithm"] == algorithm]
-    out = []
-    for (_, grid), seeds in results.group_curves(rows, x="sim_time", y="eval_return").items():
-        mine = [r for r in rows if r["grid"] == grid]
-        ends = {s: max(r["sim_time"] for r in mine if r["seed"] == s) for s in seeds}
-        values = [curve_average(x, y, budget) for x, y in seeds.values()]
-        out.append(
-            {
-                "learning_rate": mine[0]["learning_rate"],
-                "eta": mine[0]["eta"],
-                "score": float(np.median(values)),
-                "diverged_seeds": [s for s, t in ends.items() if t < budget],
-            }
-        )
-    return out
-
-
-def choose(points: list[dict]) -> dict | None:
-    ok = [p for p in points if not p["diverged_seeds"] and math.isfinite(p["score"])]
-    if not ok:
-        return None
-    best = max(p["score"] for p in ok)
-    return min((p for p in ok if p["score"] >= best - 1e-6), key=lambda p: p["learning_rate"])
-
-
-# Which algorithms a cluster-model component affects: the server link only the asynchronous
-# methods, the AllReduce participants only Rennala rounds (every worker contributes to Sync
-# and Malenia rounds).  A model's tuning retunes just those.
-VARIANTS = {"independent": ("link", "independent", ("afedpg", "a3c", "impala"))}
-VARIANTS["contributors"] = ("allreduce", "contributors", ("rennala_nigt",))
-
-
-def _tuning_run(
-    fam: Family, algorithm: str, exps: list[int], out: Path, variant: str | None
-) -> list[dict]:
-    raw = merge(fam.base, {"name": f"tune_{fam.name}_{algorithm}", "algorithms": [algorithm]})
-    if variant:
-        key, value, _ = VARIANTS[variant]
-        raw["cluster"] = {**raw["cluster"], key: value}
-    raw.update(budget=float(fam.budget), seeds=fam.tune_seeds, seed=TUNE_SEED)
-    raw.update(on_nonfinite="mark", target_return=None)
-    raw["eval"] = {**raw["eval"], "every_time": fam.budget / EVALS}
-    raw["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": list(fam.eta)}
-    cfg = config_lib.from_dict(raw)
-    tag = f"__{variant}" if variant else ""
-    run_dir = out / "tune" / f"{fam.name}{tag}" / f"{algorithm}_lr{min(exps)}_{max(exps)}"
-    _run_once(cfg, run_dir)
-    points = score_run(run_dir, algorithm, fam.budget)
-    for p in points:  # report the requested grid values (metrics hold float32)
-        p["lr_exp"] = min(exps, key=lambda e: abs(2.0**e - p["learning_rate"]))
-        p["learning_rate"] = 2.0 ** p["lr_exp"]
-    return points
-
-
-def tune_algorithm(fam: Family, algorithm: str, out: Path, variant: str | None) -> tuple:
-    """``(points, grid)``: the α × η grid of one algorithm, extended by two values on a side
-    while the chosen α sits at that edge (at most four times)."""
-    points, grid, ran = [], list(fam.lr_exp), set()
-    for _ in range(5):
-        new = [e for e in grid if e not in ran]
-        if not new:
-            break
-        points += _tuning_run(fam, algorithm, new, out, variant)
-        ran |= set(new)
-        edge = _edge(choose(points), grid)
-        if edge == "low":
-            grid = [grid[0] - 4, grid[0] - 2, *grid]
-        elif edge == "high" and grid[-1] < 0:
-            grid = [*grid, grid[-1] + 2, min(grid[-1] + 4, 0)]
-        else:
-            break
-    return points, sorted(ran)
+def affected(algorithms, variant: str | None) -> list[str]:
+    """The algorithms whose runs a cluster-model ``variant`` changes (all without one)."""
+    if variant is None:
+        return list(algorithms)
+    return [a for a in algorithms if VARIANTS[variant][0] in traits(a).cluster_options]
 
 
 def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) -> dict:
-    """Tunes α (and η) of every algorithm of ``fam`` (of those a cluster-model ``variant``
-    affects) until each chosen α is interior to its grid."""
-    affected = VARIANTS[variant][2] if variant else fam.algorithms
-    algorithms = [a for a in fam.algorithms if a in affected]
-    tuned = {a: tune_algorithm(fam, a, out, variant) for a in algorithms}
-    chosen = {a: choose(points) for a, (points, _) in tuned.items()}
-    report = {"family": fam.name, "variant": variant, "budget": fam.budget}
-    report.update(seeds=fam.tune_seeds, seed=TUNE_SEED, eta=list(fam.eta), chosen=chosen)
-    report["lr_exp"] = {a: grid for a, (_, grid) in tuned.items()}
-    report["interior"] = {a: _edge(chosen[a], tuned[a][1]) is None for a in algorithms}
-    report["points"] = {a: points for a, (points, _) in tuned.items()}
-    report["command"] = " ".join(map(shlex.quote, sys.argv))
+    """Tunes the algorithms of ``fam`` (those a cluster-model ``variant`` affects) with
+    :func:`jaxnigt.tuning.tune` and writes ``DOCS/tuning_<family>[__<variant>].json``."""
+    algorithms = affected(fam.algorithms, variant)
+    raw = merge(fam.base, {"name": f"tune_{fam.name}", "algorithms": list(fam.algorithms)})
+    if variant:
+        key, value = VARIANTS[variant]
+        raw["cluster"] = {**raw["cluster"], key: value}
+    raw.update(budget=float(fam.budget), target_return=None)
+    raw["eval"] = {**raw["eval"], "every_time": fam.budget / EVALS}
+    seeds = tuple(range(TUNE_SEED, TUNE_SEED + fam.tune_seeds))
+    grid = tuning.Grid(lr_exp=fam.lr_exp, eta=fam.eta)
+    tag = f"__{variant}" if variant else ""
+    where = out / "tune" / f"{fam.name}{tag}"
+    report = tuning.tune(
+        raw, where, algorithms=algorithms, grid=grid, seeds=seeds,
+        resume=(where / tuning.RECORD).is_file(), progress=False,
+        command=" ".join(map(shlex.quote, sys.argv)),
+    )  # fmt: skip
+    per = report["algorithms"]
+    family = {"family": fam.name, "variant": variant, "budget": fam.budget}
+    family.update(seeds=fam.tune_seeds, seed=TUNE_SEED, eta=list(fam.eta))
+    family["chosen"] = {a: r["chosen"] for a, r in per.items()}
+    family["lr_exp"] = {a: r["lr_exp"] for a, r in per.items()}
+    family["interior"] = {a: r["interior"] for a, r in per.items()}
+    family["points"] = {a: r["points"] for a, r in per.items()}
+    family.update(command=report["command"], tie_rule=report["tie_rule"], score=report["score"])
     docs.mkdir(parents=True, exist_ok=True)
-    (docs / _tuning_file(fam.name, variant)).write_text(json.dumps(report, indent=2) + "\n")
-    for a, c in chosen.items():
-        what = "none finite" if c is None else f"lr=2^{c['lr_exp']} eta={c['eta']:g}"
-        print(f"[results] tuned {fam.name}{'/' + variant if variant else ''}/{a}: {what}")
-    return report
+    (docs / _tuning_file(fam.name, variant)).write_text(json.dumps(family, indent=2) + "\n")
+    print(tuning.table(report))
+    return family
 
 
 def _tuning_file(family: str, variant: str | None = None) -> str:
@@ -331,25 +269,7 @@ def tuned_values(docs: Path, family: str, model=DEFAULT_MODEL) -> dict:
     return chosen
 
 
-def _edge(best: dict | None, grid: list[int]) -> str | None:
-    if best is None:
-        return None
-    return "low" if best["lr_exp"] == min(grid) else "high" if best["lr_exp"] == max(grid) else None
-
-
 # --------------------------------------------------------------------------------- runs
-
-
-def _run_once(cfg, run_dir: Path) -> None:
-    """Runs ``cfg`` into ``run_dir`` unless it already holds a finished run of it."""
-    from jaxnigt import runner
-
-    done = (run_dir / "summary.json").is_file() and (run_dir / "config.yaml").is_file()
-    if done and config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml")) == cfg:
-        print(f"[results] {run_dir}: finished earlier with this config; kept", flush=True)
-        return
-    print(f"[results] running {run_dir}", flush=True)
-    runner.run_experiment(cfg, run_dir, overwrite=True, progress=False, plot=False, log=print)
 
 
 def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = False) -> dict:
@@ -393,7 +313,10 @@ def run_scenario(
         raw = scenario_raw(sc, chosen, model, quick)
         if model == DEFAULT_MODEL and not quick:
             write_config(sc, raw)
-        _run_once(config_lib.from_dict(raw), out / sc.model_dir(model))
+        print(f"[results] {sc.model_dir(model)}", flush=True)
+        tuning.run_program(
+            config_lib.from_dict(raw), out / sc.model_dir(model), progress=False, log=print
+        )
 
 
 def families_needing(variant: str) -> set[str]:
@@ -403,206 +326,87 @@ def families_needing(variant: str) -> set[str]:
 
 # ----------------------------------------------------------------------------- analysis
 
-REFERENCE = {"equal": "rennala_nigt", "fastest": "rennala_nigt", "hetero": "malenia_nigt"}
-REFERENCE["actor_critic"] = "rennala_nigt"
-FRACTIONS = (0.5, 0.8)
+# Each claim: its reference, the kind of claim (analysis.CLAIMS) and the baselines it is
+# about (None: every other algorithm of the run); None for a comparison that is no claim.
+CLAIMS = {
+    "equal": ("rennala_nigt", "tie", ("sync_nigt",)),
+    "fastest": ("rennala_nigt", "ahead", None),
+    "hetero": ("malenia_nigt", "ahead", ("afedpg",)),
+    "actor_critic": ("rennala_nigt", None, None),
+}
+GAP_BASELINES = ("sync_nigt", "afedpg")
 
 
-def _algorithm_data(rows: list[dict], algorithm: str, budget: float, per_update: int = 1) -> dict:
-    """One algorithm's curves and per-seed statistics; ``per_update``: trajectories per
-    learner update of ``impala`` (its updates are counted from the trajectories applied)."""
-    mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == 0]
-    curves = results.group_curves(mine, x="sim_time", y="eval_return")[(algorithm, 0)]
-    seeds = sorted(curves)
-    last = {s: max((r for r in mine if r["seed"] == s), key=lambda r: r["round"]) for s in seeds}
-    per_arrival = algorithm in ("afedpg", "asgd", "a3c", "impala")
-    data = {
-        "curves": [curves[s] for s in seeds],
-        "average": np.array([curve_average(*curves[s], budget) for s in seeds]),
-        "second_half": np.array([_window_average(*curves[s], budget / 2, budget) for s in seeds]),
-        "initial": [float(curves[s][1][0]) for s in seeds if curves[s][0][0] == 0.0],
-        "updates": [
-            float(last[s]["comms"]) / per_update if per_arrival else float(last[s]["round"])
-            for s in seeds
-        ],
-        "env_steps": [float(last[s]["env_steps"]) for s in seeds],
-    }
-    for t in sorted(k for k in mine[0] if k.startswith("eval_type")):
-        per_type = results.group_curves(mine, x="sim_time", y=t)[(algorithm, 0)]
-        data[t] = np.array([_window_average(*per_type[s], budget / 2, budget) for s in seeds])
-    return data
-
-
-def _ttt(curves: list, target: float) -> float:
-    xs, med = median_curve(dict(enumerate(curves)))
-    t = time_to_target(xs, med, target)
-    return math.inf if t is None else t
-
-
-def _ratio(other: float, ref: float) -> float:
-    """other / ref for times to target (inf = never reached; NaN when neither reaches it)."""
-    if math.isinf(other) and math.isinf(ref):
-        return math.nan
-    if ref == 0:
-        return 1.0 if other == 0 else math.inf
-    return other / ref
-
-
-def _interval(est, low, high) -> dict:
-    return {"estimate": est, "low": low, "high": high}
-
-
-def _needed_seeds(iv: dict, seeds: int) -> int | None:
-    half = (iv["high"] - iv["low"]) / 2
-    if not math.isfinite(half) or iv["estimate"] == 0:
+def claim_verdict(a: dict) -> dict | None:
+    """``{"verdict", "needed_seeds"}`` of the scenario's claim over its baselines (the
+    analysis JSON ``a``); None when the scenario tests no claim."""
+    _, kind, baselines = CLAIMS[a["claim"]]
+    if kind is None:
         return None
-    return math.ceil(seeds * (half / abs(iv["estimate"])) ** 2)
+    rows = [row(a, b) for b in baselines or a["comparisons"]]
+    return analysis.verdict(rows, kind)
 
 
-def compare(ref: dict, other: dict, targets: dict, seeds: int) -> dict:
-    """Reference minus other in average return, and other's / reference's time to target."""
-    mean_diff = lambda a, b: a.mean() - b.mean()
-    diff = _interval(*bootstrap_interval(mean_diff, ref["average"], other["average"], level=LEVEL))
-    out = {"average_return_difference": diff, "time_to_target_ratio": {}}
-    ia, ib = np.arange(len(ref["curves"])), np.arange(len(other["curves"]))
-    for f, target in targets.items():
-        ratio = lambda a, b, t=target: _ratio(
-            _ttt([other["curves"][i] for i in b], t), _ttt([ref["curves"][i] for i in a], t)
-        )
-        est, low, high = bootstrap_interval(ratio, ia, ib, level=LEVEL, reps=500)
-        out["time_to_target_ratio"][str(f)] = _interval(est, low, high)
-    # the same per-seed numbers (e.g. Rennala and Sync NIGT with equal times): one run twice
-    out["identical"] = bool(np.array_equal(ref["average"], other["average"]))
-    out["decided"] = diff["low"] > 0 or diff["high"] < 0
-    out["needed_seeds"] = None if out["decided"] else _needed_seeds(diff, seeds)
-    return out
+def row(a: dict, baseline: str) -> dict:
+    """A comparison of the JSON ``a`` with its outcome (JSON written before outcomes were
+    stored: derived from the average-return interval by the same rule)."""
+    c = dict(a["comparisons"][baseline])
+    if "outcome" not in c:
+        c["outcome"] = analysis.outcome(c["average_return_difference"], identical=c["identical"])
+    return c
 
 
-def verdict(claim: str, comparisons: dict) -> str:
-    diffs = {b: c["average_return_difference"] for b, c in comparisons.items()}
-    if claim == "equal":
-        d = diffs["sync_nigt"]
-        if comparisons["sync_nigt"]["identical"]:
-            return "confirmed (identical runs)"
-        return "refuted" if d["low"] > 0 or d["high"] < 0 else "tie not refuted"
-    wanted = ["afedpg"] if claim == "hetero" else list(diffs)
-    if any(diffs[b]["high"] < 0 for b in wanted):
-        return "refuted"
-    if all(diffs[b]["low"] > 0 for b in wanted):
-        return "confirmed"
-    return "inconclusive"
-
-
-def analyze_run(sc: Scenario, model, run_dir: Path, budget: float) -> dict:
-    rows = results.read_metrics(run_dir)
-    algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
-    cfg = config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
-    per_update = {a: 1 for a in algorithms}
-    if "impala" in per_update:
-        per_update["impala"] = cfg.hparams_for("impala").impala_batch or cfg.cluster.n
-    data = {a: _algorithm_data(rows, a, budget, per_update[a]) for a in algorithms}
-    r0 = float(np.median([v for d in data.values() for v in d["initial"]]))
-    best = max(float(np.median(d["second_half"])) for d in data.values())
-    targets = {f: r0 + f * (best - r0) for f in FRACTIONS}
-    ref = REFERENCE[sc.claim]
-    comparisons = {
-        a: compare(data[ref], data[a], targets, len(data[ref]["average"]))
-        for a in algorithms
-        if a != ref
-    }
-    spread = np.median(
-        [np.subtract(*np.quantile(d["second_half"], [0.8, 0.2])) for d in data.values()]
-    )
-    summary = {
-        a: {
-            "seeds": len(d["average"]),
-            "average_return_median": float(np.median(d["average"])),
-            "second_half_median": float(np.median(d["second_half"])),
-            "updates_median": float(np.median(d["updates"])),
-            "env_steps_median": float(np.median(d["env_steps"])),
-            "time_to_target": {str(f): _ttt(d["curves"], t) for f, t in targets.items()},
-            **{k: float(np.median(v)) for k, v in d.items() if k.startswith("eval_type")},
-        }
-        for a, d in data.items()
-    }
-    return {
-        "scenario": sc.name,
-        "model": {"link": model[0], "allreduce": model[1]},
-        "claim": sc.claim,
-        "budget": budget,
-        "reference": ref,
-        "initial_median_return": r0,
-        "best_second_half_median": best,
-        "improvement_over_spread": float((best - r0) / spread) if spread > 0 else math.inf,
-        "targets": {str(f): t for f, t in targets.items()},
-        "algorithms": summary,
-        "comparisons": comparisons,
-        "verdict": verdict(sc.claim, comparisons),
-        "curves": {a: d["curves"] for a, d in data.items()},
-    }
+def analyze_run(sc: Scenario, model, run_dir: Path) -> tuple[dict, analysis.Run]:
+    run = analysis.load_run(run_dir)
+    reference, kind, _ = CLAIMS[sc.claim]
+    result = analysis.compare(run, reference, claim=kind or "ahead")
+    result.update(scenario=sc.name, model={"link": model[0], "allreduce": model[1]})
+    result.update(claim=sc.claim, run=sc.model_dir(model))
+    decision = claim_verdict(result)
+    result["verdict"] = None if decision is None else decision["verdict"]
+    result["needed_seeds"] = None if decision is None else decision["needed_seeds"]
+    return result, run
 
 
 def gap_growth(small: tuple, large: tuple, baseline: str) -> dict:
-    """Does the reference's lead over ``baseline`` grow from scenario ``small`` to ``large``?
+    """Does the reference's lead over ``baseline`` (in average return, per unit of
+    improvement) grow from scenario ``small`` to ``large``?  Each is ``(analysis, run)``."""
 
-    Each scenario's lead is the difference in average return divided by that scenario's
-    improvement (R_best − R0), so that scenarios with different returns compare; the
-    statistic is lead(large) − lead(small), bootstrapped over the four groups of seeds.
-    """
-    (a_s, c_s), (a_l, c_l) = small, large
-    scale = lambda a: a["best_second_half_median"] - a["initial_median_return"]
-    ref_s, ref_l = a_s["reference"], a_l["reference"]
+    def groups(a, run):
+        methods = run.algorithms()
+        values = [methods[m].statistic("average", run.budget) for m in (a["reference"], baseline)]
+        return (*values, a["best_second_half_median"] - a["initial_median_return"])
 
-    def lead(ref, other, a):
-        return (ref.mean() - other.mean()) / scale(a)
-
-    groups = (c_s[ref_s], c_s[baseline], c_l[ref_l], c_l[baseline])
-    stat = lambda r1, b1, r2, b2: lead(r2, b2, a_l) - lead(r1, b1, a_s)
-    iv = _interval(*bootstrap_interval(stat, *groups, level=LEVEL))
-    decided = iv["low"] > 0 or iv["high"] < 0
-    out = {"lead_difference": iv, "needed_seeds": None if decided else _needed_seeds(iv, 5)}
-    out["verdict"] = (
-        "confirmed" if iv["low"] > 0 else "refuted" if iv["high"] < 0 else "inconclusive"
-    )
-    return out
+    return analysis.lead_growth(groups(*small), groups(*large))
 
 
-def _fmt(iv: dict, digits: int = 2) -> str:
-    f = lambda v: "∞" if v == math.inf else "−∞" if v == -math.inf else f"{v:.{digits}f}"
-    return f"{f(iv['estimate'])} [{f(iv['low'])}, {f(iv['high'])}]"
+def analyze_all(out: Path, docs: Path) -> None:
+    from jaxnigt.plotting import plot_runs
+
+    analyses = {}
+    for sc in SCENARIOS.values():
+        for model in sc.models:
+            name, run_dir = sc.model_dir(model), out / sc.model_dir(model)
+            if not (run_dir / "summary.json").is_file():
+                continue
+            a, run = analyze_run(sc, model, run_dir)
+            analyses[name] = (a, run)
+            (docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
+            title = f"{sc.name} (link {model[0]}, allreduce {model[1]})"
+            plot_runs([run_dir], out=docs / f"{name}.png", budget=run.budget, title=title)
+            for t in (k for k in next(iter(a["algorithms"].values())) if k.startswith("eval_type")):
+                plot_runs([run_dir], y=t, out=docs / f"{name}_{t}.png", title=f"{title}: {t}")
+        model_matrix(out, sc, docs)
+    for env in ("point_mass", "reacher"):
+        small, large = analyses.get(f"{env}_sqrt"), analyses.get(f"{env}_sqrt_dim")
+        if small and large:
+            for baseline in GAP_BASELINES:
+                g = gap_growth(small, large, baseline)
+                (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
+    write_tables(docs)
 
 
-def _outcome(reference: str, baseline: str, c: dict) -> str:
-    """Which method the interval of the difference in average return favours, if any."""
-    iv = c["average_return_difference"]
-    if iv["low"] > 0:
-        return f"{reference} ahead"
-    if iv["high"] < 0:
-        return f"{baseline} ahead"
-    return "tie not excluded" + (f" (≈{c['needed_seeds']} seeds)" if c["needed_seeds"] else "")
-
-
-def table_rows(analyses: dict) -> list[str]:
-    rows = []
-    for _name, (a, _) in analyses.items():
-        model = f"{a['model']['link']} / {a['model']['allreduce']}"
-        command = f"`python scripts/results.py run {a['scenario']}"
-        if (a["model"]["link"], a["model"]["allreduce"]) != DEFAULT_MODEL:
-            command += f" --models {a['model']['link']}/{a['model']['allreduce']}"
-        command += "`"
-        verdict = "– (not a paper claim)" if a["claim"] == "actor_critic" else a["verdict"]
-        for b, c in a["comparisons"].items():
-            ratio = c["time_to_target_ratio"]["0.5"]
-            rows.append(
-                f"| {a['claim']} | `{a['scenario']}` | {model} | {a['reference']} vs {b} | "
-                f"{_fmt(c['average_return_difference'])} | {_fmt(ratio)} | "
-                f"{_outcome(a['reference'], b, c)} | **{verdict}** | "
-                f"{a['improvement_over_spread']:.0f} | {command} |"
-            )
-    return rows
-
-
-def model_matrix(out: Path, sc: Scenario, docs: Path, budget: float) -> Path | None:
+def model_matrix(out: Path, sc: Scenario, docs: Path) -> Path | None:
     """The four cluster models of ``sc`` side by side."""
     import matplotlib
 
@@ -614,6 +418,7 @@ def model_matrix(out: Path, sc: Scenario, docs: Path, budget: float) -> Path | N
     dirs = [(m, out / sc.model_dir(m)) for m in sc.models]
     if len(dirs) != 4 or not all((d / "metrics.csv").is_file() for _, d in dirs):
         return None
+    budget = config_lib.from_dict(config_lib.read_yaml(dirs[0][1] / "config.yaml")).budget
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=100, sharex=True, sharey=True)
     for ax, (model, d) in zip(axes.ravel(), dirs, strict=False):
         draw_curves(ax, d, x="sim_time", y="eval_return")
@@ -631,6 +436,115 @@ def model_matrix(out: Path, sc: Scenario, docs: Path, budget: float) -> Path | N
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+# ------------------------------------------------------------------------------ the page
+
+PAGE_TEMPLATE = ROOT / "scripts" / "results_page.md"
+_CLUSTER = {
+    "equal": "h = 1, κ = 0",
+    "sqrt": "h = √i, κ = √i",
+    "sqrt_dim": "h = √i, κ = √i·d^{1/4}",
+    "exponential": "h = √i, `noise: exponential`, κ = √i·d^{1/4}",
+    "straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
+    "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
+    "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
+    "ac": "h = √i, κ = √i·d^{1/4}",
+}
+GAP_CLAIM = "bigger gap with more communication"
+
+
+def _load(docs: Path, name: str) -> dict | None:
+    path = docs / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _analyses(docs: Path):
+    """``(scenario, model, analysis JSON)`` of every run analysed in ``docs``, in order."""
+    for sc in SCENARIOS.values():
+        for model in sc.models:
+            a = _load(docs, sc.model_dir(model))
+            if a is not None:
+                yield sc, model, a
+
+
+def _command(sc: Scenario, model) -> str:
+    command = f"`python scripts/results.py run {sc.name}"
+    if tuple(model) != DEFAULT_MODEL:
+        command += f" --models {model[0]}/{model[1]}"
+    return command + "`"
+
+
+def _claim_text(a: dict) -> str:
+    reference, kind, baselines = CLAIMS[a["claim"]]
+    if kind is None:
+        return "– (not a paper claim)"
+    names = ", ".join(baselines or a["comparisons"])
+    return f"{reference} {'ahead of' if kind == 'ahead' else 'tied with'} {names}"
+
+
+def _gaps(docs: Path):
+    """``(env, baseline, gap JSON)`` of every lead-growth analysis in ``docs``."""
+    for env in ("point_mass", "reacher"):
+        for baseline in GAP_BASELINES:
+            g = _load(docs, f"{env}_gap_{baseline}")
+            if g is not None:
+                yield env, baseline, g
+
+
+def verdict_rows(docs: Path) -> list[str]:
+    """One row per scenario and cluster model: the claim and its verdict (JSON written
+    before verdicts were recomputed is decided again by the same rule; a stored verdict that
+    disagrees is reported)."""
+    rows = [
+        "| claim | scenario | model (link / allreduce) | what is claimed | verdict "
+        "| improvement / spread | command |",
+        "|---|---|---|---|---|---:|---|",
+    ]
+    for sc, model, a in _analyses(docs):
+        decision = claim_verdict(a)
+        text = "–" if decision is None else f"**{analysis.verdict_text(decision)}**"
+        if decision is not None and a.get("verdict") not in (None, decision["verdict"]):
+            print(f"[results] {sc.model_dir(model)}: stored verdict {a['verdict']!r}; the "
+                  f"rule gives {decision['verdict']!r} (shown)")  # fmt: skip
+        rows.append(
+            f"| {a['claim']} | `{sc.name}` | {model[0]} / {model[1]} | {_claim_text(a)} | {text} "
+            f"| {a['improvement_over_spread']:.0f} | {_command(sc, model)} |"
+        )
+    for env, baseline, g in _gaps(docs):
+        rows.append(
+            f"| {GAP_CLAIM} | `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | rennala_nigt's "
+            f"lead over {baseline} grows | **{analysis.verdict_text(g)}** | – "
+            f"| `python scripts/results.py analyze` |"
+        )
+    return rows
+
+
+def comparison_rows(docs: Path) -> list[str]:
+    """One row per comparison: its effects with their intervals and the row's outcome."""
+    rows = [
+        "| scenario | model (link / allreduce) | comparison | Δ average return [90 % CI] "
+        "| time to 50 %: ratio [90 % CI] | outcome of the row |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sc, model, a in _analyses(docs):
+        for b in a["comparisons"]:
+            c = row(a, b)
+            rows.append(
+                f"| `{sc.name}` | {model[0]} / {model[1]} | {a['reference']} vs {b} "
+                f"| {analysis.fmt(c['average_return_difference'])} "
+                f"| {analysis.fmt(c['time_to_target_ratio']['0.5'])} "
+                f"| {analysis.outcome_text(c, a['reference'], b)} |"
+            )
+    for env, baseline, g in _gaps(docs):
+        c = {"outcome": analysis.outcome(g["lead_difference"]), "needed_seeds": g["needed_seeds"]}
+        text = analysis.outcome_text(c, "the lead grows", "the lead shrinks")
+        rows.append(
+            f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the lead over "
+            f"{baseline} (per unit of improvement) | {analysis.fmt(g['lead_difference'], 3)} "
+            f"| – | {text.replace(' ahead', '')} |"
+        )
+    return rows
 
 
 def tuning_rows(docs: Path) -> list[str]:
@@ -658,117 +572,47 @@ def tuning_rows(docs: Path) -> list[str]:
     return rows
 
 
-def analyze_all(out: Path, docs: Path, quick: bool) -> None:
-    from jaxnigt.plotting import plot_runs
-
-    analyses = {}
-    for sc in SCENARIOS.values():
-        budget = sc.budget / (20 if quick else 1)
-        for model in sc.models:
-            name, run_dir = sc.model_dir(model), out / sc.model_dir(model)
-            if not (run_dir / "summary.json").is_file():
-                continue
-            a = analyze_run(sc, model, run_dir, budget)
-            per_seed = {alg: d for alg, d in a.pop("curves").items()}
-            averages = {
-                alg: np.array([curve_average(*c, budget) for c in cs])
-                for alg, cs in per_seed.items()
-            }
-            analyses[name] = (a, averages)
-            (docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
-            title = f"{sc.name} (link {model[0]}, allreduce {model[1]})"
-            plot_runs([run_dir], out=docs / f"{name}.png", budget=budget, title=title)
-            for t in (k for k in next(iter(a["algorithms"].values())) if k.startswith("eval_type")):
-                plot_runs([run_dir], y=t, out=docs / f"{name}_{t}.png", title=f"{title}: {t}")
-        model_matrix(out, sc, docs, budget)
-    lines = [
-        "| claim | scenario | model (link / allreduce) | comparison | Δ average return [90 % CI] "
-        "| time to 50 %: ratio [90 % CI] | outcome | verdict | improvement / spread | command |",
-        "|---|---|---|---|---|---|---|---|---:|---|",
-        *table_rows(analyses),
-    ]
-    for env in ("point_mass", "reacher"):
-        small, large = analyses.get(f"{env}_sqrt"), analyses.get(f"{env}_sqrt_dim")
-        if small and large:
-            for baseline in ("sync_nigt", "afedpg"):
-                g = gap_growth(small, large, baseline)
-                (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
-                lines.append(
-                    f"| bigger gap with more communication | `{env}_sqrt` → `{env}_sqrt_dim` | "
-                    f"shared / all | lead over {baseline} (per unit of improvement) | "
-                    f"{_fmt(g['lead_difference'], 3)} | – | – | **{g['verdict']}** | – | "
-                    f"`python scripts/results.py analyze` |"
-                )
-    (docs / "verdicts.md").write_text("\n".join(lines) + "\n")
+def write_tables(docs: Path) -> None:
+    """``DOCS/verdicts.md`` (verdicts, then comparisons) and ``DOCS/tuning.md``."""
+    text = "\n".join(verdict_rows(docs)) + "\n\n" + "\n".join(comparison_rows(docs)) + "\n"
+    (docs / "verdicts.md").write_text(text)
     (docs / "tuning.md").write_text("\n".join(tuning_rows(docs)) + "\n")
-    print("\n".join(lines))
-
-
-# ------------------------------------------------------------------------------ the page
-
-PAGE_TEMPLATE = ROOT / "scripts" / "results_page.md"
-_CLUSTER = {
-    "equal": "h = 1, κ = 0",
-    "sqrt": "h = √i, κ = √i",
-    "sqrt_dim": "h = √i, κ = √i·d^{1/4}",
-    "exponential": "h = √i, `noise: exponential`, κ = √i·d^{1/4}",
-    "straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
-    "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
-    "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
-    "ac": "h = √i, κ = √i·d^{1/4}",
-}
 
 
 def _cell(a: dict | None, baseline: str) -> str:
     if a is None:
         return "not run"
-    c = a["comparisons"][baseline]
-    return f"{_fmt(c['average_return_difference'])}: {_outcome(a['reference'], baseline, c)}"
+    c = row(a, baseline)
+    diff = analysis.fmt(c["average_return_difference"])
+    return f"{diff}: {analysis.outcome_text(c, a['reference'], baseline)}"
 
 
 def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
-    """``template`` with its placeholders filled from the analysis in ``docs``:
-    ``{{VERDICTS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``, ``{{MATRIX:<env>}}`` (the four cluster
-    models of ``<env>_sqrt_dim`` and ``<env>_n100``) and ``{{HETERO:<scenario>}}`` (per-type
-    second-half returns)."""
-
-    def load(name: str) -> dict | None:
-        path = docs / f"{name}.json"
-        return json.loads(path.read_text()) if path.is_file() else None
-
+    """``template`` with its placeholders filled from the analysis JSON in ``docs``:
+    ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``,
+    ``{{MATRIX:<env>}}`` (the four cluster models of ``<env>_sqrt_dim`` and ``<env>_n100``)
+    and ``{{HETERO:<scenario>}}`` (per-type second-half returns)."""
     text = template.read_text()
     if text.startswith("<!--"):  # the template's own note
         text = text.split("\n", 1)[1]
     note = "<!-- Written by `python scripts/results.py page` from scripts/results_page.md. -->"
     text = f"{note}\n{text}"
-    text = text.replace("{{VERDICTS}}", (docs / "verdicts.md").read_text().strip())
-    text = text.replace("{{TUNING}}", (docs / "tuning.md").read_text().strip())
-    rows = []
-    for sc in SCENARIOS.values():
-        a = load(sc.name)
-        if a is None:
-            continue
-        env = FAMILIES[sc.family].base["env"]
-        where = env["name"] + (f", H = {env['horizon']}" if "horizon" in env else "")
-        key = sc.name.removeprefix(env["name"] + "_")
-        updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
-        rows.append(
-            f"| `{sc.name}` | {where}, {_CLUSTER.get(key, key)} | {a['budget']:,.0f} | "
-            f"{updates} ({' / '.join(a['algorithms'])}) | [{sc.name}.png](results/{sc.name}.png) |"
-        )
-    text = text.replace("{{SCENARIOS}}", "\n".join(rows))
+    text = text.replace("{{VERDICTS}}", "\n".join(verdict_rows(docs)))
+    text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
+    text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
+    text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     for env in ("point_mass", "reacher"):
         rows = []
         for m in MODELS:
-            small = load(SCENARIOS[f"{env}_sqrt_dim"].model_dir(m))
-            large = load(SCENARIOS[f"{env}_n100"].model_dir(m))
-            cells = [_cell(a, b) for a in (small, large) for b in ("sync_nigt", "afedpg")]
+            small = _load(docs, SCENARIOS[f"{env}_sqrt_dim"].model_dir(m))
+            large = _load(docs, SCENARIOS[f"{env}_n100"].model_dir(m))
+            cells = [_cell(a, b) for a in (small, large) for b in GAP_BASELINES]
             rows.append(f"| {m[0]} / {m[1]} | {' | '.join(cells)} |")
         text = text.replace(f"{{{{MATRIX:{env}}}}}", "\n".join(rows))
     for sc in SCENARIOS.values():
         tag = f"{{{{HETERO:{sc.name}}}}}"
         if tag in text:
-            a = load(sc.name)
+            a = _load(docs, sc.name)
             rows = [
                 f"| {alg} | {d['eval_type0']:.2f} | {d['eval_type1']:.2f} | "
                 f"{d['second_half_median']:.2f} |"
@@ -779,6 +623,23 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     if left:
         raise SystemExit(f"results: unknown placeholders in {template}: {left}")
     return text
+
+
+def _scenario_rows(docs: Path) -> list[str]:
+    rows = []
+    for sc in SCENARIOS.values():
+        a = _load(docs, sc.name)
+        if a is None:
+            continue
+        env = FAMILIES[sc.family].base["env"]
+        where = env["name"] + (f", H = {env['horizon']}" if "horizon" in env else "")
+        key = sc.name.removeprefix(env["name"] + "_")
+        updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
+        rows.append(
+            f"| `{sc.name}` | {where}, {_CLUSTER.get(key, key)} | {a['budget']:,.0f} | "
+            f"{updates} ({' / '.join(a['algorithms'])}) | [{sc.name}.png](results/{sc.name}.png) |"
+        )
+    return rows
 
 
 # --------------------------------------------------------------------------------- main
@@ -829,8 +690,9 @@ def main(argv=None) -> int:
         for name in names:
             run_scenario(SCENARIOS[name], args.out, args.docs, args.quick, args.models)
     if args.command in ("analyze", "all"):
-        analyze_all(args.out, args.docs, args.quick)
+        analyze_all(args.out, args.docs)
     if args.command in ("page", "all"):
+        write_tables(args.docs)
         target = args.docs.parent / "results.md"
         target.write_text(page(args.docs))
         print(f"[results] wrote {target}")

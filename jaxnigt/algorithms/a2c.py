@@ -9,6 +9,8 @@ round waits for the slowest worker, one AllReduce; the update is the actor-criti
 from jaxnigt import aggregators
 from jaxnigt.algorithms import actor_critic, round_engine
 
+TRAITS = round_engine.SYNC
+
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)
@@ -18,4 +20,5 @@ def make(setup, hparams):
         weights=aggregators.sync_weights,
         update=actor_critic.update(hparams),
         estimator=actor_critic.estimator,
+        traits=TRAITS,
     )

@@ -8,6 +8,8 @@ asynchronous SGD (:mod:`jaxnigt.algorithms.async_engine`).
 
 from jaxnigt.algorithms import actor_critic, async_engine
 
+TRAITS = async_engine.TRAITS
+
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)

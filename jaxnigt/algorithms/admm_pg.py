@@ -77,6 +77,11 @@ def admm_options(setup: Setup, hparams: Any) -> AdmmOptions:
     )
 
 
+# A synchronous round: every worker takes its K local steps, nothing is in flight and all
+# join the consensus AllReduce, so no cluster option changes it.
+TRAITS = core.Traits()
+
+
 def make(setup: Setup, hparams: Any) -> Algorithm:
     """``admm_pg`` with K, B and the default ρ from ``hparams``."""
     opts = admm_options(setup, hparams)
@@ -91,6 +96,7 @@ def make(setup: Setup, hparams: Any) -> Algorithm:
         step=functools.partial(admm_step, setup, opts),
         eval_params=core.held_params,
         simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.tm),
+        traits=TRAITS,
     )
 
 

@@ -11,4 +11,5 @@ gradient) is the project's.
 
 from jaxnigt.algorithms import async_engine, core
 
+TRAITS = async_engine.TRAITS.using(core.NIGT)
 make = async_engine.factory(update=core.NIGT)

@@ -98,6 +98,11 @@ def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
     return total
 
 
+# Every exchange crosses the server link (queued when ``link: shared``); there are no rounds,
+# so neither the in-flight rule nor the AllReduce participants apply.
+TRAITS = core.Traits(cluster_options=("link",))
+
+
 def factory(
     *, update: core.Update, estimator: core.Estimator = core.reinforce
 ) -> core.AlgorithmFactory:
@@ -124,6 +129,7 @@ def make(
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup),
         trajectories_per_update=1,
+        traits=TRAITS.using(update),
     )
 
 

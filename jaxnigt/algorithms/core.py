@@ -176,6 +176,34 @@ HEALTH_FLAGS = ("overflow", "nonfinite")
 LOGGED = tuple(f for f in StepMetrics._fields if f not in (*HEALTH_FLAGS, "worker_counts"))
 
 
+class Traits(NamedTuple):
+    """What an algorithm is, for the code that runs, tunes and compares it without a setup.
+
+    Each algorithm module holds its own ``TRAITS`` (:func:`jaxnigt.algorithms.traits` reads
+    it) and its built :class:`Algorithm` carries the same value.
+
+    Attributes:
+      cluster_options: the ``cluster:`` options (SPEC §3: ``inflight``, ``link``,
+        ``allreduce``) whose value changes this algorithm's runs; under every other option
+        its runs are the same (a model variant retunes only the algorithms it affects).
+      tuned_shapes: the shape-changing hyperparameters the tuning protocol tunes for it
+        (SPEC §8: ``M`` = ``M_init`` for Rennala's and Malenia's collections), each value
+        its own compiled program.
+      overflow: what its ``overflow`` flag means, with the fix (None: never raised).
+      step_sizes: the traced step-size hyperparameters its update reads (the axes of its
+        tuning grid): ``learning_rate``, and ``eta`` for the NIGT updates.
+    """
+
+    cluster_options: tuple[str, ...] = ()
+    tuned_shapes: tuple[str, ...] = ()
+    overflow: str | None = None
+    step_sizes: tuple[str, ...] = ("learning_rate",)
+
+    def using(self, update: Update) -> Traits:
+        """These traits with the step sizes of ``update``."""
+        return self._replace(step_sizes=update.step_sizes)
+
+
 class Algorithm(NamedTuple):
     """The pure functions of one algorithm's run (unbatched; vmap them over seeds and grids).
 
@@ -193,6 +221,7 @@ class Algorithm(NamedTuple):
       trajectories_per_update: ``None`` when a step is one update (a round); otherwise the
         trajectories one server update takes (1: an update per arrival; IMPALA: its learner
         batch), so that updates = trajectories / this.
+      traits: its :class:`Traits`.
     """
 
     init: Callable[[jax.Array, TracedHParams], TrainState]
@@ -201,6 +230,7 @@ class Algorithm(NamedTuple):
     first_step: Callable[[TrainState, jax.Array], tuple[TrainState, StepMetrics]] | None = None
     simulate_clock: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]] | None = None
     trajectories_per_update: int | None = None
+    traits: Traits = Traits()
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]
@@ -230,13 +260,15 @@ def held_params(state: TrainState) -> Any:
 
 
 class Update(NamedTuple):
-    """A server update: the optax transformation and the params it leaves to evaluate."""
+    """A server update: the optax transformation, the params it leaves to evaluate and the
+    traced step-size hyperparameters it reads (``Traits.step_sizes`` of its algorithms)."""
 
     optimizer: OptimizerFactory
     eval_params: Callable[[TrainState], Any]
+    step_sizes: tuple[str, ...] = ("learning_rate",)
 
 
-NIGT = Update(nigt_optimizer, nigt_iterate)
+NIGT = Update(nigt_optimizer, nigt_iterate, ("learning_rate", "eta"))
 SGD = Update(sgd_optimizer, held_params)
 
 

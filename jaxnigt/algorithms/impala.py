@@ -7,6 +7,8 @@ trajectory's behaviour policy; see :mod:`jaxnigt.algorithms.impala_engine` for t
 
 from jaxnigt.algorithms import actor_critic, impala_engine
 
+TRAITS = impala_engine.TRAITS
+
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)

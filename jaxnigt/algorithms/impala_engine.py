@@ -56,6 +56,16 @@ class ImpalaExtra(NamedTuple):
     roll_key: jax.Array
 
 
+# Actors exchange trajectories and parameters over the server link, as the per-arrival
+# methods do; the learner keeps a bounded number of past versions for its lagging actors.
+TRAITS = core.Traits(
+    cluster_options=("link",),
+    overflow="the learner fell more versions behind its actors than it keeps (its updates "
+    "take longer than a batch of arrivals: lower hparams.impala_learner_time or raise "
+    "hparams.impala_batch)",
+)
+
+
 def make(setup: Setup, *, update: core.Update, estimator: core.Estimator, batch: int,
          learner_time: float) -> Algorithm:  # fmt: skip
     """IMPALA with ``batch`` trajectories per learner update taking ``learner_time``."""
@@ -70,6 +80,7 @@ def make(setup: Setup, *, update: core.Update, estimator: core.Estimator, batch:
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup, batch, learner_time),
         trajectories_per_update=batch,
+        traits=TRAITS.using(update),
     )
 
 

@@ -8,6 +8,10 @@ unbiased estimate of the average objective's gradient, whatever the speeds. NIGT
 from jaxnigt import aggregators
 from jaxnigt.algorithms import core, round_engine
 
+TRAITS = round_engine.MALENIA.using(core.NIGT)
 make = round_engine.factory(
-    schedule=round_engine.malenia_schedule, weights=aggregators.malenia_weights, update=core.NIGT
+    schedule=round_engine.malenia_schedule,
+    weights=aggregators.malenia_weights,
+    update=core.NIGT,
+    traits=TRAITS,
 )

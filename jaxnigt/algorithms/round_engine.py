@@ -24,6 +24,19 @@ from jaxnigt.collect import gradient_from_schedule
 ScheduleFn = Callable[..., schedules.RoundSchedule]  # (tm, key, t0, busy_until) -> schedule
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
 
+# What each collection rule makes a method (:class:`~jaxnigt.algorithms.core.Traits`).
+# Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
+# contributors need to join the AllReduce; Malenia waits for every worker (all contribute)
+# but stops the others mid-gradient; a synchronous round waits for every worker's b
+# gradients (nothing in flight, everyone contributes), so no cluster option changes it.
+RENNALA = core.Traits(cluster_options=("inflight", "allreduce"), tuned_shapes=("M",))
+MALENIA = core.Traits(
+    cluster_options=("inflight",),
+    tuned_shapes=("M",),
+    overflow="Malenia capacity overflow (raise hparams.malenia_capacity)",
+)
+SYNC = core.Traits()
+
 
 def _modes(setup: Setup) -> dict[str, str]:
     return {"inflight": setup.inflight, "allreduce": setup.allreduce}
@@ -53,14 +66,18 @@ def factory(
     schedule: Callable[[Setup, int], ScheduleFn],
     weights: WeightsFn,
     update: core.Update,
+    traits: core.Traits,
     estimator: core.Estimator = core.reinforce,
 ) -> core.AlgorithmFactory:
-    """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights
-    and server update (:data:`~jaxnigt.algorithms.core.NIGT` or ``SGD``)."""
+    """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights,
+    server update (:data:`~jaxnigt.algorithms.core.NIGT` or ``SGD``) and traits."""
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
         del hparams
-        return make(setup, schedule=schedule, weights=weights, update=update, estimator=estimator)
+        return make(
+            setup, schedule=schedule, weights=weights, update=update, traits=traits,
+            estimator=estimator,
+        )  # fmt: skip
 
     return make_algorithm
 
@@ -71,10 +88,11 @@ def make(
     schedule: Callable[[Setup, int], ScheduleFn],
     weights: WeightsFn,
     update: core.Update,
+    traits: core.Traits,
     estimator: core.Estimator = core.reinforce,
 ) -> Algorithm:
-    """A round-based algorithm from its schedule, aggregator weights, server update and
-    gradient estimator (the policy gradient by default)."""
+    """A round-based algorithm from its schedule, aggregator weights, server update, traits
+    and gradient estimator (the policy gradient by default)."""
     optimizer = update.optimizer
 
     def round_with(M: int):
@@ -88,6 +106,7 @@ def make(
         eval_params=update.eval_params,
         first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
         simulate_clock=functools.partial(core.simulate_rounds, schedule(setup, setup.M), setup.tm),
+        traits=traits.using(update),
     )
 
 

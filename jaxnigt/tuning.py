@@ -1,0 +1,445 @@
+"""``jaxnigt tune``: step sizes (and M) chosen on seeds that no reported run uses.
+
+Protocol (SPEC §8), per algorithm:
+
+* **Seeds.** The tuning programs run ``--tune-seeds A,A+1,...`` (default 100, 101): base seed
+  ``A`` and that many seeds (the runner's seed ``i`` uses ``fold_in(key(A), i)``); they may
+  not start at the config's own ``seed``, whose runs are the reported ones.
+* **Grid.** α = 2^e for e in the ``--lr-exp`` grid (default −10 … −1) × the ``--eta`` values
+  (default 0.001, 0.01, 0.1; only for the algorithms whose update reads η,
+  ``Traits.step_sizes``), one vmapped program per value of the shape-changing ``--M``
+  (M = M_init; only for the algorithms whose ``Traits.tuned_shapes`` has ``M``, the others
+  keep the config's M).  Each program is a normal run directory ``DIR/runs/<name>/`` at the
+  config's budget, with ``on_nonfinite: mark``.
+* **Score.** The mean over the tuning seeds of the per-seed statistic the verdict compares
+  (:mod:`jaxnigt.analysis`: ``average`` return over the budget by default, or
+  ``second_half``).  A grid point with a diverged seed (or a non-finite score) is out.
+* **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; the tie goes to the
+  smaller α, then the larger η, then the smaller M (the most conservative step, the least
+  momentum, the cheapest round).
+* **Extension.** While the winner's α sits at an edge of the grid run so far, two more
+  exponents on that side (at the grid's spacing there) run for every η and M, at most
+  ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
+  reported as not interior.  A grid of one α is not extended.
+
+Writes ``DIR/tuning.json`` (every point, the winners, the grids run) and ``DIR/tuned.yaml``:
+the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``,
+and ``M`` = ``M_init`` where tuned); the algorithms not tuned keep their values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxnigt import analysis
+
+DEFAULT_LR_EXP = tuple(range(-10, 0))
+DEFAULT_ETA = (0.001, 0.01, 0.1)
+DEFAULT_TUNE_SEEDS = (100, 101)
+MAX_EXTENSIONS = 4
+TIE_TOL = 1e-6
+STATISTICS = analysis.RETURN_STATISTICS
+SCORED = {"average": "the average return over [0, budget]",
+          "second_half": "the return averaged over [budget/2, budget]"}  # fmt: skip
+TUNED, TABLE, RECORD = "tuned.yaml", "tuning.json", "tune.json"
+TIE_RULE = (
+    "scores within 1e-6·max(1, |best|) tie: the smaller α, then the larger η, then the smaller M"
+)
+
+
+class TuningError(ValueError):
+    """A bad tuning request (grid, seeds, algorithms); the message names the flag."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """The requested grid: α exponents, η values, M values (None: each algorithm's own M)."""
+
+    lr_exp: tuple[int, ...] = DEFAULT_LR_EXP
+    eta: tuple[float, ...] = DEFAULT_ETA
+    M: tuple[int, ...] | None = None
+    max_extensions: int = MAX_EXTENSIONS
+
+
+# --------------------------------------------------------------------------------- parsing
+
+
+def parse_lr_exp(text: str) -> tuple[int, ...]:
+    """``A:B`` (every integer from A to B), ``A:B:S`` (step S) or ``e1,e2,...``."""
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] <= 0):
+                raise ValueError
+            start, stop, step = (*parts, 1)[:3]
+            values = tuple(range(start, stop + 1, step))
+        else:
+            values = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise TuningError(
+            f"--lr-exp: got {text!r}; expected A:B, A:B:STEP or integers e1,e2 (α = 2^e)"
+        ) from None
+    if not values:
+        raise TuningError(f"--lr-exp: got {text!r}; the grid is empty (A:B needs A <= B)")
+    return tuple(sorted(set(values)))
+
+
+def parse_numbers(text: str, flag: str, kind: type, low: float, high: float) -> tuple:
+    """Comma-separated ``kind`` values in ``(low, high]``; a one-line error otherwise."""
+    what = f"comma-separated {'integers' if kind is int else 'numbers'}"
+    try:
+        values = tuple(kind(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise TuningError(f"{flag}: got {text!r}; expected {what}") from None
+    if not values:
+        raise TuningError(f"{flag}: got {text!r}; the grid is empty")
+    bad = [v for v in values if not low < v <= high]
+    if bad:
+        bound = f"in ({low:g}, {high:g}]" if math.isfinite(high) else f"> {low:g}"
+        raise TuningError(f"{flag}: got {bad[0]:g}; every value must be {bound}")
+    return tuple(sorted(set(values)))
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``A,A+1,...``: consecutive non-negative seeds."""
+    seeds = parse_numbers(text, "--tune-seeds", int, -1, math.inf)
+    if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise TuningError(
+            f"--tune-seeds: got {text!r}; expected consecutive seeds A,A+1,... (a base seed "
+            f"and a count)"
+        )
+    return seeds
+
+
+# ------------------------------------------------------------------------------- selection
+
+
+def choose(points: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The winner among scored grid points (the module's tie rule); None if none is valid."""
+    ok = [p for p in points if not p["diverged_seeds"] and math.isfinite(p["score"])]
+    if not ok:
+        return None
+    best = max(p["score"] for p in ok)
+    tied = [p for p in ok if p["score"] >= best - TIE_TOL * max(1.0, abs(best))]
+    return dict(min(tied, key=lambda p: (p["lr_exp"], -p["eta"], p["M"])))
+
+
+def edge(best: Mapping[str, Any] | None, lr_exp: Sequence[int]) -> str | None:
+    """``"low"`` / ``"high"`` when the winner's α is the smallest / largest of the grid."""
+    if best is None or len(lr_exp) < 2:
+        return None
+    if best["lr_exp"] == min(lr_exp):
+        return "low"
+    return "high" if best["lr_exp"] == max(lr_exp) else None
+
+
+def extension(lr_exp: Sequence[int], side: str) -> list[int]:
+    """Two more exponents beyond ``side`` at the grid's spacing there (α ≤ 1: none above 0)."""
+    grid = sorted(lr_exp)
+    if side == "low":
+        step = grid[1] - grid[0]
+        return [grid[0] - 2 * step, grid[0] - step]
+    step = grid[-1] - grid[-2]
+    return [e for e in (grid[-1] + step, grid[-1] + 2 * step) if e <= 0]
+
+
+def search(
+    run_points: Callable[[int, list[int]], list[dict]],
+    lr_exp: Sequence[int],
+    Ms: Sequence[int],
+    *,
+    max_extensions: int = MAX_EXTENSIONS,
+    log: Callable[[str], None] = print,
+    name: str = "",
+) -> dict[str, Any]:
+    """Runs the grid and extends it while the winner's α sits at an edge.
+
+    Args:
+      run_points: ``(M, exponents) -> scored points`` (each with ``lr_exp``, ``eta``, ``M``,
+        ``score``, ``diverged_seeds``): one program per call.
+      lr_exp: the initial exponents; Ms: the M values (one program each).
+      max_extensions: at most this many extensions.
+
+    Returns:
+      ``{"points", "chosen", "lr_exp" (every exponent run), "interior", "extensions"}``.
+    """
+    exps = sorted(lr_exp)
+    points = [p for M in Ms for p in run_points(M, exps)]
+    done = 0
+    while True:
+        best = choose(points)
+        side = edge(best, exps)
+        new = extension(exps, side) if side and done < max_extensions else []
+        if not new:
+            break
+        done += 1
+        log(
+            f"[tune] {name}: the winner α = 2^{best['lr_exp']} is at the {side} edge; "
+            f"extension {done} (at most {max_extensions}): α = " + ", ".join(f"2^{e}" for e in new)
+        )
+        points += [p for M in Ms for p in run_points(M, new)]
+        exps = sorted({*exps, *new})
+    interior = best is not None and min(exps) < best["lr_exp"] < max(exps)
+    return {"points": points, "chosen": best, "lr_exp": exps, "interior": interior,
+            "extensions": done}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------- running
+
+
+def program_raw(raw: Mapping[str, Any], algorithm: str, M: int | None, exps, etas, seeds) -> dict:
+    """The raw config of one tuning program: one algorithm, one M, the (α × η) grid."""
+    out = json.loads(json.dumps(_runnable(raw)))
+    tag = "" if M is None else f"_M{M}"
+    out.update(name=f"tune_{algorithm}{tag}", algorithms=[algorithm], seed=seeds[0])
+    out.update(seeds=len(seeds), on_nonfinite="mark", target_return=None)
+    per = dict(out.get("per_algorithm") or {})
+    own = {k: v for k, v in dict(per.get(algorithm) or {}).items()
+           if k not in ("learning_rate", "eta")}  # fmt: skip
+    if M is not None:
+        own.update(M=int(M), M_init=int(M))
+    out["per_algorithm"] = {algorithm: own} if own else {}
+    out["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": [float(e) for e in etas]}
+    return out
+
+
+def score_run(run_dir: Path, statistic: str, exps, etas, M: int | None) -> list[dict]:
+    """Every grid point of one finished tuning program, scored (the module's score)."""
+    run = analysis.load_run(run_dir)
+    points = []
+    for m in run.methods.values():
+        values = m.statistic(statistic, run.budget)
+        # metrics hold float32 values: report the requested grid values
+        e = min(exps, key=lambda x: abs(2.0**x - m.learning_rate))
+        eta = min(etas, key=lambda x: abs(x - m.eta))
+        score = float(np.mean(values))
+        points.append({
+            "lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), "M": M,
+            "score": score if math.isfinite(score) else math.nan,
+            "seed_values": [float(v) for v in values], "diverged_seeds": list(m.diverged),
+        })  # fmt: skip
+    return sorted(points, key=lambda p: (p["lr_exp"], p["eta"]))
+
+
+def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
+    """Runs one tuning program into ``run_dir`` unless it already holds it finished."""
+    from jaxnigt import checkpoint, files, runner
+
+    if checkpoint.finished(run_dir, cfg):
+        log(f"[tune] {run_dir}: finished earlier with this config; kept")
+        return
+    again = (run_dir / "config.yaml").is_file()
+    if again:
+        try:
+            files.check_resumable(cfg, run_dir)
+        except ValueError:
+            again = False
+    runner.run_experiment(
+        cfg,
+        run_dir,
+        overwrite=True,
+        resume=again,
+        progress=progress,
+        plot=False,
+        log=log,
+        stop=stop,
+    )
+
+
+def _etas(algorithm: str, hp, grid: Grid) -> tuple[float, ...]:
+    from jaxnigt.algorithms import traits
+
+    return grid.eta if "eta" in traits(algorithm).step_sizes else (float(hp.eta),)
+
+
+def _runnable(raw: Mapping[str, Any]) -> dict:
+    """``raw`` without its ``sweep:`` section (read by ``jaxnigt sweep`` only)."""
+    return {k: v for k, v in raw.items() if k != "sweep"}
+
+
+def _Ms(algorithm: str, grid: Grid) -> tuple[int | None, ...]:
+    from jaxnigt.algorithms import traits
+
+    if grid.M is None or "M" not in traits(algorithm).tuned_shapes:
+        return (None,)
+    return grid.M
+
+
+def tune_algorithm(
+    raw, algorithm, out: Path, grid: Grid, seeds, statistic, *, progress, log, stop=None
+):
+    """The tuning of one algorithm (:func:`search` over its programs)."""
+    from jaxnigt import config as config_lib
+
+    hp = config_lib.from_dict(_runnable(raw)).hparams_for(algorithm)
+    etas, Ms = _etas(algorithm, hp, grid), _Ms(algorithm, grid)
+    runs = []
+
+    def run_points(M, exps):
+        cfg = config_lib.from_dict(program_raw(raw, algorithm, M, exps, etas, seeds))
+        tag = "" if M is None else f"_M{M}"
+        run_dir = out / "runs" / f"{algorithm}{tag}_lr{min(exps)}..{max(exps)}"
+        log(
+            f"[tune] {algorithm}{'' if M is None else f' M={M}'}: α = 2^{min(exps)} … "
+            f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
+            f"{len(seeds)} seeds -> {run_dir}"
+        )
+        run_program(cfg, run_dir, progress=progress, log=log, stop=stop)
+        runs.append(str(run_dir))
+        return score_run(run_dir, statistic, exps, etas, hp.M if M is None else M)
+
+    result = search(run_points, grid.lr_exp, Ms, max_extensions=grid.max_extensions,
+                    log=log, name=algorithm)  # fmt: skip
+    result.update(eta=list(etas), M=[hp.M if M is None else M for M in Ms], runs=runs)
+    result["M_tuned"] = Ms != (None,)
+    return result
+
+
+def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: str) -> list:
+    """Validates a request before anything is written; returns the algorithms to tune.
+
+    Raises:
+      TuningError: a bad flag value; ConfigError: a bad config or combination.
+    """
+    from jaxnigt import config as config_lib
+
+    cfg = config_lib.from_dict(_runnable(raw))
+    algorithms = list(algorithms or cfg.algorithms)
+    unknown = [a for a in algorithms if a not in config_lib.ALGORITHMS]
+    if unknown:
+        raise TuningError(
+            f"--algorithms: unknown {unknown[0]!r}; expected some of {list(config_lib.ALGORITHMS)}"
+        )
+    if statistic not in STATISTICS:
+        raise TuningError(f"--statistic: got {statistic!r}; expected one of {STATISTICS}")
+    if cfg.budget is None:
+        raise TuningError("budget: the config has none; the scores need a simulated-time budget")
+    if seeds[0] == cfg.seed:
+        raise TuningError(
+            f"--tune-seeds: starts at {seeds[0]}, the config's own seed (its runs are the "
+            f"reported ones); choose others, e.g. {cfg.seed + 100},{cfg.seed + 101}"
+        )
+    if grid.max_extensions < 0:
+        raise TuningError(f"--max-extensions: got {grid.max_extensions}; expected >= 0")
+    for a in algorithms:  # every program's config, before any runs
+        hp = cfg.hparams_for(a)
+        for M in _Ms(a, grid):
+            config_lib.from_dict(program_raw(raw, a, M, grid.lr_exp, _etas(a, hp, grid), seeds))
+    return algorithms
+
+
+def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
+    """``raw`` with every winner in its ``per_algorithm`` section (no ``grid``)."""
+    out = json.loads(json.dumps(dict(raw)))
+    out.pop("grid", None)
+    per = dict(out.get("per_algorithm") or {})
+    for a, r in report["algorithms"].items():
+        best = r["chosen"]
+        if best is None:
+            continue
+        own = dict(per.get(a) or {})
+        own.update(learning_rate=best["learning_rate"], eta=best["eta"])
+        if r["M_tuned"]:
+            own.update(M=best["M"], M_init=best["M"])
+        per[a] = own
+    out["per_algorithm"] = per
+    return out
+
+
+def tune(
+    raw: Mapping[str, Any],
+    out: str | Path,
+    *,
+    algorithms: Sequence[str] = (),
+    grid: Grid = Grid(),
+    seeds: Sequence[int] = DEFAULT_TUNE_SEEDS,
+    statistic: str = "average",
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    source: str = "",
+    command: str = "",
+    stop=None,
+) -> dict[str, Any]:
+    """Tunes ``algorithms`` of the config ``raw`` (read from ``source``; ``command`` is
+    recorded) into ``out`` (the module docstring); writes ``tuning.json`` and ``tuned.yaml``
+    there and returns the report.  ``stop`` (``runner.stop_on_signals``) ends it after the
+    current chunk (``runner.Interrupted``); ``resume`` continues it."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import files
+
+    algorithms = check_request(raw, algorithms, grid, tuple(seeds), statistic)
+    out = Path(out)
+    record = {"config": dict(raw), "algorithms": algorithms, "grid": dataclasses.asdict(grid),
+              "seeds": list(seeds), "statistic": statistic}  # fmt: skip
+    record = json.loads(json.dumps(record))
+    if resume:
+        if not (out / RECORD).is_file():
+            raise TuningError(f"--resume: {str(out)!r} is not a tuning directory (no {RECORD})")
+        if json.loads((out / RECORD).read_text()) != record:
+            raise TuningError(f"--resume: {str(out)!r} holds a different tuning request")
+    else:
+        files.prepare_run_dir(out, overwrite)
+    files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
+    cfg = config_lib.from_dict(_runnable(raw))
+    report = {
+        "config": source, "command": command,
+        "statistic": statistic, "score": f"mean over the tuning seeds of {SCORED[statistic]}",
+        "tie_rule": TIE_RULE,
+        "budget": cfg.budget, "tune_seeds": list(seeds), "grid": dataclasses.asdict(grid),
+        "algorithms": {},
+    }  # fmt: skip
+    for a in algorithms:
+        report["algorithms"][a] = tune_algorithm(
+            raw, a, out, grid, tuple(seeds), statistic, progress=progress, log=log, stop=stop
+        )
+    files.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
+    written = tuned_raw(raw, report)
+    config_lib.from_dict(_runnable(written))
+    header = (
+        f"# Tuned by: {report['command']}\n# Grid searched on seeds {', '.join(map(str, seeds))} "
+        f"(never reported), score: {report['score']}; every point in {TABLE}.\n"
+    )
+    import yaml
+
+    files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
+    return report
+
+
+def table(report: Mapping[str, Any]) -> str:
+    """The printed table: per algorithm (and M), the score of every α × η, winner marked."""
+    lines = []
+    for a, r in report["algorithms"].items():
+        chosen = r["chosen"]
+        for M in r["M"]:
+            mine = [p for p in r["points"] if p["M"] == M]
+            head = f"{a}" + (f" (M = {M})" if r["M_tuned"] else "")
+            lines += ["", f"{head}: {report['score']}", "  α \\ η  " + "".join(
+                f"{e:>11g}" for e in r["eta"])]  # fmt: skip
+            for e in r["lr_exp"]:
+                cells = []
+                for eta in r["eta"]:
+                    p = next((q for q in mine if q["lr_exp"] == e and q["eta"] == eta), None)
+                    mark = "*" if p is not None and chosen is not None and p == chosen else " "
+                    text = "–" if p is None else "diverged" if p["diverged_seeds"] else (
+                        f"{p['score']:.3f}")  # fmt: skip
+                    cells.append(f"{text + mark:>11}")
+                lines.append(f"  2^{e:<5d}" + "".join(cells))
+        if chosen is None:
+            lines.append("  chosen: none (every point diverged or is not finite)")
+        else:
+            where = "interior" if r["interior"] else "AT AN EDGE of the grid run"
+            M = f", M = {chosen['M']}" if r["M_tuned"] else ""
+            lines.append(
+                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{M} (score "
+                f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
+            )
+    return "\n".join(lines).strip("\n")

@@ -1,0 +1,296 @@
+"""Tests for jaxnigt.analysis and ``jaxnigt compare``: hand-computed statistics, the
+bootstrap against a plain numpy resampling, outcomes and verdicts, a run directory read back.
+
+The run directories here are written by hand (no training), so nothing compiles.
+"""
+
+import json
+import math
+
+import chex
+import numpy as np
+import pytest
+
+from jaxnigt import analysis, cli, results
+from jaxnigt import config as config_lib
+
+# --------------------------------------------------------------------- step functions
+
+
+def test_time_average_of_a_step_function_with_an_evaluation_past_the_budget():
+    # 1 on [0, 2), 3 on [2, 5), -1 on [5, 12); the evaluation at 12 lies past the budget 10
+    xs, ys = np.array([0.0, 2.0, 5.0, 12.0]), np.array([1.0, 3.0, -1.0, 100.0])
+    assert analysis.average_return(xs, ys, 10.0) == pytest.approx((2 * 1 + 3 * 3 - 5) / 10)
+    assert analysis.second_half(xs, ys, 10.0) == pytest.approx(-1.0)  # [5, 10]
+    assert analysis.time_average(xs, ys, 1.0, 6.0) == pytest.approx((1 * 1 + 3 * 3 - 1) / 5)
+    # order does not matter; the value at the budget itself is outside [0, B)
+    order = np.array([2, 0, 3, 1])
+    assert analysis.average_return(xs[order], ys[order], 10.0) == pytest.approx(0.6)
+    assert analysis.average_return(xs, ys, 5.0) == pytest.approx((2 + 9) / 5)
+    # no value at the window's start: undefined
+    assert math.isnan(analysis.average_return(xs[1:], ys[1:], 10.0))
+    assert math.isnan(analysis.time_average(xs, ys, 4.0, 4.0))
+    # jaxnigt.results re-exports the same function
+    assert results.curve_average is analysis.average_return
+
+
+def test_time_to_target_censors_a_seed_that_never_reaches_it():
+    budget, target = 10.0, 5.0
+    curves = [
+        (np.array([0.0, 2.0, 4.0, 8.0]), np.array([0.0, 4.0, 5.0, 6.0])),  # reaches at 4
+        (np.array([0.0, 3.0, 6.0, 9.0]), np.array([0.0, 1.0, 7.0, 2.0])),  # at 6
+        (np.array([0.0, 5.0, 10.0, 12.0]), np.array([0.0, 2.0, 4.9, 9.0])),  # only past B
+    ]
+    times = np.array([analysis.first_time(x, y, target, budget) for x, y in curves])
+    np.testing.assert_array_equal(times, [4.0, 6.0, np.inf])
+    # an evaluation exactly at the budget counts; without a budget the last one does too
+    assert analysis.first_time(np.array([0.0, 10.0]), np.array([0.0, 5.0]), target, 10.0) == 10
+    assert analysis.first_time(*curves[2], target) == 12.0
+    # the censored seed counts: the upper median of [4, 6, inf] is 6 ...
+    assert analysis.median_time(times) == 6.0
+    # ... and with two of three never reaching the target no majority did (dropping them
+    # would have said 4)
+    assert analysis.median_time(np.array([4.0, np.inf, np.inf])) == np.inf
+    assert analysis.median_time(np.array([4.0, 6.0, np.inf, np.inf])) == np.inf
+    assert analysis.median_time(np.array([4.0, 6.0, 8.0, np.inf])) == 8.0
+    chex.assert_shape(analysis.median_time(np.ones((3, 5))), (3,))
+
+
+def test_target_rule():
+    initial = np.array([-30.0, -28.0, -29.0, np.nan])  # R0 = -29 (NaN: no evaluation at 0)
+    t = analysis.targets(initial, levels=[-10.0, -5.0], fractions=(0.5, 0.8))
+    assert t == pytest.approx({0.5: -17.0, 0.8: -9.8})  # R_best = -5
+    nothing = analysis.targets(initial, levels=[-31.0, -29.0])  # no improvement
+    assert all(math.isnan(v) for v in nothing.values())
+
+
+# ------------------------------------------------------------------------------ bootstrap
+
+
+def _plain_bootstrap(statistic, groups, *, seed, reps, level):
+    """The resampling as the docstring states it, with a plain loop."""
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(reps):
+        resampled = []
+        for g in groups:
+            resampled.append(g[rng.integers(0, len(g), len(g))])
+        draws.append(statistic(*resampled))
+    draws = np.array(draws)
+    draws = draws[~np.isnan(draws)]
+    return np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], method="nearest")
+
+
+def test_bootstrap_matches_a_plain_numpy_resampling_with_the_same_seed():
+    a = np.array([1.2, 0.7, 1.9, 1.1, 0.4])
+    b = np.array([0.3, -0.2, 0.8, 0.1])
+    est, low, high = analysis.bootstrap_interval(
+        analysis.mean_difference, a, b, seed=7, reps=300, level=0.8
+    )
+    expected = _plain_bootstrap(
+        lambda x, y: x.mean() - y.mean(), (a, b), seed=7, reps=300, level=0.8
+    )
+    assert est == pytest.approx(a.mean() - b.mean())
+    np.testing.assert_allclose([low, high], expected, rtol=1e-12)
+    # a ratio of median times with censored seeds; the undefined resamples are left out
+    ref, base = np.array([2.0, 3.0, np.inf]), np.array([4.0, np.inf, np.inf, 6.0])
+    iv = analysis.interval(analysis.time_ratio, ref, base, seed=3, reps=400)
+    plain = _plain_bootstrap(analysis.time_ratio, (ref, base), seed=3, reps=400, level=0.9)
+    assert iv["estimate"] == np.inf  # the baseline's majority never reached it
+    np.testing.assert_allclose([iv["low"], iv["high"]], plain)
+    # the same seed, the same interval
+    assert analysis.bootstrap_interval(analysis.mean_difference, a, b, seed=7, reps=300) == (
+        analysis.bootstrap_interval(analysis.mean_difference, a, b, seed=7, reps=300)
+    )
+
+
+def test_time_ratio():
+    assert analysis.time_ratio(np.array([2.0, 2.0, 4.0]), np.array([6.0, 6.0, 1.0])) == 3.0
+    assert analysis.time_ratio(np.array([2.0]), np.array([np.inf])) == np.inf
+    assert analysis.time_ratio(np.array([np.inf]), np.array([3.0])) == 0.0
+    assert math.isnan(analysis.time_ratio(np.array([np.inf]), np.array([np.inf])))
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def _row(ref, base, *, identical=False, ratio=False):
+    stat = analysis.time_ratio if ratio else analysis.mean_difference
+    iv = analysis.interval(stat, np.asarray(ref), np.asarray(base), reps=500)
+    out = analysis.outcome(iv, identical=identical, ratio=ratio)
+    need = analysis.needed_seeds(iv, len(ref), ratio=ratio) if out == analysis.TIE else None
+    return {"effect": iv, "outcome": out, "needed_seeds": need}
+
+
+WIN = ([1.0, 1.1, 0.9, 1.05, 0.95], [0.0, 0.1, -0.1, 0.05, -0.05])
+TIE = ([0.1, -0.2, 0.3, 0.0, 0.15], [0.0, 0.2, -0.1, 0.1, 0.05])
+
+
+def test_verdict_on_crafted_comparisons():
+    win, loss = _row(*WIN), _row(WIN[1], WIN[0])
+    tie, same = _row(*TIE), _row(WIN[0], WIN[0], identical=True)
+    assert [r["outcome"] for r in (win, loss, tie, same)] == [
+        analysis.REFERENCE_AHEAD,
+        analysis.BASELINE_AHEAD,
+        analysis.TIE,
+        analysis.IDENTICAL,
+    ]
+    assert analysis.verdict([win, win])["verdict"] == "confirmed"
+    assert analysis.verdict([win, loss])["verdict"] == "refuted"
+    assert analysis.verdict([win, loss, tie])["verdict"] == "refuted"
+    undecided = analysis.verdict([win, tie])
+    assert undecided["verdict"] == "inconclusive"
+    assert undecided["needed_seeds"] == tie["needed_seeds"] > 5
+    assert analysis.verdict([win, same])["verdict"] == "refuted (identical runs)"
+    # a claim that the methods are the same
+    assert analysis.verdict([same], "tie")["verdict"] == "confirmed (identical runs)"
+    assert analysis.verdict([tie], "tie")["verdict"] == "inconclusive"
+    assert analysis.verdict([win], "tie")["verdict"] == "refuted"
+    # times: the reference faster (ratio baseline / reference above 1) is a win
+    fast = _row([10.0, 11.0, 12.0], [30.0, 31.0, 33.0], ratio=True)
+    assert fast["outcome"] == analysis.REFERENCE_AHEAD
+    with pytest.raises(ValueError, match="claim"):
+        analysis.verdict([win], "better")
+
+
+def test_needed_seeds_by_hand():
+    iv = {"estimate": 0.1, "low": -0.1, "high": 0.3}  # half-width 0.2 at 5 seeds
+    assert analysis.needed_seeds(iv, 5) == 20  # 5 (0.2 / 0.1)^2
+    ratio = {"estimate": 2.0, "low": 0.5, "high": 8.0}  # log: est ln 2, half-width 2 ln 2
+    assert analysis.needed_seeds(ratio, 5, ratio=True) == 20
+    assert analysis.needed_seeds({"estimate": 0.0, "low": -1.0, "high": 1.0}, 5) is None
+    assert analysis.needed_seeds({"estimate": 1.0, "low": 0.5, "high": math.inf}, 5) is None
+
+
+def test_lead_growth():
+    ref, base = np.array([2.0, 2.1, 1.9]), np.array([1.0, 1.1, 0.9])
+    # lead 1 per 10 units of improvement, then 3 per 10: it grows by 0.2
+    grown = analysis.lead_growth((ref, base, 10.0), (ref + 2, base, 10.0), reps=300)
+    assert grown["lead_difference"]["estimate"] == pytest.approx(0.2)
+    assert grown["verdict"] == "confirmed" and grown["needed_seeds"] is None
+    shrunk = analysis.lead_growth((ref + 2, base, 10.0), (ref, base, 10.0), reps=300)
+    assert shrunk["verdict"] == "refuted"
+
+
+# --------------------------------------------------------------------- run directories
+
+CONFIG = {
+    "name": "handmade",
+    "algorithms": ["rennala_nigt", "sync_nigt", "afedpg"],
+    "seeds": 3,
+    "budget": 10.0,
+    "env": {"name": "point_mass"},
+    "cluster": {"n": 2},
+}
+
+
+def _write_run(path, curves, *, done=True, per_update=None):
+    """A run directory by hand: ``curves`` is ``{algorithm: [(times, returns), ...]}``."""
+    path.mkdir(parents=True)
+    cfg = config_lib.from_dict({**CONFIG, "algorithms": list(curves)})
+    (path / "config.yaml").write_text(config_lib.dump(cfg))
+    rows, summary = [], {}
+    for algorithm, seeds in curves.items():
+        for s, (xs, ys) in enumerate(seeds):
+            for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
+                ids = {"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5}
+                rows.append({**ids, "seed": s, "round": r, "sim_time": x, "eval_return": y,
+                             "env_steps": 10 * r, "comms": 4 * r})  # fmt: skip
+        summary[algorithm] = {"seeds": len(seeds)}
+        if per_update and algorithm in per_update:
+            summary[algorithm]["trajectories_per_update"] = per_update[algorithm]
+    results.write_csv(path / "metrics.csv", rows)
+    (path / "summary.json").write_text(json.dumps(summary))
+    (path / "checkpoints").mkdir()
+    (path / "checkpoints" / "done.json").write_text(json.dumps(list(curves) if done else []))
+    return path
+
+
+T = [0.0, 2.0, 4.0, 6.0, 8.0, 11.0]  # the last evaluation past the budget 10
+
+
+def _curve(values):
+    return (T, values)
+
+
+FAST = [_curve([-10, -6, -3, -2, -2, -2]), _curve([-10, -5, -3, -2, -1, -1]),
+        _curve([-10, -7, -4, -2, -2, -2])]  # fmt: skip
+SLOW = [_curve([-10, -10, -9, -7, -5, 0]), _curve([-10, -9, -9, -8, -6.5, -5]),
+        _curve([-10, -10, -10, -9, -8, 0])]  # fmt: skip
+
+
+def test_load_run_reads_curves_updates_and_initial_returns(tmp_path):
+    run = analysis.load_run(
+        _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW}, per_update={"afedpg": 2})
+    )
+    assert run.budget == 10.0 and list(run.algorithms()) == ["rennala_nigt", "afedpg"]
+    fast, slow = run.algorithms()["rennala_nigt"], run.algorithms()["afedpg"]
+    assert fast.seeds == (0, 1, 2) and fast.diverged == ()
+    np.testing.assert_array_equal(fast.initial(), [-10.0] * 3)
+    # rounds for a round-based method, comms / trajectories_per_update for a per-arrival one
+    np.testing.assert_array_equal(fast.updates, [5, 5, 5])
+    np.testing.assert_array_equal(slow.updates, [10, 10, 10])
+    # seed 0: -10·2 - 6·2 - 3·2 - 2·4 (over [0, 10]) / 10
+    assert fast.statistic("average", 10.0)[0] == pytest.approx(-4.6)
+    assert not fast.identical_to(slow) and fast.identical_to(fast)
+
+
+def test_compare_a_clear_win_and_identical_runs(tmp_path):
+    run = analysis.load_run(
+        _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": FAST, "afedpg": SLOW})
+    )
+    result = analysis.compare(run, "rennala_nigt", reps=300)
+    rows = result["comparisons"]
+    assert rows["sync_nigt"]["outcome"] == analysis.IDENTICAL
+    assert rows["afedpg"]["outcome"] == analysis.REFERENCE_AHEAD
+    assert result["verdict"] == "refuted (identical runs)"
+    # R0 = -10; R_best = the best median second half: rennala's seeds over [5, 10] average
+    # (-3 - 2·2 - 2·2) / 5 = -2.2, -1.8 and -2.4 -> -2.2; the 50 % target is -6.1
+    assert result["targets"]["0.5"] == pytest.approx(-6.1)
+    assert result["best_second_half_median"] == pytest.approx(-2.2)
+    assert result["algorithms"]["rennala_nigt"]["time_to_target"]["0.5"] == 2.0  # [2, 2, 4]
+    # afedpg's seeds reach -6.1 at 8, never (-5 only at 11 > B) and never: censored, so no
+    # majority reached it
+    assert result["algorithms"]["afedpg"]["time_to_target"]["0.5"] is None
+    only = analysis.compare(run, "rennala_nigt", baselines=["afedpg"], reps=300)
+    assert only["verdict"] == "confirmed"
+    for bad in ({"reference": "malenia_nigt"}, {"reference": "rennala_nigt", "baselines": []}):
+        with pytest.raises(analysis.AnalysisError):
+            analysis.compare(run, **{"baselines": None, **bad})
+
+
+def test_compare_command_prints_a_row_per_baseline_and_writes_files(tmp_path, capsys):
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW, "afedpg": SLOW})
+    assert cli.main(["compare", str(d)]) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("| ")][1:]
+    assert [line.split(" | ")[0] for line in table] == ["| sync_nigt", "| afedpg"]
+    assert "rennala_nigt ahead" in table[0] and "Verdict" in out and "confirmed" in out
+    written = json.loads((d / "compare.json").read_text())
+    assert written["verdict"] == "confirmed" and (d / "compare.md").is_file()
+    assert cli.main(["compare", str(d), "--statistic", "time_to_50"]) == 0
+    assert json.loads((d / "compare.json").read_text())["statistic"] == "time_to_50"
+
+
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["--reference", "malenia_nigt"], "--reference malenia_nigt: not in"),
+        (["--baselines", "impala"], "baselines"),
+    ],
+)
+def test_compare_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, what):
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW})
+    assert cli.main(["compare", str(d), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: ") and what in err[0], err
+    assert not (d / "compare.json").exists() and not (d / "compare.md").exists()
+
+
+def test_compare_refuses_a_missing_or_unfinished_run(tmp_path, capsys):
+    assert cli.main(["compare", str(tmp_path / "nowhere")]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW}, done=False)
+    assert cli.main(["compare", str(d)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not finished" in err[0]

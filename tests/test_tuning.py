@@ -1,0 +1,235 @@
+"""Tests for jaxnigt.tuning and ``jaxnigt tune``: parsing, the tie rule, the self-extending
+grid (on a scorer by hand), algorithm traits, bad requests, and two tiny point_mass tunings.
+
+The point_mass tunings share one program shape (6 = grid points × seeds, one η, one M), so
+the three programs they run compile once.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from jaxnigt import algorithms, cli, tuning
+from jaxnigt import config as config_lib
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def test_parse_grids():
+    assert tuning.parse_lr_exp("-14:-2") == tuple(range(-14, -1))
+    assert tuning.parse_lr_exp("-14:-2:4") == (-14, -10, -6, -2)
+    assert tuning.parse_lr_exp("-6,-10,-8") == (-10, -8, -6)
+    assert tuning.parse_numbers("0.1,0.001", "--eta", float, 0.0, 1.0) == (0.001, 0.1)
+    assert tuning.parse_seeds("100,101,102") == (100, 101, 102)
+    for text in ("", "-2:-14", "a:b", "1:2:0", ","):
+        with pytest.raises(tuning.TuningError, match="--lr-exp"):
+            tuning.parse_lr_exp(text)
+    for text, what in (("", "empty"), ("0", r"\(0, 1\]"), ("-0.1", r"\(0, 1\]"), ("x", "numbers")):
+        with pytest.raises(tuning.TuningError, match=what):
+            tuning.parse_numbers(text, "--eta", float, 0.0, 1.0)
+    with pytest.raises(tuning.TuningError, match="> 0"):
+        tuning.parse_numbers("20,0", "--M", int, 0, math.inf)
+    with pytest.raises(tuning.TuningError, match="consecutive"):
+        tuning.parse_seeds("100,102")
+
+
+# -------------------------------------------------------------------- selection, by hand
+
+
+def _point(e, score, eta=0.1, M=20, diverged=()):
+    return {"lr_exp": e, "eta": eta, "M": M, "score": score, "diverged_seeds": list(diverged)}
+
+
+def test_choose_applies_the_tie_rule_and_drops_diverged_points():
+    best = tuning.choose([_point(-6, 1.0), _point(-8, 1.0 - 1e-9), _point(-4, 0.5)])
+    assert best["lr_exp"] == -8  # a tie goes to the smaller α
+    tied_eta = [_point(-6, 1.0, eta=0.01), _point(-6, 1.0, eta=0.1)]
+    assert tuning.choose(tied_eta)["eta"] == 0.1  # then to the larger η
+    tied_M = [_point(-6, 1.0, M=50), _point(-6, 1.0, M=20)]
+    assert tuning.choose(tied_M)["M"] == 20  # then to the smaller M
+    points = [_point(-6, 9.0, diverged=[1]), _point(-8, math.nan), _point(-10, -3.0)]
+    assert tuning.choose(points)["lr_exp"] == -10
+    assert tuning.choose([_point(-6, 9.0, diverged=[0])]) is None
+
+
+def _scorer(optimum, calls):
+    """``run_points`` of a made-up score -(e - optimum)^2 (one η), recording each program."""
+
+    def run_points(M, exps):
+        calls.append((M, list(exps)))
+        return [_point(e, -float((e - optimum) ** 2), M=M) for e in exps]
+
+    return run_points
+
+
+def test_search_with_an_interior_optimum_runs_the_grid_once():
+    calls = []
+    out = tuning.search(_scorer(-5, calls), [-8, -6, -4, -2], [20, 30], log=lambda _: None)
+    assert calls == [(20, [-8, -6, -4, -2]), (30, [-8, -6, -4, -2])]
+    # -6 and -4 tie (score -1): the smaller α; M 20 and 30 tie: the smaller M
+    assert (out["chosen"]["lr_exp"], out["chosen"]["M"]) == (-6, 20)
+    assert out["interior"] and out["extensions"] == 0
+
+
+def test_search_extends_the_grid_while_the_winner_sits_at_an_edge():
+    calls, logs = [], []
+    out = tuning.search(_scorer(-5, calls), [-12, -10], [20], log=logs.append)
+    # -10 wins at the high edge: -8, -6; then -6 at the edge: -4, -2; then -6 (tied with -4)
+    assert [c[1] for c in calls] == [[-12, -10], [-8, -6], [-4, -2]]
+    assert out["lr_exp"] == [-12, -10, -8, -6, -4, -2]
+    assert out["chosen"]["lr_exp"] == -6 and out["interior"] and out["extensions"] == 2
+    assert len(logs) == 2 and "high edge" in logs[0]
+    # downwards, at the grid's spacing
+    calls = []
+    out = tuning.search(_scorer(-20, calls), [-9, -6, -3], [20], log=lambda _: None)
+    assert [c[1] for c in calls] == [[-9, -6, -3], [-15, -12], [-21, -18], [-27, -24]]
+    assert out["chosen"]["lr_exp"] == -21 and out["interior"] and out["extensions"] == 3
+
+
+def test_search_is_bounded():
+    calls = []
+    out = tuning.search(_scorer(-40, calls), [-4, -2], [20], max_extensions=2,
+                        log=lambda _: None)  # fmt: skip
+    assert [c[1] for c in calls] == [[-4, -2], [-8, -6], [-12, -10]]
+    assert out["extensions"] == 2 and out["chosen"]["lr_exp"] == -12 and not out["interior"]
+    # never above α = 1
+    calls = []
+    out = tuning.search(_scorer(5, calls), [-2, 0], [20], log=lambda _: None)
+    assert len(calls) == 1 and out["chosen"]["lr_exp"] == 0 and not out["interior"]
+    # a grid of one α is a fixed α
+    out = tuning.search(_scorer(5, []), [-3], [20], log=lambda _: None)
+    assert out["extensions"] == 0 and not out["interior"]
+
+
+# ----------------------------------------------------------------- algorithm traits
+
+
+def test_traits_live_with_the_algorithms():
+    t = {name: algorithms.traits(name) for name in algorithms.NAMES}
+    link = {a for a, x in t.items() if "link" in x.cluster_options}
+    assert link == {"afedpg", "asgd", "a3c", "impala"}
+    assert {a for a, x in t.items() if "allreduce" in x.cluster_options} == {
+        "rennala_nigt",
+        "rennala_pg",
+    }
+    assert {a for a, x in t.items() if "M" in x.tuned_shapes} == {
+        "rennala_nigt",
+        "rennala_pg",
+        "malenia_nigt",
+    }
+    assert {a for a, x in t.items() if "eta" in x.step_sizes} == {
+        "rennala_nigt",
+        "malenia_nigt",
+        "sync_nigt",
+        "afedpg",
+    }
+    overflow = {a for a, x in t.items() if x.overflow}
+    assert overflow == {"malenia_nigt", "impala"}
+    assert "malenia_capacity" in t["malenia_nigt"].overflow
+    # the built algorithm carries the same traits
+    import dataclasses
+
+    from tasks import match_setup
+
+    setup = dataclasses.replace(match_setup(h=[1.0, 2.0], kappa=0.0, M=2), async_wave=1)
+    for name in ("rennala_nigt", "malenia_nigt", "afedpg", "sync_pg"):
+        built = algorithms.get(name)(setup, config_lib.HParams())
+        assert built.traits == t[name], name
+
+
+# --------------------------------------------------------------------- the command line
+
+# point_mass, two equal workers, no communication: a round of M = 4 takes 2 time units, so
+# the budget is ~75 updates; α = 2^-3 clearly beats 2^-6 (too small) and 2^0 (too large).
+TINY = """
+name: tiny_tune
+algorithms: [rennala_nigt, sync_pg]
+seeds: 2
+budget: 150.0
+env: {name: point_mass}
+cluster: {n: 2, h: equal, kappa: 0.0}
+hparams: {M: 4, learning_rate: 0.05, eta: 0.5}
+eval: {every: 10, episodes: 4}
+checkpoint_every: 0
+"""
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "flags, what",
+    [
+        (["--eta", ""], "--eta"),
+        (["--eta", "0"], "--eta"),
+        (["--eta", "0.1,-1"], "--eta"),
+        (["--M", "0"], "--M"),
+        (["--lr-exp=-2:-14"], "--lr-exp"),
+        (["--lr-exp="], "--lr-exp"),
+        (["--tune-seeds", "0,1"], "the config's own seed"),
+        (["--tune-seeds", "100,102"], "consecutive"),
+        (["--algorithms", "rennala_nigt,bogus"], "bogus"),
+        (["--algorithms", ","], "--algorithms"),
+        (["--set", "cluster.n=0"], "cluster.n"),
+        (["--max-extensions", "-1"], "--max-extensions"),
+    ],
+)
+def test_bad_tune_requests_exit_2_with_one_line_and_write_nothing(tiny, capsys, flags, what):
+    out = tiny.parent / "out"
+    assert cli.main(["tune", str(tiny), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: ") and what in err[0], err
+    assert not out.exists()
+
+
+def test_tune_an_interior_optimum_writes_the_tuned_config(tiny, capsys):
+    out = tiny.parent / "out"
+    argv = ["tune", str(tiny), "--out", str(out), "--algorithms", "rennala_nigt"]
+    argv += ["--lr-exp=-6:0:3", "--eta", "0.5", "--no-progress"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "chosen: α = 2^-3, η = 0.5" in printed and "interior" in printed
+    report = json.loads((out / "tuning.json").read_text())
+    r = report["algorithms"]["rennala_nigt"]
+    assert r["lr_exp"] == [-6, -3, 0] and r["interior"] and r["extensions"] == 0
+    scores = {p["lr_exp"]: p["score"] for p in r["points"]}
+    assert scores[-3] > max(scores[-6], scores[0])
+    assert report["tune_seeds"] == [100, 101]
+    tuned = yaml.safe_load((out / "tuned.yaml").read_text())
+    assert tuned["per_algorithm"]["rennala_nigt"] == {"learning_rate": 0.125, "eta": 0.5}
+    cfg = config_lib.from_dict(tuned)  # the report seeds stay the config's
+    assert cfg.hparams_for("rennala_nigt").learning_rate == 0.125
+    assert (cfg.seed, cfg.seeds) == (0, 2)
+    assert cfg.hparams_for("sync_pg").learning_rate == 0.05  # not tuned: kept
+    # the tuning programs ran on the tuning seeds
+    program = out / "runs" / "rennala_nigt_lr-6..0" / "config.yaml"
+    assert yaml.safe_load(program.read_text())["seed"] == 100
+    # the same directory again: refused without --resume; kept with it
+    assert cli.main(argv) == 2
+    capsys.readouterr()
+    assert cli.main([*argv, "--resume"]) == 0
+    assert "finished earlier with this config; kept" in capsys.readouterr().out
+
+
+def test_tune_extends_the_grid_when_the_winner_sits_at_an_edge(tiny, tmp_path):
+    raw = config_lib.read_yaml(tiny)
+    logs = []
+    report = tuning.tune(
+        raw, tmp_path / "edge", algorithms=["rennala_nigt"],
+        grid=tuning.Grid(lr_exp=(-12, -9), eta=(0.5,)), seeds=(100, 101, 102),
+        progress=False, log=logs.append,
+    )  # fmt: skip
+    r = report["algorithms"]["rennala_nigt"]
+    # both steps are too small: 2^-9 wins at the high edge, so 2^-6 and 2^-3 run
+    assert any("2^-9 is at the high edge" in line for line in logs), logs
+    assert r["extensions"] >= 1 and r["lr_exp"][:4] == [-12, -9, -6, -3]
+    assert r["chosen"]["lr_exp"] in (-6, -3) and r["interior"]
+    assert len(r["runs"]) == 1 + r["extensions"]
+    assert np.isfinite([p["score"] for p in r["points"]]).all()
