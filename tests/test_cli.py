@@ -19,7 +19,7 @@ algorithms: [rennala_nigt, afedpg]
 seeds: 2
 budget: 40.0
 env: {name: point_mass}
-cluster: {n: 3, h: sqrt, kappa: 1.0}
+cluster: {n: 3, h: sqrt, kappa: 1.0, noise: exponential}
 hparams: {M: 6, learning_rate: 0.05, eta: 0.3}
 per_algorithm: {afedpg: {learning_rate: 0.02}}
 eval: {every: 4, episodes: 4}
@@ -144,6 +144,8 @@ def test_list(capsys):
 
 
 # --- reliability: resume after SIGKILL, non-finite values, resume from another config ---
+# LONG is TINY with a longer budget and a checkpoint every chunk: the same compiled programs
+# (the budget is an argument), so its runs and their child processes reuse TINY's compiles.
 
 LONG = """
 name: long
@@ -155,7 +157,7 @@ env: {name: point_mass}
 cluster: {n: 3, h: sqrt, kappa: 1.0, noise: exponential}
 hparams: {M: 6, learning_rate: 0.05, eta: 0.3}
 per_algorithm: {afedpg: {learning_rate: 0.02}}
-eval: {every: 2, episodes: 2}
+eval: {every: 4, episodes: 4}
 """
 
 
@@ -228,7 +230,7 @@ def terminated(long_run, tmp_path_factory):
     """LONG stopped by SIGTERM during its second algorithm: (exit code, stderr, dir, exit
     code of a second process on the same directory).
 
-    The child is frozen (SIGSTOP) as soon as it has two afedpg checkpoints, about 22 chunks
+    The child is frozen (SIGSTOP) as soon as it has two afedpg checkpoints, about 10 chunks
     before its end, and only continued (SIGCONT) after the SIGTERM is queued: however slow
     the machine, the second process meets a child that holds the directory, and the signal
     arrives mid-run, never after the last chunk."""
