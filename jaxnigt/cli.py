@@ -24,6 +24,15 @@ def _error(message: str) -> int:
     return EXIT_USAGE
 
 
+def _stopped(command: str, e: Exception) -> int:
+    """A run-directory or checkpoint failure: a usage error (exit 2) before any work started,
+    else one line saying the command stopped with its last checkpoint kept (exit 1)."""
+    if not getattr(e, "started", False):
+        return _error(str(e))
+    print(f"jaxnigt: {command} stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
+    return 1
+
+
 #: What the experiment commands import beyond the core (the ``rl`` extra).
 RL_MODULES = ("yaml", "flax", "mujoco", "brax", "matplotlib", "tqdm", "orbax.checkpoint")
 RL_INSTALL = "pip install 'jaxnigt[rl]'"
@@ -157,10 +166,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (config_lib.ConfigError, checkpoint.CheckpointError) as e:
         return _error(str(e))
     except files.RunDirError as e:
-        if not e.started:
-            return _error(str(e))
-        print(f"jaxnigt: run stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
-        return 1
+        return _stopped("run", e)
     except runner.RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
         return 1
@@ -201,10 +207,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except (sweep.SweepError, config_lib.ConfigError, FileExistsError) as e:
         return _error(str(e))
     except (files.RunDirError, checkpoint.CheckpointError) as e:
-        if not getattr(e, "started", False):
-            return _error(str(e))
-        print(f"jaxnigt: sweep stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
-        return 1
+        return _stopped("sweep", e)
     failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
     print(
         f"[jaxnigt] wrote {out}/{sweep.TABLE} and {out}/sweep.png ({len(failed)} failed point(s))"
@@ -260,10 +263,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     except (tuning.TuningError, config_lib.ConfigError, FileExistsError) as e:
         return _error(str(e))
     except (files.RunDirError, checkpoint.CheckpointError) as e:
-        if not getattr(e, "started", False):
-            return _error(str(e))
-        print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
-        return 1
+        return _stopped("tuning", e)
     except runner.RunError as e:
         print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
         return 1
