@@ -8,8 +8,9 @@ same config section parsed so far, for checks that depend on another field.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 Check = Callable[[str, Any, dict], Any]
@@ -17,6 +18,11 @@ Check = Callable[[str, Any, dict], Any]
 
 class CheckError(ValueError):
     """A value is invalid; the message names where, what was given and what is allowed."""
+
+
+class ConfigError(CheckError):
+    """A config value is invalid; the message names the field and the allowed values
+    (:mod:`jaxnigt.config` raises it; also ``jaxnigt.config.ConfigError``)."""
 
 
 def _type_error(path: str, value: Any, allowed: str) -> CheckError:
@@ -111,3 +117,48 @@ def integer_text(path: str, raw: Any, minimum: int | None = None) -> int:
         allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
         raise CheckError(f"{path}: got {raw!r}; expected {allowed}") from None
     return integer(minimum)(path, value, {})
+
+
+# ------------------------------------------------------------------- config dataclasses
+
+
+def _section(path: str, raw: Any, cls: type) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: got {raw!r}; expected a mapping of {cls.__name__} fields")
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise ConfigError(f"{path}.{key}: unknown key; allowed keys: {names}")
+    return dict(raw)
+
+
+def _default(f: dataclasses.Field, base: Any) -> Any:
+    if base is not None:
+        return getattr(base, f.name)
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def parse_dataclass(cls: type, raw: Any, path: str, base: Any = None) -> Any:
+    """An instance of the config dataclass ``cls`` from the mapping ``raw`` at ``path``: every
+    field validated by its own check (``field.metadata["check"]``; absent fields take the
+    default, or ``base``'s value; a dataclass-valued field is parsed the same way). Any
+    error is a :class:`ConfigError` naming the field."""
+    given = _section(path or "config", raw, cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        where = f"{path}.{f.name}" if path else f.name
+        if dataclasses.is_dataclass(f.default_factory):
+            values[f.name] = parse_dataclass(f.default_factory, given.get(f.name), where)
+            continue
+        value = given.get(f.name, _default(f, base))
+        try:
+            values[f.name] = f.metadata["check"](where, value, values)
+        except ConfigError:
+            raise
+        except CheckError as e:
+            raise ConfigError(str(e)) from None
+    return cls(**values)

@@ -23,6 +23,10 @@ with a summary of arrivals per time unit, mean staleness and the server link's u
 (exchange time served / elapsed time; above 1 means overlapping exchanges, possible only with
 ``--link independent``).
 
+This module is the command only: it parses and validates the flags, calls
+:func:`jaxnigt.simulation.simulate_rule_rounds` or :func:`jaxnigt.simulation.simulate_async`,
+and writes the CSV and the summary (theory values from :mod:`jaxnigt.theory`).
+
 Every flag is validated before anything is computed; a bad flag prints one line to stderr
 naming the flag and the allowed values, exits with status 2 and writes nothing.  The CSV is
 written atomically (temporary file + ``os.replace``).
@@ -36,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import os
 import sys
 
@@ -45,9 +48,10 @@ import numpy as np
 
 from jaxnigt import checks, events, schedules, timing
 from jaxnigt.files import atomic_write_text
+from jaxnigt.simulation import ROUND_RULES, simulate_async, simulate_rule_rounds
+from jaxnigt.theory import rennala_theory_time, shared_link_rate_bound
 from jaxnigt.timing import TimeModel
 
-ROUND_RULES = ("rennala", "malenia", "sync")
 RULES = (*ROUND_RULES, "async")
 
 
@@ -160,79 +164,6 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     return cfg, tm
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=("rule", "M", "rounds", "inflight", "capacity", "per_worker", "allreduce"),
-)
-def simulate_rounds(
-    tm: TimeModel,
-    key: jax.Array,
-    *,
-    rule: str,
-    M: int,
-    rounds: int,
-    inflight: str = "cancel",
-    capacity: int | None = None,
-    per_worker: int | None = None,
-    allreduce: str = "all",
-) -> dict[str, jax.Array]:
-    """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
-
-    Returns:
-      dict of per-round arrays with leading axis ``[rounds]``: ``t_start``,
-      ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``, ``traj_wasted``,
-      ``time_used``, ``comms``, ``overflow``, ``counts`` ``[rounds, n]`` and ``busy_until``
-      ``[rounds, n]`` (when each worker is free after the round).
-    """
-    modes = {"inflight": inflight, "allreduce": allreduce}
-    if rule == "rennala":
-        fn = functools.partial(schedules.rennala, M=M, **modes)
-    elif rule == "malenia":
-        cap = schedules.default_malenia_capacity(M, tm.n) if capacity is None else capacity
-        fn = functools.partial(schedules.malenia, M=M, capacity=cap, **modes)
-    elif rule == "sync":
-        b = schedules.sync_batch(M, tm.n, per_worker)
-        fn = functools.partial(schedules.sync, per_worker=b, **modes)
-    else:
-        raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
-
-    s = schedules.run_rounds(fn, tm, key, rounds)
-    return {
-        "t_start": s.t_start,
-        "t_collect_end": s.t_collect_end,
-        "t_end": s.t_end,
-        "grads_used": s.num_slots,
-        "time_wasted": s.time_wasted,
-        "traj_wasted": s.traj_wasted,
-        "time_used": s.time_used,
-        "comms": s.comms,
-        "overflow": s.overflow,
-        "counts": s.counts,
-        "busy_until": s.busy_until,
-    }
-
-
-@functools.partial(jax.jit, static_argnames=("arrivals", "link"))
-def simulate_async(
-    tm: TimeModel, key: jax.Array, *, arrivals: int, link: str = "shared"
-) -> tuple[events.AsyncState, events.Arrival]:
-    """``arrivals`` arrivals of the per-arrival engine from time 0.
-
-    Every worker's first compute time comes from ``fold_in(key, 0)`` and arrival ``j``'s
-    redispatch from ``fold_in(fold_in(key, 1), j)``.  Returns the final engine state and the
-    stacked :class:`~jaxnigt.events.Arrival` records.
-    """
-    state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
-    return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)
-
-
-def rennala_theory_time(h: np.ndarray, M: int) -> float:
-    """Deterministic Rennala collection-time bound ``min_m (sum_{i<=m} 1/h_(i))^{-1} (M + m)``."""
-    hs = np.sort(np.asarray(h, np.float64))
-    m = np.arange(1, hs.size + 1)
-    return float(np.min((M + m) / np.cumsum(1.0 / hs)))
-
-
 def _write_lines(path: str, lines: list[str]) -> None:
     atomic_write_text(path, "\n".join(lines) + "\n")
 
@@ -307,9 +238,9 @@ def _async_summary(cfg: ClockConfig, tm: TimeModel, final, arr: events.Arrival) 
         f"mean_link_wait={float(np.mean(arr.link_wait)):.6g}",
         f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
     ]
-    kappa_min = float(np.min(np.asarray(tm.kappa)))
-    if cfg.link == "shared" and kappa_min > 0:
-        parts.append(f"(shared-link bound 1/min_kappa={1.0 / kappa_min:.6g})")
+    bound = shared_link_rate_bound(np.asarray(tm.kappa))
+    if cfg.link == "shared" and np.isfinite(bound):
+        parts.append(f"(shared-link bound 1/min_kappa={bound:.6g})")
     parts.append(f"-> {cfg.out}")
     return " ".join(parts)
 
@@ -328,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         _write_async_csv(cfg.out, arr)
         print(_async_summary(cfg, tm, final, arr))
         return 0
-    res = simulate_rounds(
+    res = simulate_rule_rounds(
         tm,
         key,
         rule=cfg.rule,

@@ -11,23 +11,15 @@ chunk size (Malenia, large synchronous rounds) are processed in fixed-size chunk
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxnigt.estimator import policy_gradient
 from jaxnigt.parallel import constrain_slots
 from jaxnigt.rollout import rollout
 from jaxnigt.schedules import RoundSchedule
-
-
-class SlotBatch(NamedTuple):
-    """What the rollout needs about each slot: its key and its environment type."""
-
-    keys: jax.Array  # [S] PRNG keys
-    types: jax.Array  # [S] int32
 
 
 def slot_keys(round_key: jax.Array, worker: jax.Array, rank: jax.Array) -> jax.Array:
@@ -119,8 +111,3 @@ def _chunked_sum(batch_gradient, params, slots, num_valid: jax.Array, chunk: int
         lambda c: c[0] < num_chunks, body, (jnp.int32(0), zeros_g, zeros_s)
     )
     return grads, stats
-
-
-def default_chunk(M: int, capacity: int) -> int:
-    """Rollout batch of a round: M (what Rennala needs), never more than the capacity."""
-    return int(np.clip(M, 1, capacity))

@@ -37,20 +37,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from jaxnigt import algorithms as registry
 from jaxnigt import checks, timing
-from jaxnigt.algorithms import NAMES as ALGORITHMS
+from jaxnigt.checks import ConfigError
+from jaxnigt.config_text import (  # noqa: F401  (re-exported: the config API reads and writes text)
+    OverrideError,
+    apply_overrides,
+    dump,
+    parse_override,
+    plain,
+    read_yaml,
+)
 from jaxnigt.events import LINKS
 from jaxnigt.schedules import ALLREDUCE, INFLIGHT
 
 ON_NONFINITE = ("stop", "mark")
 HETEROGENEOUS = ("sign_flip",)
 NUM_TYPES = {"sign_flip": 2}
-
-
-class ConfigError(checks.CheckError):
-    """A config value is invalid; the message names the field and the allowed values."""
 
 
 # Validators are ``check(path, value, siblings) -> value`` (see :mod:`jaxnigt.checks`);
@@ -99,7 +102,7 @@ def _noise(path, v, ctx):
 def _algorithms(path, v, ctx):
     if isinstance(v, str):
         v = [v]
-    v = _list(_choice(ALGORITHMS), what=str(list(ALGORITHMS)))(path, v, ctx)
+    v = _list(_choice(registry.names), what=str(list(registry.names())))(path, v, ctx)
     if len(set(v)) != len(v):
         raise ConfigError(f"{path}: got {list(v)}; expected no duplicates")
     return v
@@ -258,11 +261,11 @@ def _per_algorithm(path, v, ctx):
         raise ConfigError(f"{path}: got {v!r}; expected a mapping algorithm -> hparams")
     out = {}
     for name, section in v.items():
-        if name not in ALGORITHMS:
+        if name not in registry.names():
             raise ConfigError(
-                f"{path}.{name}: unknown algorithm; expected one of {list(ALGORITHMS)}"
+                f"{path}.{name}: unknown algorithm; expected one of {list(registry.names())}"
             )
-        out[name] = _parse(HParams, section, f"{path}.{name}", base=ctx["hparams"])
+        out[name] = checks.parse_dataclass(HParams, section, f"{path}.{name}", base=ctx["hparams"])
     return out
 
 
@@ -320,7 +323,7 @@ class ExperimentConfig:
         """Plain-YAML-serializable dict that :func:`from_dict` reads back."""
         out = dataclasses.asdict(self)
         out["per_algorithm"] = {k: _diff(v, self.hparams) for k, v in self.per_algorithm.items()}
-        return _plain(out)
+        return plain(out)
 
 
 def _diff(hp: HParams, base: HParams) -> dict[str, Any]:
@@ -331,55 +334,7 @@ def _diff(hp: HParams, base: HParams) -> dict[str, Any]:
     }
 
 
-def _plain(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, tuple | list):
-        return [_plain(v) for v in x]
-    return x
-
-
 # ----------------------------------------------------------------------------- parsing
-
-
-def _section(path: str, raw: Any, cls: type) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: got {raw!r}; expected a mapping of {cls.__name__} fields")
-    names = [f.name for f in dataclasses.fields(cls)]
-    for key in raw:
-        if key not in names:
-            raise ConfigError(f"{path}.{key}: unknown key; allowed keys: {names}")
-    return dict(raw)
-
-
-def _default(f: dataclasses.Field, base: Any) -> Any:
-    if base is not None:
-        return getattr(base, f.name)
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
-
-
-def _parse(cls: type, raw: Any, path: str, base: Any = None) -> Any:
-    """An instance of the config dataclass ``cls`` from ``raw``: every field validated by its
-    own check (absent fields take the default, or ``base``'s value)."""
-    given = _section(path or "config", raw, cls)
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        where = f"{path}.{f.name}" if path else f.name
-        if dataclasses.is_dataclass(f.default_factory):
-            values[f.name] = _parse(f.default_factory, given.get(f.name), where)
-            continue
-        value = given.get(f.name, _default(f, base))
-        try:
-            values[f.name] = f.metadata["check"](where, value, values)
-        except ConfigError:
-            raise
-        except checks.CheckError as e:
-            raise ConfigError(str(e)) from None
-    return cls(**values)
 
 
 def _check_consistency(cfg: ExperimentConfig) -> None:
@@ -414,63 +369,47 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
         )
 
 
+def algorithm_names() -> tuple[str, ...]:
+    """The algorithms a config may name (:func:`jaxnigt.algorithms.names`)."""
+    return registry.names()
+
+
+def readers(key: str) -> tuple[str, ...]:
+    """The algorithms that read the ``hparams`` key ``key`` (every one for the common keys)."""
+    from jaxnigt.algorithms.core import COMMON
+
+    if key in COMMON:
+        return registry.names()
+    return tuple(a for a in registry.names() if key in registry.traits(a).options)
+
+
+def _check_read(path: str, hp: HParams, base: HParams, algorithms: Sequence[str]) -> None:
+    """Each hyperparameter set away from ``base`` is read by one of ``algorithms``."""
+    for f in dataclasses.fields(hp):
+        if getattr(hp, f.name) == getattr(base, f.name):
+            continue
+        by = readers(f.name)
+        if not set(by) & set(algorithms):
+            raise ConfigError(
+                f"{path}.{f.name}: set to {getattr(hp, f.name)!r}, but no algorithm of "
+                f"{list(algorithms)} reads it; it is read by {', '.join(by)}"
+            )
+
+
+def _check_options(cfg: ExperimentConfig) -> None:
+    """A family-specific hyperparameter (an engine's option, ``Traits.options``) that no
+    algorithm it applies to reads is an error, not silently ignored."""
+    _check_read("hparams", cfg.hparams, HParams(), cfg.algorithms)
+    for name, hp in cfg.per_algorithm.items():
+        _check_read(f"per_algorithm.{name}", hp, cfg.hparams, (name,))
+
+
 def from_dict(raw: Any) -> ExperimentConfig:
     """Builds and validates an :class:`ExperimentConfig` from a plain mapping."""
-    cfg = _parse(ExperimentConfig, raw, "")
+    cfg = checks.parse_dataclass(ExperimentConfig, raw, "")
     _check_consistency(cfg)
+    _check_options(cfg)
     return cfg
-
-
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Parses one ``--set key.sub=value`` override (value is YAML: ``[a, b]``, ``0.1``, ...)."""
-    if "=" not in text:
-        raise ConfigError(f"--set: got {text!r}; expected KEY=VALUE, e.g. hparams.eta=0.1")
-    key, value = text.split("=", 1)
-    parts = key.strip().split(".")
-    if not all(parts):
-        raise ConfigError(f"--set: got {text!r}; expected KEY=VALUE with a dotted key")
-    try:
-        parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise ConfigError(f"--set {key}: value {value!r} is not valid YAML") from None
-    return parts, parsed
-
-
-def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Returns a copy of ``raw`` with ``--set`` overrides applied (the input is not mutated)."""
-    out = _plain(dict(raw))
-    for text in overrides:
-        parts, value = parse_override(text)
-        node = out
-        for p in parts[:-1]:
-            child = node.get(p)
-            if child is None:
-                child = {}
-            elif not isinstance(child, Mapping):
-                raise ConfigError(f"--set {'.'.join(parts)}: {p!r} is not a section")
-            node[p] = child = dict(child)
-            node = child
-        node[parts[-1]] = value
-    return out
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Reads a YAML mapping; raises ConfigError on unreadable or malformed files."""
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(f"config: cannot read {str(path)!r}: {e.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(
-            f"config: {str(path)!r} is not valid YAML ({e.__class__.__name__})"
-        ) from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"config: {str(path)!r} must contain a mapping, got {type(raw).__name__}")
-    return dict(raw)
 
 
 def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
@@ -478,8 +417,3 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point)."""
     raw = {k: v for k, v in read_yaml(path).items() if k != "sweep"}
     return from_dict(apply_overrides(raw, overrides))
-
-
-def dump(config: ExperimentConfig) -> str:
-    """YAML text of a resolved config."""
-    return yaml.safe_dump(config.to_dict(), sort_keys=False)

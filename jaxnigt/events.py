@@ -177,3 +177,18 @@ def async_arrivals(
         return async_next(tm, jax.random.fold_in(run_key, s.version), s, link=link)
 
     return lax.scan(step, state, None, length=int(num))
+
+
+def arrival_blocks(
+    tm: TimeModel, key: jax.Array, blocks: int, size: int, *, link: str = "shared"
+) -> Arrival:
+    """The arrivals of ``blocks`` consecutive blocks of ``size`` from time 0 (both static),
+    stacked ``[blocks, size]``: every worker starts at time 0 with key ``fold_in(key, 0)``,
+    block b draws with ``fold_in(key, 1 + b)``. The asynchronous engines' clocks alone
+    (``Algorithm.simulate_clock``), without rollouts."""
+    state = async_init(tm, jax.random.fold_in(key, 0), 0.0)
+
+    def block(s, b):
+        return async_arrivals(tm, jax.random.fold_in(key, 1 + b), s, size, link=link)
+
+    return lax.scan(block, state, jnp.arange(blocks))[1]

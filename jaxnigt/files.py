@@ -2,8 +2,10 @@
 
 Result files are never half-written: :func:`atomic_write_text` writes a temporary file in the
 same directory and renames it over the target.  :func:`run_lock` keeps a second process off a
-run directory.  This module imports nothing heavier than the config loader, so the
-checkpoint code and the ``clock`` command can use it.
+run directory.  Errors name paths and reasons, never command-line flags: a command adds the
+flag that named the directory (:class:`UnusableDirError` carries the directory).  This module
+imports nothing heavier than the config loader, so the checkpoint code and the ``clock``
+command can use it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,31 @@ class RunDirError(OSError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class UnusableDirError(RunDirError):
+    """The directory itself cannot be used (it cannot be created or written); ``path`` is it,
+    so that a caller can say where the directory came from."""
+
+    def __init__(self, path: str | Path, message: str):
+        super().__init__(message)
+        self.path = Path(path)
+
+
+class NotEmptyError(UnusableDirError, FileExistsError):
+    """A fresh run, sweep or tuning was given a directory that holds files."""
+
+    def __init__(self, path: str | Path):
+        super().__init__(path, f"{str(path)!r} exists and is not empty")
+
+
+class NotResumableError(ValueError):
+    """A directory to continue does not hold the same work (no run there, or another config);
+    ``path`` is the directory."""
+
+    def __init__(self, path: str | Path, message: str):
+        super().__init__(message)
+        self.path = Path(path)
 
 
 def describe(error: OSError, path: str | Path | None = None) -> str:
@@ -81,39 +108,56 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
-def prepare_run_dir(out: str | Path, overwrite: bool) -> None:
-    """Creates ``out``; refuses an existing non-empty directory unless ``overwrite``.
+def writable_dir(out: str | Path, *, create: bool = True) -> Path:
+    """Creates ``out`` (and its parents) if needed and checks that it can be written;
+    ``create=False``: ``out`` must exist already (a directory to continue).
 
     Raises:
-      FileExistsError: ``out`` holds files and ``overwrite`` is False.
-      RunDirError: ``out`` cannot be created or written (one line: path and reason).
+      UnusableDirError: ``out`` cannot be created or written (one line: path and reason).
     """
     out = Path(out)
-    if out.is_dir() and any(p.name != LOCK for p in out.iterdir()) and not overwrite:
-        raise FileExistsError(f"--out {str(out)!r} exists and is not empty; pass --overwrite")
+    if not create and not out.is_dir():
+        raise UnusableDirError(out, f"{str(out)!r}: no such directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise RunDirError(f"--out {describe(e, out)}") from None
+        raise UnusableDirError(out, describe(e, out)) from None
     if not os.access(out, os.W_OK):
-        raise RunDirError(f"--out {str(out)!r}: not writable")
+        raise UnusableDirError(out, f"{str(out)!r}: not writable")
+    return out
+
+
+def prepare_run_dir(out: str | Path, overwrite: bool = False) -> Path:
+    """Creates ``out`` for fresh work; refuses a directory that holds files (other than a
+    lock) unless ``overwrite``.
+
+    Raises:
+      NotEmptyError: ``out`` holds files and ``overwrite`` is False.
+      UnusableDirError: ``out`` cannot be created or written.
+    """
+    out = Path(out)
+    if not overwrite and out.is_dir() and any(p.name != LOCK for p in out.iterdir()):
+        raise NotEmptyError(out)
+    return writable_dir(out)
 
 
 def check_resumable(config, run_dir: str | Path) -> None:
-    """Raises ``ConfigError`` unless ``run_dir`` holds a run of exactly this config."""
+    """Raises :class:`NotResumableError` unless ``run_dir`` holds a run of exactly this
+    config (``ConfigError`` if its ``config.yaml`` is not a valid config)."""
     from jaxnigt import config as config_lib
 
     run_dir = Path(run_dir)
     path = run_dir / "config.yaml"
     if not path.is_file():
-        raise config_lib.ConfigError(
-            f"--resume: {str(run_dir)!r} is not a run directory (no config.yaml)"
+        raise NotResumableError(
+            run_dir, f"{str(run_dir)!r} is not a run directory (no config.yaml)"
         )
     previous = config_lib.from_dict(config_lib.read_yaml(path))
     if previous != config:
         old, new = previous.to_dict(), config.to_dict()
         differs = sorted(k for k in new if old.get(k) != new.get(k))
-        raise config_lib.ConfigError(
-            f"--resume: {str(run_dir)!r} was written by a different config "
-            f"(differs in: {', '.join(differs)})"
+        raise NotResumableError(
+            run_dir,
+            f"{str(run_dir)!r} was written by a different config "
+            f"(differs in: {', '.join(differs)})",
         )

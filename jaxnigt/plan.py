@@ -19,6 +19,7 @@ from typing import Any
 
 import jax
 
+from jaxnigt.batch import batch_size
 from jaxnigt.config import ExperimentConfig
 
 CLOCK_STEPS = 16
@@ -40,7 +41,8 @@ def memory_bytes(tr, batch: int) -> int:
 
 
 def plan_algorithm(config: ExperimentConfig, algorithm: str, *, memory: bool = True) -> dict:
-    from jaxnigt.runner import grid_points
+    """One row of the plan: ``algorithm``'s cost under ``config`` (the module docstring);
+    ``memory=False`` skips compiling a step (``memory_mb`` None)."""
     from jaxnigt.trainer import make_trainer
 
     tr = make_trainer(config, algorithm)
@@ -50,7 +52,7 @@ def plan_algorithm(config: ExperimentConfig, algorithm: str, *, memory: bool = T
         steps = min(steps, config.max_rounds)
     per_update = tr.algorithm.trajectories_per_update
     updates = steps if per_update is None else steps * per_step / per_update
-    batch = config.seeds * len(grid_points(config, algorithm))
+    batch = batch_size(config, algorithm)
     env_steps = steps * per_step * tr.setup.horizon
     row = {
         "algorithm": algorithm,

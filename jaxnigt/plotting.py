@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxnigt.results import COUNTS_FILE, group_curves, read_metrics, seed_curves
+from jaxnigt.theory import rennala_theory_time
 
 X_AXES = {"time": "sim_time", "steps": "env_steps", "comms": "comms"}
 X_LABELS = {
@@ -21,6 +22,15 @@ X_LABELS = {
     "env_steps": "environment steps",
     "comms": "vector communications",
 }
+
+
+class PlotError(ValueError):
+    """A plot cannot be drawn as asked: ``param`` names the parameter at fault (``x``),
+    ``reason`` what is wrong; the message is ``param: reason``."""
+
+    def __init__(self, reason: str, *, param: str | None = None):
+        super().__init__(f"{param}: {reason}" if param else reason)
+        self.param, self.reason = param, reason
 
 
 def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") -> None:
@@ -57,6 +67,9 @@ def plot_runs(
 
     Returns:
       The path written.
+
+    Raises:
+      PlotError: ``x`` is not one of :data:`X_AXES`.
     """
     import matplotlib
 
@@ -64,7 +77,7 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     if x not in X_AXES:
-        raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
+        raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
     xcol = X_AXES[x]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for run_dir in run_dirs:
@@ -151,7 +164,6 @@ def rennala_round_time(run_dir: str | Path) -> float:
     """Rennala NIGT's theoretical round time of a run directory's cluster (deterministic
     times): min_m (Σ_{i≤m} 1/h_(i))^{-1} (M + m) plus the AllReduce (max_i κ_i)."""
     from jaxnigt import config as config_lib
-    from jaxnigt.clock import rennala_theory_time
     from jaxnigt.trainer import make_setup
 
     cfg = config_lib.from_dict(config_lib.read_yaml(Path(run_dir) / "config.yaml"))
@@ -196,7 +208,7 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     One panel per target fraction: the median over seeds, with the 20 %/80 % band across
     seeds; log x for ``cluster.n`` (and for any positive axis spanning more than 10×). For
     ``cluster.n`` sweeps a second axis shows Rennala NIGT's theoretical round time.
-    Returns the path written.
+    Returns the path written; raises :class:`PlotError` when ``x`` is not a swept key.
     """
     import json
 
@@ -211,7 +223,7 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     axes_record = json.loads((sweep_dir / "sweep.json").read_text())["axes"]
     key = x or next(iter(axes_record))
     if key not in axes_record:
-        raise ValueError(f"--x: {key!r} is not a swept key; swept: {list(axes_record)}")
+        raise PlotError(f"{key!r} is not a swept key; swept: {list(axes_record)}", param="x")
     rows = [r for r in read_metrics_raw(sweep_dir, "sweep.csv") if r.get("status") == "done"]
     fractions = (
         sorted({k.split("_")[2] for k in rows[0] if k.startswith("time_to_")}) if rows else []

@@ -1,13 +1,13 @@
-"""Experiment runner: a whole scenario (algorithms × seeds × optional grid) → a run directory.
+"""The run loop: one algorithm, all its seeds and grid points, as one vmapped program.
 
-For each algorithm the seeds (and grid points) run as ONE vmapped, jitted program: ``init``
-then chunks of ``eval.every`` steps (or of about ``eval.every_time`` simulated time) as a
-``lax.scan``, each followed by an evaluation of the deploy params.  The loop is three pieces:
-:func:`start_or_resume` (time 0 and its evaluation, or the newest checkpoint), :func:`advance`
-(one chunk, its evaluation and the health checks) and :func:`evaluation_columns` (which step
-of each seed an evaluation belongs to).  The run
-directory holds ``config.yaml``, ``metrics.csv`` (:mod:`jaxnigt.results`), ``summary.json``
-and ``curves.png``.
+For each algorithm the seeds (and grid points, :mod:`jaxnigt.batch`) run as ONE vmapped,
+jitted program: ``init`` then chunks of ``eval.every`` steps (or of about ``eval.every_time``
+simulated time) as a ``lax.scan``, each followed by an evaluation of the deploy params.  The
+loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
+checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
+it, and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).
+:func:`run_algorithm` drives them, with a progress bar and the compile time it measured;
+:mod:`jaxnigt.experiment` runs every algorithm of a config into a run directory.
 """
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import itertools
-import json
 import math
-import os
-import signal
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,88 +26,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt import checkpoint, parallel, results
-from jaxnigt import config as config_lib
 from jaxnigt.algorithms.core import HEALTH_FLAGS, LOGGED
+from jaxnigt.batch import eval_keys, grid_points, seed_keys
 from jaxnigt.config import ExperimentConfig
-from jaxnigt.distributed import is_writer, to_host
-from jaxnigt.files import (
-    RunDirError,
-    atomic_write_text,
-    check_resumable,
-    describe,
-    prepare_run_dir,
-    run_lock,
-)
+from jaxnigt.distributed import to_host
+from jaxnigt.signals import Interrupted, StopFlag
 from jaxnigt.trainer import Trainer, make_trainer
 
-__all__ = [
-    "RunError",
-    "check_resumable",
-    "grid_points",
-    "prepare_run_dir",
-    "run_algorithm",
-    "run_experiment",
-    "seed_keys",
-]
+__all__ = ["RunError", "evaluation_columns", "next_chunk", "run_algorithm", "start_or_resume"]
 
 
 class RunError(RuntimeError):
     """A run stopped for a reason the user must see (divergence, capacity overflow, ...)."""
 
 
-class Interrupted(RuntimeError):
-    """The run stopped on a signal after a checkpoint and the partial results were written."""
-
-    def __init__(self, signum: int, algorithm: str, chunks: int):
-        name = signal.Signals(signum).name
-        super().__init__(f"{name} received: {algorithm} stopped after chunk {chunks}")
-        self.signum, self.algorithm, self.chunks = signum, algorithm, chunks
-        self.partial: dict[str, np.ndarray] = {}  # the algorithm's results so far
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + self.signum
-
-
-class StopFlag:
-    """Set by the first SIGTERM/SIGINT (see :func:`stop_on_signals`); the run loop checks it
-    after every chunk."""
-
-    def __init__(self):
-        self.signum: int | None = None
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
-
-
-@contextlib.contextmanager
-def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
-    """Yields a :class:`StopFlag`: the first signal asks the run to finish its chunk, write a
-    checkpoint and the partial results and stop; a second one exits at once (files already
-    written stay whole: every write is atomic)."""
-    flag = StopFlag()
-
-    def handler(signum, frame):
-        del frame
-        if flag.requested:
-            os._exit(128 + signum)
-        flag.signum = signum
-        print(
-            f"[jaxnigt] {signal.Signals(signum).name}: finishing the current chunk, then "
-            "checkpoint and stop (again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    old = {s: signal.signal(s, handler) for s in signals}
-    try:
-        yield flag
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
+# Compile timing and the progress bar of run_algorithm.
 # Tracing, lowering and XLA compilation: what "compile seconds" counts.
 COMPILE_EVENTS = (
     "/jax/core/compile/jaxpr_trace_duration",
@@ -122,7 +50,7 @@ COMPILE_EVENTS = (
 
 
 @contextlib.contextmanager
-def _compile_seconds(run: _Run):
+def _compile_seconds(run: _Run) -> Iterator[None]:
     """Adds the time JAX spends tracing, lowering and compiling inside the block to
     ``run.compile_seconds`` (from JAX's own monitoring events)."""
 
@@ -146,25 +74,6 @@ def _wait(tree: Any) -> Any:
     while not all(x.is_ready() for x in leaves):
         time.sleep(0.02)
     return tree
-
-
-def grid_points(config: ExperimentConfig, algorithm: str) -> list[dict[str, float]]:
-    """The (learning_rate, eta) points of the config's grid (one point without a grid)."""
-    hp = config.hparams_for(algorithm)
-    lrs = config.grid.learning_rate or (hp.learning_rate,)
-    etas = config.grid.eta or (hp.eta,)
-    return [{"learning_rate": a, "eta": e} for a, e in itertools.product(lrs, etas)]
-
-
-def seed_keys(config: ExperimentConfig, num_seeds: int) -> jax.Array:
-    """Seed s uses ``fold_in(key(config.seed), s)``: the same seed gives the same run."""
-    base = jax.random.key(config.seed)
-    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
-
-
-def _eval_keys(keys: jax.Array, chunk: int) -> jax.Array:
-    # Evaluation randomness is separate from training randomness (fold_in a large tag).
-    return jax.vmap(lambda k: jax.random.fold_in(jax.random.fold_in(k, 1 << 30), chunk))(keys)
 
 
 class _Progress:
@@ -325,7 +234,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
     """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
     checkpoint of ``algorithm`` in ``run_dir``."""
     run.state = jax.jit(jax.vmap(run.trainer.init))(run.keys, run.hyper)
-    keys = _eval_keys(run.keys, 0)
+    keys = eval_keys(run.keys, 0)
     found = checkpoint.restore_latest(run_dir, algorithm, run.state, log) if resume else None
     if found is not None:
         found, state, restored, run.chunks = found
@@ -338,7 +247,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
             raise checkpoint.CheckpointError(
                 f"{found}: {run.chunks} chunks of {steps / max(run.chunks, 1):g} steps, but this "
                 f"run's chunks are {run.every} steps (eval.every_time is converted with the "
-                "algorithm's clock, which changed); rerun without --resume"
+                "algorithm's clock, which changed): the run cannot continue from it"
             )
         log(f"[jaxnigt] {algorithm}: resumed from {found}")
         return
@@ -353,10 +262,10 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
-def advance(run: _Run) -> None:
+def next_chunk(run: _Run) -> None:
     """One chunk of steps for every seed still running, then its evaluation."""
     run.chunks += 1
-    keys = _eval_keys(run.keys, run.chunks)
+    keys = eval_keys(run.keys, run.chunks)
     run.state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
     _record(run, to_host(_wait(metrics)), to_host(returns))
 
@@ -438,9 +347,10 @@ def run_algorithm(
     With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
     readable checkpoint there, giving the same metrics as an uninterrupted run.  ``stop``
-    (:func:`stop_on_signals`) ends the run after the current chunk with a checkpoint and
-    :class:`Interrupted`; ``on_chunk`` receives, after every chunk, a function that returns
-    the results so far (built only if called: the history is concatenated each time).
+    (:func:`jaxnigt.signals.stop_on_signals`) ends the run after the current chunk with a
+    checkpoint and :class:`~jaxnigt.signals.Interrupted`; ``on_chunk`` receives, after every
+    chunk, a function that returns the results so far (built only if called: the history is
+    concatenated each time).
 
     Returns:
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
@@ -472,7 +382,7 @@ def run_algorithm(
                 every = config.checkpoint_every
                 if run_dir is not None and every and run.chunks and run.chunks % every == 0:
                     save()
-                advance(run)
+                next_chunk(run)
                 if on_chunk is not None:
                     on_chunk(functools.partial(_output, run, t_start))
         finally:
@@ -493,197 +403,3 @@ def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
     out["trajectories_per_update"] = np.asarray(-1 if per_update is None else per_update)
     out["diverged"] = run.diverged
     return out
-
-
-class _Results:
-    """The run directory's result files: rewritten (atomically) after every chunk, at most
-    every ``config.live_every_s`` seconds (``curves.png`` every ``config.plot_every_s``), and
-    always at the end; a directory is readable by ``jaxnigt plot`` while the run goes on."""
-
-    def __init__(self, config: ExperimentConfig, out: Path, rows: list, count_rows: list):
-        self.config, self.out = config, out
-        self.rows, self.count_rows = rows, count_rows  # of the finished algorithms
-        self.timings: dict[str, tuple[float, float, int]] = {}
-        self.diverged: dict[str, list[int]] = {}  # summary key -> seeds marked diverged
-        self.last_write = self.last_plot = time.monotonic()
-
-    def add(self, algorithm: str, m: dict[str, np.ndarray]) -> None:
-        """Keeps a finished algorithm's rows."""
-        self.rows.extend(results.metric_rows(algorithm, m))
-        self.count_rows.extend(results.worker_count_rows(algorithm, m))
-        per_update = int(m["trajectories_per_update"])
-        for b in np.nonzero(m["diverged"])[0]:
-            grid = int(m["grid"][b])
-            key = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
-            self.diverged.setdefault(key, []).append(int(m["seed"][b]))
-        self.timings[algorithm] = (
-            float(m["wall_seconds"]),
-            float(m["compile_seconds"]),
-            per_update,
-        )
-
-    def due(self) -> bool:
-        """Whether :meth:`partial` would write now (``config.live_every_s`` has passed)."""
-        return time.monotonic() - self.last_write >= self.config.live_every_s
-
-    def partial(self, algorithm: str, m: dict[str, np.ndarray], *, force: bool = False) -> None:
-        """Writes the finished rows plus ``algorithm``'s rows so far (throttled)."""
-        now = time.monotonic()
-        if not force and not self.due():
-            return
-        rows = self.rows + results.metric_rows(algorithm, m)
-        counts = self.count_rows + results.worker_count_rows(algorithm, m)
-        plot = force or now - self.last_plot >= self.config.plot_every_s
-        self.write(rows, counts, plot=plot)
-        self.last_write = now
-        self.last_plot = now if plot else self.last_plot
-
-    def write(self, rows=None, counts=None, *, plot: bool = True) -> dict[str, Any]:
-        rows = self.rows if rows is None else rows
-        counts = self.count_rows if counts is None else counts
-        summary = results.summarize(rows, self.config.target_return)
-        for name, (wall, compile_s, per_update) in self.timings.items():
-            if name in summary:
-                summary[name]["wall_seconds"] = round(wall, 2)
-                summary[name]["compile_seconds"] = round(compile_s, 2)
-                if per_update > 0:  # updates = trajectories / this (see Algorithm)
-                    summary[name]["trajectories_per_update"] = per_update
-        for name, seeds in self.diverged.items():
-            if name in summary:  # on_nonfinite: mark (their evaluations end at divergence)
-                summary[name]["diverged_seeds"] = seeds
-        if not is_writer():
-            return summary
-        results.write_csv(self.out / "metrics.csv", rows)
-        if counts:
-            results.write_csv(self.out / results.COUNTS_FILE, counts, results.COUNT_COLUMNS)
-        atomic_write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
-        if plot and rows:
-            from jaxnigt.plotting import plot_counts, plot_runs
-
-            plot_runs([self.out], x="time", out=self.out / "curves.png", budget=self.config.budget)
-            if counts:
-                plot_counts(self.out, out=self.out / "counts.png")
-        return summary
-
-
-def _begin(config: ExperimentConfig, out: Path, resume: bool) -> tuple[list, list, list]:
-    """``(done, rows, count_rows)``: the algorithms an earlier run finished and their rows
-    (resume), or nothing (a fresh run; ``config.yaml`` written)."""
-    if not resume:
-        if is_writer():
-            atomic_write_text(out / "config.yaml", config_lib.dump(config))
-        return [], [], []
-    check_resumable(config, out)
-    done = checkpoint.done_algorithms(out)
-    kept = lambda name: [r for r in results.read_metrics_raw(out, name) if r["algorithm"] in done]
-    return done, kept("metrics.csv"), kept(results.COUNTS_FILE)
-
-
-def run_experiment(
-    config: ExperimentConfig,
-    out: str | Path,
-    *,
-    overwrite: bool = False,
-    resume: bool = False,
-    progress: bool = True,
-    log: Callable[[str], None] = print,
-    plot: bool = True,
-    stop: StopFlag | None = None,
-) -> dict[str, Any]:
-    """Runs every algorithm of ``config`` and writes the run directory; returns the summary.
-
-    With ``resume=True`` (``out`` must hold a run of the same config), algorithms already
-    finished keep their rows in ``metrics.csv`` and the one in progress continues from its
-    newest readable checkpoint.  One process at a time writes a run directory.
-
-    Raises:
-      RunDirError: the directory cannot be used or written (``started`` tells whether work
-        had begun), or another process holds it.
-      Interrupted: ``stop`` was set; the checkpoint and partial results are written.
-    """
-    out = Path(out)
-    if not resume and is_writer():
-        prepare_run_dir(out, overwrite)
-    elif resume and not os.access(out, os.W_OK):
-        raise RunDirError(f"--resume {str(out)!r}: not writable")
-    with run_lock(out) if is_writer() else contextlib.nullcontext():
-        try:
-            done, rows, count_rows = _begin(config, out, resume)
-        except OSError as e:
-            raise RunDirError(f"run directory {describe(e)}") from None
-        files = _Results(config, out, rows, count_rows)
-        try:
-            for algorithm in config.algorithms:
-                if algorithm in done:
-                    log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
-                    continue
-                _run_one(config, algorithm, out, files, progress, resume, log, stop)
-            return files.write(plot=plot)
-        except RunDirError:
-            raise
-        except OSError as e:
-            raise RunDirError(f"run directory {describe(e)}", started=True) from None
-
-
-class _TensorBoard:
-    """Scalars of every chunk for TensorBoard (``RUN_DIR/tensorboard/<algorithm>``): the
-    medians over seeds at each seed's latest step; step = the median step count."""
-
-    TAGS = ("eval_return", "train_return", "sim_time", "env_steps", "comms", "round_time")
-
-    def __init__(self, out: Path, algorithm: str):
-        from tensorboardX import SummaryWriter
-
-        self.writer = SummaryWriter(logdir=str(out / "tensorboard" / algorithm))
-
-    def __call__(self, m: dict[str, np.ndarray]) -> None:
-        active = m["active"]
-        last = active.shape[1] - 1 - np.argmax(active[:, ::-1], axis=1)
-        at = lambda k: m[k][np.arange(len(last)), last].astype(np.float64)
-        step = int(np.median(at("round")))
-        for tag in self.TAGS:
-            values = at(tag)
-            if np.isfinite(values).any():
-                self.writer.add_scalar(tag, float(np.nanmedian(values)), global_step=step)
-        self.writer.flush()
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-def _run_one(config, algorithm, out: Path, files: _Results, progress, resume, log, stop) -> None:
-    """Runs one algorithm of an experiment and keeps (and writes) its rows."""
-    batch = config.seeds * len(grid_points(config, algorithm))
-    _, slot_mesh = parallel.device_plan(config.devices, batch)
-    tr = make_trainer(config, algorithm, mesh=slot_mesh)
-    log(
-        f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
-        f"d={tr.dim} seeds={config.seeds} grid={len(grid_points(config, algorithm))}"
-    )
-    board = _TensorBoard(out, algorithm) if config.tensorboard and is_writer() else None
-
-    def live(so_far):
-        if board is None and not files.due():
-            return
-        m = so_far()
-        files.partial(algorithm, m)
-        if board is not None:
-            board(m)
-
-    try:
-        m = run_algorithm(
-            config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume,
-            log=log, stop=stop, on_chunk=live,
-        )  # fmt: skip
-    except Interrupted as e:
-        files.partial(algorithm, e.partial, force=True)
-        raise
-    finally:
-        if board is not None:
-            board.close()
-    files.add(algorithm, m)
-    files.write(plot=False)
-    if is_writer():  # only process 0 writes; the others hold the same gathered rows
-        checkpoint.mark_done(out, algorithm)
-    if m["diverged"].any():
-        log(f"[jaxnigt] {algorithm}: diverged seeds {np.nonzero(m['diverged'])[0].tolist()}")

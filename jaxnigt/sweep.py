@@ -1,8 +1,9 @@
-"""``jaxnigt sweep``: one experiment per point of a grid over config keys, one result table.
+"""Sweeps (``jaxnigt sweep``): one experiment per point of a grid over config keys, one table.
 
 Values that set array shapes (the number of workers n, M, the horizon, Malenia's capacity)
 cannot be vmapped like the learning-rate grid, so a sweep is a sequence of programs: the
-Cartesian product of ``--over KEY=V1,V2,...`` (any key ``--set`` accepts).  Each point is a
+Cartesian product of its axes, dotted config keys with lists of values (on the command line
+``--over KEY=V1,V2,...``: any key an override accepts; :func:`sweep_points`).  Each point is a
 normal run directory ``DIR/<key=value,...>/``; programs of the same shape are compiled once
 (jit cache within the process, the persistent XLA cache across processes).
 
@@ -23,7 +24,7 @@ A sweep config is a normal config with a ``sweep:`` section listing the values::
       over: {cluster.n: [10, 30, 100, 300, 1000]}
 
 A point that fails (a bad combination, a non-finite stop) is recorded as failed with its
-message and the sweep goes on; ``--resume`` skips finished points and continues an
+message and the sweep goes on; a resumed sweep skips finished points and continues an
 interrupted one from its checkpoints.
 """
 
@@ -48,7 +49,8 @@ STATUS = "status.json"
 
 
 class SweepError(ValueError):
-    """A bad ``--over`` key or value; the message names it."""
+    """A bad sweep: an axis key or value, or a point whose config is invalid; the message
+    names it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,28 +69,6 @@ def _text(v: Any) -> str:
     return json.dumps(v) if isinstance(v, list | dict) else str(v)
 
 
-def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
-    """``{key: [values]}`` from ``KEY=V1,V2,...`` (values are YAML, like ``--set``)."""
-    import yaml
-
-    axes: dict[str, list[Any]] = {}
-    for text in texts:
-        if "=" not in text:
-            raise SweepError(f"--over: got {text!r}; expected KEY=V1,V2,... e.g. cluster.n=10,100")
-        key, raw = text.split("=", 1)
-        key = key.strip()
-        if not key or key in axes:
-            raise SweepError(f"--over: got {text!r}; expected a new dotted key")
-        try:
-            values = [yaml.safe_load(v) for v in raw.split(",")]
-        except yaml.YAMLError:
-            raise SweepError(f"--over {key}: values {raw!r} are not valid YAML") from None
-        if not values or any(v is None for v in values):
-            raise SweepError(f"--over {key}: got {raw!r}; expected comma-separated values")
-        axes[key] = values
-    return axes
-
-
 def sweep_section(raw: Mapping[str, Any]) -> dict[str, list[Any]]:
     """The ``sweep: {over: {key: [values]}}`` section of a raw config (empty if absent)."""
     section = raw.get("sweep") or {}
@@ -100,10 +80,13 @@ def sweep_section(raw: Mapping[str, Any]) -> dict[str, list[Any]]:
     return {str(k): list(v) for k, v in over.items()}
 
 
-def plan(raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str]) -> list[Point]:
-    """Every point of the grid with its validated config (raises on a bad key or value)."""
+def sweep_points(
+    raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str] = ()
+) -> list[Point]:
+    """Every point of the grid ``axes`` (dotted key -> values) over the config ``raw`` with
+    the overrides ``sets``, each with its validated config (raises on a bad key or value)."""
     if not axes:
-        raise SweepError("--over: nothing to sweep; give --over KEY=V1,V2 or a sweep: section")
+        raise SweepError("nothing to sweep: no axes (key -> values) given")
     base = {k: v for k, v in raw.items() if k != "sweep"}
     points = []
     for combo in itertools.product(*axes.values()):
@@ -113,7 +96,7 @@ def plan(raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str]
             cfg = config_lib.from_dict(config_lib.apply_overrides(base, overrides))
         except config_lib.ConfigError as e:
             where = ", ".join(f"{k}={_text(v)}" for k, v in values.items())
-            raise SweepError(f"--over {where}: {e}") from None
+            raise SweepError(f"sweep point {where}: {e}") from None
         points.append(Point(values, cfg))
     return points
 
@@ -127,7 +110,7 @@ def _finished(point: Point, run_dir: Path) -> bool:
 
 def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log, stop=None) -> dict:
     """Runs one point (or continues it) and returns its status record."""
-    from jaxnigt import runner
+    from jaxnigt import experiment, runner
 
     if resume and _finished(point, run_dir):
         log(f"[sweep] {point.name}: finished earlier; kept")
@@ -137,10 +120,9 @@ def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log,
     try:
         if again:
             files.check_resumable(point.config, run_dir)
-        runner.run_experiment(
-            point.config, run_dir, overwrite=True, resume=again, progress=progress, log=log,
-            stop=stop,
-        )  # fmt: skip
+        experiment.run_experiment(
+            point.config, run_dir, resume=again, progress=progress, log=log, stop=stop
+        )
         status = {"status": "done"}
     except (runner.RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
         status = {"status": "failed", "message": str(e)}
@@ -165,17 +147,25 @@ def run_sweep(
 ) -> list[dict]:
     """Runs every point into ``out/<point>/`` and writes ``sweep.csv`` and ``sweep.png``.
 
-    ``stop`` (``runner.stop_on_signals``) ends the sweep after the current chunk of the
-    current point (``runner.Interrupted``); ``resume`` continues it."""
-    points = plan(raw, axes, sets)
+    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop``
+    (:func:`jaxnigt.signals.stop_on_signals`) ends the sweep after the current chunk of the
+    current point (:class:`~jaxnigt.signals.Interrupted`); ``resume`` continues it.
+
+    Raises:
+      SweepError: a bad axis or point; NotResumableError: ``resume`` and ``out`` holds no
+        sweep of these points; RunDirError: ``out`` cannot be used.
+    """
+    points = sweep_points(raw, axes, sets)
     out = Path(out)
     if not resume:
         files.prepare_run_dir(out, overwrite)
     elif not (out / SWEEP_FILE).is_file():
-        raise SweepError(f"--resume: {str(out)!r} is not a sweep directory (no {SWEEP_FILE})")
+        raise files.NotResumableError(
+            out, f"{str(out)!r} is not a sweep directory (no {SWEEP_FILE})"
+        )
     record = {"axes": axes, "sets": list(sets), "points": [p.name for p in points]}
     if resume and json.loads((out / SWEEP_FILE).read_text()) != record:
-        raise SweepError(f"--resume: {str(out)!r} holds a different sweep")
+        raise files.NotResumableError(out, f"{str(out)!r} holds a different sweep")
     files.atomic_write_text(out / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
     for k, point in enumerate(points, 1):
         log(f"[sweep] point {k}/{len(points)}: {point.name}")

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import algorithms, envs, schedules, timing
+from jaxnigt import algorithms, envs, timing
+from jaxnigt.algorithms import core
 from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
 from jaxnigt.config import ExperimentConfig, HParams
 from jaxnigt.policy import make_policy, num_params
@@ -86,14 +87,10 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         worker_types=np.asarray(types, np.int32),
         M=hp.M,
         M_init=hp.M_init or hp.M,
-        per_worker_batch=hp.per_worker_batch,
-        malenia_capacity=hp.malenia_capacity or schedules.default_malenia_capacity(hp.M, c.n),
         inflight=c.inflight,
-        async_block=hp.async_block or c.n,
-        async_wave=hp.async_wave,
-        mesh=mesh,
         allreduce=c.allreduce,
         link=c.link,
+        mesh=mesh,
     )
 
 
@@ -134,6 +131,9 @@ class Trainer:
 
     @property
     def dim(self) -> int:
+        """The policy's parameter count d: the d of κ's d^{1/4} (``scale_by_dim``) and of
+        the run's log line. An actor-critic's critic is not counted (its parameters travel
+        uncharged, :mod:`jaxnigt.algorithms.actor_critic`)."""
         return num_params(jax.eval_shape(self.setup.policy.init, jax.random.key(0)))
 
     def clock(self, steps: int = 16) -> tuple[float, float]:
@@ -182,7 +182,7 @@ class Trainer:
         def body(s, _):
             active = (s.counters.time < budget) & (s.steps < max_rounds)
             new, metrics = self.step(s, budget)
-            new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, s)
+            new = core.select(active, new, s)
             return new, {**metrics._asdict(), "active": active}
 
         return jax.lax.scan(body, state, None, length=length)

@@ -12,7 +12,7 @@ Protocol (SPEC §8), per algorithm:
   keep the config's M).  Each program is a normal run directory ``DIR/runs/<name>/`` at the
   config's budget, with ``on_nonfinite: mark``.
 * **Score.** The mean over the tuning seeds of the per-seed statistic the verdict compares
-  (:mod:`jaxnigt.analysis`: ``average`` return over the budget by default, or
+  (:mod:`jaxnigt.stats`: ``average`` return over the budget by default, or
   ``second_half``).  A grid point with a diverged seed (or a non-finite score) is out.
 * **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; the tie goes to the
   smaller α, then the larger η, then the smaller M (the most conservative step, the least
@@ -38,24 +38,33 @@ from typing import Any
 
 import numpy as np
 
-from jaxnigt import analysis
+from jaxnigt import report_text, run_data, stats
 
 DEFAULT_LR_EXP = tuple(range(-10, 0))
 DEFAULT_ETA = (0.001, 0.01, 0.1)
 DEFAULT_TUNE_SEEDS = (100, 101)
 MAX_EXTENSIONS = 4
 TIE_TOL = 1e-6
-STATISTICS = analysis.RETURN_STATISTICS
+STATISTICS = stats.RETURN_STATISTICS
 SCORED = {"average": "the average return over [0, budget]",
           "second_half": "the return averaged over [budget/2, budget]"}  # fmt: skip
 TUNED, TABLE, RECORD = "tuned.yaml", "tuning.json", "tune.json"
 TIE_RULE = (
     "scores within 1e-6·max(1, |best|) tie: the smaller α, then the larger η, then the smaller M"
 )
+#: The printed table of a report (``jaxnigt tune``, ``scripts/results.py``).
+table = report_text.tuning_table
 
 
 class TuningError(ValueError):
-    """A bad tuning request (grid, seeds, algorithms); the message names the flag."""
+    """A bad tuning request: ``param`` names what is at fault in this module's words (a
+    :class:`Grid` field, a parameter of :func:`tune`, or a config field such as ``budget``),
+    ``reason`` says what is wrong, and the message is ``param: reason``.  The command line
+    puts its flag for ``param`` in front instead."""
+
+    def __init__(self, reason: str, *, param: str | None = None):
+        super().__init__(f"{param}: {reason}" if param else reason)
+        self.param, self.reason = param, reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,36 +93,37 @@ def parse_lr_exp(text: str) -> tuple[int, ...]:
             values = tuple(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise TuningError(
-            f"--lr-exp: got {text!r}; expected A:B, A:B:STEP or integers e1,e2 (α = 2^e)"
+            f"got {text!r}; expected A:B, A:B:STEP or integers e1,e2 (α = 2^e)", param="lr_exp"
         ) from None
     if not values:
-        raise TuningError(f"--lr-exp: got {text!r}; the grid is empty (A:B needs A <= B)")
+        raise TuningError(f"got {text!r}; the grid is empty (A:B needs A <= B)", param="lr_exp")
     return tuple(sorted(set(values)))
 
 
-def parse_numbers(text: str, flag: str, kind: type, low: float, high: float) -> tuple:
-    """Comma-separated ``kind`` values in ``(low, high]``; a one-line error otherwise."""
+def parse_numbers(text: str, param: str, kind: type, low: float, high: float) -> tuple:
+    """Comma-separated ``kind`` values in ``(low, high]`` for ``param`` (a :class:`Grid`
+    field, named by the error otherwise)."""
     what = f"comma-separated {'integers' if kind is int else 'numbers'}"
     try:
         values = tuple(kind(p) for p in text.split(",") if p.strip())
     except ValueError:
-        raise TuningError(f"{flag}: got {text!r}; expected {what}") from None
+        raise TuningError(f"got {text!r}; expected {what}", param=param) from None
     if not values:
-        raise TuningError(f"{flag}: got {text!r}; the grid is empty")
+        raise TuningError(f"got {text!r}; the grid is empty", param=param)
     bad = [v for v in values if not low < v <= high]
     if bad:
         bound = f"in ({low:g}, {high:g}]" if math.isfinite(high) else f"> {low:g}"
-        raise TuningError(f"{flag}: got {bad[0]:g}; every value must be {bound}")
+        raise TuningError(f"got {bad[0]:g}; every value must be {bound}", param=param)
     return tuple(sorted(set(values)))
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``A,A+1,...``: consecutive non-negative seeds."""
-    seeds = parse_numbers(text, "--tune-seeds", int, -1, math.inf)
+    seeds = parse_numbers(text, "seeds", int, -1, math.inf)
     if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
         raise TuningError(
-            f"--tune-seeds: got {text!r}; expected consecutive seeds A,A+1,... (a base seed "
-            f"and a count)"
+            f"got {text!r}; expected consecutive seeds A,A+1,... (a base seed and a count)",
+            param="seeds",
         )
     return seeds
 
@@ -212,7 +222,7 @@ def program_raw(raw: Mapping[str, Any], algorithm: str, M: int | None, exps, eta
 
 def score_run(run_dir: Path, statistic: str, exps, etas, M: int | None) -> list[dict]:
     """Every grid point of one finished tuning program, scored (the module's score)."""
-    run = analysis.load_run(run_dir)
+    run = run_data.load_run(run_dir)
     points = []
     for m in run.methods.values():
         values = m.statistic(statistic, run.budget)
@@ -230,7 +240,7 @@ def score_run(run_dir: Path, statistic: str, exps, etas, M: int | None) -> list[
 
 def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
     """Runs one tuning program into ``run_dir`` unless it already holds it finished."""
-    from jaxnigt import checkpoint, files, runner
+    from jaxnigt import checkpoint, experiment, files
 
     if checkpoint.finished(run_dir, cfg):
         log(f"[tune] {run_dir}: finished earlier with this config; kept")
@@ -241,10 +251,9 @@ def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
             files.check_resumable(cfg, run_dir)
         except ValueError:
             again = False
-    runner.run_experiment(
+    experiment.run_experiment(
         cfg,
         run_dir,
-        overwrite=True,
         resume=again,
         progress=progress,
         plot=False,
@@ -306,28 +315,31 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     """Validates a request before anything is written; returns the algorithms to tune.
 
     Raises:
-      TuningError: a bad flag value; ConfigError: a bad config or combination.
+      TuningError: a bad request (its ``param``); ConfigError: a bad config or combination.
     """
     from jaxnigt import config as config_lib
 
     cfg = config_lib.from_dict(_runnable(raw))
     algorithms = list(algorithms or cfg.algorithms)
-    unknown = [a for a in algorithms if a not in config_lib.ALGORITHMS]
+    known = config_lib.algorithm_names()
+    unknown = [a for a in algorithms if a not in known]
     if unknown:
         raise TuningError(
-            f"--algorithms: unknown {unknown[0]!r}; expected some of {list(config_lib.ALGORITHMS)}"
+            f"unknown {unknown[0]!r}; expected some of {list(known)}", param="algorithms"
         )
     if statistic not in STATISTICS:
-        raise TuningError(f"--statistic: got {statistic!r}; expected one of {STATISTICS}")
+        raise TuningError(f"got {statistic!r}; expected one of {STATISTICS}", param="statistic")
     if cfg.budget is None:
-        raise TuningError("budget: the config has none; the scores need a simulated-time budget")
+        raise TuningError("the config has none; the scores need a simulated-time budget",
+                          param="budget")  # fmt: skip
     if seeds[0] == cfg.seed:
         raise TuningError(
-            f"--tune-seeds: starts at {seeds[0]}, the config's own seed (its runs are the "
-            f"reported ones); choose others, e.g. {cfg.seed + 100},{cfg.seed + 101}"
+            f"starts at {seeds[0]}, the config's own seed (its runs are the reported ones); "
+            f"choose others, e.g. {cfg.seed + 100},{cfg.seed + 101}",
+            param="seeds",
         )
     if grid.max_extensions < 0:
-        raise TuningError(f"--max-extensions: got {grid.max_extensions}; expected >= 0")
+        raise TuningError(f"got {grid.max_extensions}; expected >= 0", param="max_extensions")
     for a in algorithms:  # every program's config, before any runs
         hp = cfg.hparams_for(a)
         for M in _Ms(a, grid):
@@ -371,8 +383,8 @@ def tune(
 ) -> dict[str, Any]:
     """Tunes ``algorithms`` of the config ``raw`` (read from ``source``; ``command`` is
     recorded) into ``out`` (the module docstring); writes ``tuning.json`` and ``tuned.yaml``
-    there and returns the report.  ``stop`` (``runner.stop_on_signals``) ends it after the
-    current chunk (``runner.Interrupted``); ``resume`` continues it."""
+    there and returns the report.  ``stop`` (``signals.stop_on_signals``) ends it after the
+    current chunk (``signals.Interrupted``); ``resume`` continues it."""
     from jaxnigt import config as config_lib
     from jaxnigt import files
 
@@ -383,9 +395,10 @@ def tune(
     record = json.loads(json.dumps(record))
     if resume:
         if not (out / RECORD).is_file():
-            raise TuningError(f"--resume: {str(out)!r} is not a tuning directory (no {RECORD})")
+            raise TuningError(f"{str(out)!r} is not a tuning directory (no {RECORD})",
+                              param="resume")  # fmt: skip
         if json.loads((out / RECORD).read_text()) != record:
-            raise TuningError(f"--resume: {str(out)!r} holds a different tuning request")
+            raise TuningError(f"{str(out)!r} holds a different tuning request", param="resume")
     else:
         files.prepare_run_dir(out, overwrite)
     files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
@@ -412,34 +425,3 @@ def tune(
 
     files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
     return report
-
-
-def table(report: Mapping[str, Any]) -> str:
-    """The printed table: per algorithm (and M), the score of every α × η, winner marked."""
-    lines = []
-    for a, r in report["algorithms"].items():
-        chosen = r["chosen"]
-        for M in r["M"]:
-            mine = [p for p in r["points"] if p["M"] == M]
-            head = f"{a}" + (f" (M = {M})" if r["M_tuned"] else "")
-            lines += ["", f"{head}: {report['score']}", "  α \\ η  " + "".join(
-                f"{e:>11g}" for e in r["eta"])]  # fmt: skip
-            for e in r["lr_exp"]:
-                cells = []
-                for eta in r["eta"]:
-                    p = next((q for q in mine if q["lr_exp"] == e and q["eta"] == eta), None)
-                    mark = "*" if p is not None and chosen is not None and p == chosen else " "
-                    text = "–" if p is None else "diverged" if p["diverged_seeds"] else (
-                        f"{p['score']:.3f}")  # fmt: skip
-                    cells.append(f"{text + mark:>11}")
-                lines.append(f"  2^{e:<5d}" + "".join(cells))
-        if chosen is None:
-            lines.append("  chosen: none (every point diverged or is not finite)")
-        else:
-            where = "interior" if r["interior"] else "AT AN EDGE of the grid run"
-            M = f", M = {chosen['M']}" if r["M_tuned"] else ""
-            lines.append(
-                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{M} (score "
-                f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
-            )
-    return "\n".join(lines).strip("\n")

@@ -15,10 +15,10 @@ shared/all,independent/all`` (``run``: only those cluster models of each scenari
 family's own and every model variant its scenarios need).
 
 This script holds no statistic: the tuning protocol is :mod:`jaxnigt.tuning` (score, tie
-rule, grid extension), every statistic, interval, outcome and verdict is
-:mod:`jaxnigt.analysis`.  What is here: which families share tuned step sizes, which
-scenarios and cluster models run, which claim each scenario tests (its reference, its
-baselines, ``ahead`` or ``tie``), and the page.
+rule, grid extension), every statistic is :mod:`jaxnigt.stats` and every interval, outcome
+and verdict :mod:`jaxnigt.verdicts` (the comparison: :mod:`jaxnigt.analysis`).  What is
+here: which families share tuned step sizes, which scenarios and cluster models run, which
+claim each scenario tests (its reference, its baselines, ``ahead`` or ``tie``), and the page.
 
 **Evaluation** is by simulated time: ``EVALS`` evaluations per budget (``eval.every_time``),
 whatever the length of an algorithm's step.
@@ -31,7 +31,7 @@ whose ``Traits.cluster_options`` include that option.  The winners go to
 
 **Analysis** (per scenario and cluster model): :func:`jaxnigt.analysis.compare` of the
 claim's reference (Rennala NIGT; Malenia NIGT for heterogeneous environments) against every
-baseline, the claim's verdict over its baselines, and :func:`jaxnigt.analysis.lead_growth`
+baseline, the claim's verdict over its baselines, and :func:`jaxnigt.verdicts.lead_growth`
 from ``<env>_sqrt`` to ``<env>_sqrt_dim``.
 """
 
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import yaml
 
-from jaxnigt import analysis, tuning
+from jaxnigt import analysis, report_text, run_data, tuning, verdicts
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms import traits
 
@@ -326,7 +326,7 @@ def families_needing(variant: str) -> set[str]:
 
 # ----------------------------------------------------------------------------- analysis
 
-# Each claim: its reference, the kind of claim (analysis.CLAIMS) and the baselines it is
+# Each claim: its reference, the kind of claim (verdicts.CLAIMS) and the baselines it is
 # about (None: every other algorithm of the run); None for a comparison that is no claim.
 CLAIMS = {
     "equal": ("rennala_nigt", "tie", ("sync_nigt",)),
@@ -344,7 +344,7 @@ def claim_verdict(a: dict) -> dict | None:
     if kind is None:
         return None
     rows = [row(a, b) for b in baselines or a["comparisons"]]
-    return analysis.verdict(rows, kind)
+    return verdicts.verdict(rows, kind)
 
 
 def row(a: dict, baseline: str) -> dict:
@@ -352,12 +352,12 @@ def row(a: dict, baseline: str) -> dict:
     stored: derived from the average-return interval by the same rule)."""
     c = dict(a["comparisons"][baseline])
     if "outcome" not in c:
-        c["outcome"] = analysis.outcome(c["average_return_difference"], identical=c["identical"])
+        c["outcome"] = verdicts.outcome(c["average_return_difference"], identical=c["identical"])
     return c
 
 
-def analyze_run(sc: Scenario, model, run_dir: Path) -> tuple[dict, analysis.Run]:
-    run = analysis.load_run(run_dir)
+def analyze_run(sc: Scenario, model, run_dir: Path) -> tuple[dict, run_data.Run]:
+    run = run_data.load_run(run_dir)
     reference, kind, _ = CLAIMS[sc.claim]
     result = analysis.compare(run, reference, claim=kind or "ahead")
     result.update(scenario=sc.name, model={"link": model[0], "allreduce": model[1]})
@@ -377,7 +377,7 @@ def gap_growth(small: tuple, large: tuple, baseline: str) -> dict:
         values = [methods[m].statistic("average", run.budget) for m in (a["reference"], baseline)]
         return (*values, a["best_second_half_median"] - a["initial_median_return"])
 
-    return analysis.lead_growth(groups(*small), groups(*large))
+    return verdicts.lead_growth(groups(*small), groups(*large))
 
 
 def analyze_all(out: Path, docs: Path) -> None:
@@ -503,7 +503,7 @@ def verdict_rows(docs: Path) -> list[str]:
     ]
     for sc, model, a in _analyses(docs):
         decision = claim_verdict(a)
-        text = "–" if decision is None else f"**{analysis.verdict_text(decision)}**"
+        text = "–" if decision is None else f"**{report_text.verdict_text(decision)}**"
         if decision is not None and a.get("verdict") not in (None, decision["verdict"]):
             print(f"[results] {sc.model_dir(model)}: stored verdict {a['verdict']!r}; the "
                   f"rule gives {decision['verdict']!r} (shown)")  # fmt: skip
@@ -514,7 +514,7 @@ def verdict_rows(docs: Path) -> list[str]:
     for env, baseline, g in _gaps(docs):
         rows.append(
             f"| {GAP_CLAIM} | `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | rennala_nigt's "
-            f"lead over {baseline} grows | **{analysis.verdict_text(g)}** | – "
+            f"lead over {baseline} grows | **{report_text.verdict_text(g)}** | – "
             f"| `python scripts/results.py analyze` |"
         )
     return rows
@@ -532,16 +532,16 @@ def comparison_rows(docs: Path) -> list[str]:
             c = row(a, b)
             rows.append(
                 f"| `{sc.name}` | {model[0]} / {model[1]} | {a['reference']} vs {b} "
-                f"| {analysis.fmt(c['average_return_difference'])} "
-                f"| {analysis.fmt(c['time_to_target_ratio']['0.5'])} "
-                f"| {analysis.outcome_text(c, a['reference'], b)} |"
+                f"| {report_text.fmt(c['average_return_difference'])} "
+                f"| {report_text.fmt(c['time_to_target_ratio']['0.5'])} "
+                f"| {report_text.outcome_text(c, a['reference'], b)} |"
             )
     for env, baseline, g in _gaps(docs):
-        c = {"outcome": analysis.outcome(g["lead_difference"]), "needed_seeds": g["needed_seeds"]}
-        text = analysis.outcome_text(c, "the lead grows", "the lead shrinks")
+        c = {"outcome": verdicts.outcome(g["lead_difference"]), "needed_seeds": g["needed_seeds"]}
+        text = report_text.outcome_text(c, "the lead grows", "the lead shrinks")
         rows.append(
             f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the lead over "
-            f"{baseline} (per unit of improvement) | {analysis.fmt(g['lead_difference'], 3)} "
+            f"{baseline} (per unit of improvement) | {report_text.fmt(g['lead_difference'], 3)} "
             f"| – | {text.replace(' ahead', '')} |"
         )
     return rows
@@ -583,8 +583,8 @@ def _cell(a: dict | None, baseline: str) -> str:
     if a is None:
         return "not run"
     c = row(a, baseline)
-    diff = analysis.fmt(c["average_return_difference"])
-    return f"{diff}: {analysis.outcome_text(c, a['reference'], baseline)}"
+    diff = report_text.fmt(c["average_return_difference"])
+    return f"{diff}: {report_text.outcome_text(c, a['reference'], baseline)}"
 
 
 def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:

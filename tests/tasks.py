@@ -55,12 +55,10 @@ def linear_policy():
     )
 
 
-def match_setup(
-    *, h, kappa, M, async_block=2, malenia_capacity=None, link="shared", noise="deterministic"
-):
+def match_setup(*, h, kappa, M, link="shared", noise="deterministic"):
     """A ``len(h)``-worker :class:`~jaxnigt.algorithms.core.Setup` on the Match task (worker
     types alternate 0, 1, 0, ...) with a linear policy: the algorithm tests' hand-computable
-    cluster."""
+    cluster (the engines' own options come from the ``HParams`` a test builds with it)."""
     import numpy as np
 
     from jaxnigt import timing
@@ -73,10 +71,7 @@ def match_setup(
         worker_types=np.arange(len(h), dtype=np.int32) % 2,
         M=M,
         M_init=M,
-        per_worker_batch=None,
-        malenia_capacity=malenia_capacity or 4 * M,
         inflight="cancel",
-        async_block=async_block,
         link=link,
     )
 

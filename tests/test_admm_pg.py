@@ -14,7 +14,7 @@ from tasks import match_setup
 from jaxnigt import cli
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.admm_pg import (
-    admm_options,
+    AdmmOptions,
     consensus_residual,
     consensus_update,
     lagrangian_ascent,
@@ -153,7 +153,7 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
 
 
 def _match_setup():
-    return match_setup(h=[1.0, 10.0], kappa=0.5, M=16, malenia_capacity=64)
+    return match_setup(h=[1.0, 10.0], kappa=0.5, M=16)
 
 
 def test_consensus_residual_decreases_on_heterogeneous_task():
@@ -199,7 +199,7 @@ def test_config_defaults_and_validation():
     cfg = config_lib.from_dict({"algorithms": ["admm_pg"], "cluster": {"n": 3}})
     hp = cfg.hparams_for("admm_pg")
     assert (hp.admm_rho, hp.admm_local_steps, hp.admm_local_batch) == (1.0, 1, None)
-    opts = admm_options(_match_setup(), hp)  # M = 16, n = 2 → B = 8
+    opts = AdmmOptions.resolve(_match_setup(), hp)  # M = 16, n = 2 → B = 8
     assert (opts.rho, opts.local_steps, opts.local_batch) == (1.0, 1, 8)
     bad = {"admm_rho": 0.0, "admm_local_steps": 0, "admm_local_batch": 0}
     for name, value in bad.items():

@@ -30,12 +30,6 @@ def _weighted(w, sched):
     return np.einsum("s,sd->d", np.asarray(w), C[np.asarray(sched.slot_worker)])
 
 
-def _sums(counts):
-    """Per-worker gradient sums as a pytree with leaves [n, ...] of different shapes."""
-    b = np.asarray(counts, np.float32)
-    return {"a": jnp.asarray(b[:, None] * C), "b": jnp.asarray(b * C[:, 0])}
-
-
 def test_bias_two_heterogeneous_workers():
     ren, mal, syn = _two_worker_round(jax.random.key(0))
     # deterministic h = (1, 10): Rennala's first 20 completions are 19 from worker 0 and one
@@ -68,37 +62,6 @@ def test_weights_sum_to_one_and_vanish_on_invalid_slots():
     for i in range(2):
         on_i = np.asarray(mal.slot_valid) & (np.asarray(mal.slot_worker) == i)
         np.testing.assert_allclose(w[on_i], 1.0 / (2 * int(mal.counts[i])), rtol=1e-6)
-
-
-def test_reduce_form_matches_weights_form():
-    ren, mal, syn = _two_worker_round(jax.random.key(2))
-    for sched, wfn, rfn in (
-        (ren, A.rennala_weights, A.rennala_reduce),
-        (mal, A.malenia_weights, A.malenia_reduce),
-        (syn, A.sync_weights, A.sync_reduce),
-    ):
-        reduced = rfn(_sums(sched.counts), sched.counts)
-        expected = _weighted(wfn(sched), sched)
-        np.testing.assert_allclose(reduced["a"], expected, rtol=1e-5)
-        np.testing.assert_allclose(reduced["b"], expected[0], rtol=1e-5)
-
-
-def test_reduce_with_named_axis_matches_batched():
-    counts = jnp.array([3, 1, 6, 2], jnp.int32)
-    rng = np.random.default_rng(0)
-    sums = {"w": jnp.asarray(rng.normal(size=(4, 3, 2)), jnp.float32), "b": jnp.arange(4.0)}
-    for fn in (A.rennala_reduce, A.malenia_reduce, A.sync_reduce):
-        batched = fn(sums, counts)
-        named = jax.vmap(lambda s, b, fn=fn: fn(s, b, axis_name="worker"), axis_name="worker")(
-            sums, counts
-        )
-        # every worker receives the same all-reduced value
-        chex.assert_trees_all_close(jax.tree.map(lambda x: x[0], named), batched, rtol=1e-6)
-        chex.assert_trees_all_close(jax.tree.map(lambda x: x[-1], named), batched, rtol=1e-6)
-    np.testing.assert_allclose(
-        A.malenia_reduce(sums, counts)["b"], np.mean(np.arange(4.0) / np.array([3, 1, 6, 2]))
-    )
-    np.testing.assert_allclose(A.rennala_reduce(sums, counts)["b"], 6.0 / 12.0)
 
 
 def test_low_level_weights():

@@ -35,11 +35,46 @@ _LR = {
 
 
 def test_registry_names_and_factories():
-    assert config_lib.ALGORITHMS == algorithms.NAMES
+    assert algorithms.names()[: len(algorithms.NAMES)] == algorithms.NAMES
     for name in algorithms.NAMES:
         assert callable(algorithms.get(name))
     with pytest.raises(ValueError, match="available: rennala_nigt"):
         algorithms.get("ppo")
+    with pytest.raises(ValueError, match="already registered"):
+        algorithms.register("sync_pg", "somewhere.else")
+    with pytest.raises(ValueError, match="identifier"):
+        algorithms.register("not a name", "toy_algorithm")
+
+
+def test_a_new_algorithm_is_its_module_plus_its_registry_entry():
+    """tests/toy_algorithm.py (momentum PG) runs through configs, the trainer and the runner
+    once registered; its first round is sync_pg's (heavy ball's first step is the plain
+    step), its second is not (the momentum term)."""
+    algorithms.register("momentum_pg", "toy_algorithm")
+    cfg = config_lib.from_dict(
+        {
+            **_lqr_raw(h=1.0, kappa=0.5),
+            "algorithms": ["momentum_pg", "sync_pg"],
+            "hparams": {"M": 1, "learning_rate": 0.05, "per_worker_batch": 2},
+        }
+    )
+    assert "momentum_pg" in config_lib.readers("per_worker_batch")
+    states = {}
+    for name in cfg.algorithms:
+        tr = make_trainer(cfg, name)
+        assert tr.algorithm.traits == algorithms.traits(name)
+        state = tr.init(jax.random.key(0), tr.hyper())
+        step = jax.jit(tr.step)
+        states[name] = [step(state)[0]]
+        states[name].append(step(states[name][0])[0])
+    first, second = (
+        [jax.flatten_util.ravel_pytree(states[n][k].params)[0] for n in cfg.algorithms]
+        for k in (0, 1)
+    )
+    chex.assert_trees_all_close(first[0], first[1], rtol=1e-6)
+    assert not np.allclose(second[0], second[1], rtol=1e-4)
+    m = run_algorithm(cfg, "momentum_pg", progress=False)
+    assert np.all(np.isfinite(m["eval_return"])) and m["active"].any()
 
 
 @pytest.mark.parametrize("algorithm", sorted(_LR))
@@ -72,16 +107,18 @@ def test_each_algorithm_improves_return_on_point_mass(algorithm):
     assert np.all(m["sim_time"][m["active"]] <= 300.0 + np.nanmax(m["round_time"]))
 
 
+def _lqr_raw(**cluster):
+    return {
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 1, **cluster},
+        "algorithms": ["rennala_nigt"],
+        "hparams": {"M": 1, "learning_rate": 0.05, "eta": 0.4, "gamma": 0.95},
+        "budget": 100.0,
+    }
+
+
 def _lqr_config(**cluster):
-    return config_lib.from_dict(
-        {
-            "env": {"name": "lqr1d"},
-            "cluster": {"n": 1, **cluster},
-            "algorithms": ["rennala_nigt"],
-            "hparams": {"M": 1, "learning_rate": 0.05, "eta": 0.4, "gamma": 0.95},
-            "budget": 100.0,
-        }
-    )
+    return config_lib.from_dict(_lqr_raw(**cluster))
 
 
 def test_rennala_nigt_n1_m1_equals_hand_computed_nigt():
@@ -156,7 +193,7 @@ def _bias_setup(M: int):
 
 
 def _final_gain(algorithm: str) -> np.ndarray:
-    hp = config_lib.HParams(learning_rate=0.02, eta=0.2, M=20, gamma=1.0)
+    hp = config_lib.HParams(learning_rate=0.02, eta=0.2, M=20, gamma=1.0, malenia_capacity=80)
     tr = build_trainer(_bias_setup(20), algorithm, hp)
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(1), s))(jnp.arange(3))
     state = jax.vmap(tr.init)(keys, tr.hyper(batch=3))

@@ -1,5 +1,6 @@
-"""Tests for jaxnigt.analysis and ``jaxnigt compare``: hand-computed statistics, the
-bootstrap against a plain numpy resampling, outcomes and verdicts, a run directory read back.
+"""Tests for jaxnigt.analysis and ``jaxnigt compare``: hand-computed statistics
+(jaxnigt.stats), the bootstrap against a plain numpy resampling, outcomes and verdicts
+(jaxnigt.verdicts), a run directory read back (jaxnigt.run_data).
 
 The run directories here are written by hand (no training), so nothing compiles.
 """
@@ -11,7 +12,7 @@ import chex
 import numpy as np
 import pytest
 
-from jaxnigt import analysis, cli, results
+from jaxnigt import analysis, cli, report_text, results, run_data, stats, verdicts
 from jaxnigt import config as config_lib
 
 # --------------------------------------------------------------------- step functions
@@ -20,18 +21,18 @@ from jaxnigt import config as config_lib
 def test_time_average_of_a_step_function_with_an_evaluation_past_the_budget():
     # 1 on [0, 2), 3 on [2, 5), -1 on [5, 12); the evaluation at 12 lies past the budget 10
     xs, ys = np.array([0.0, 2.0, 5.0, 12.0]), np.array([1.0, 3.0, -1.0, 100.0])
-    assert analysis.average_return(xs, ys, 10.0) == pytest.approx((2 * 1 + 3 * 3 - 5) / 10)
-    assert analysis.second_half(xs, ys, 10.0) == pytest.approx(-1.0)  # [5, 10]
-    assert analysis.time_average(xs, ys, 1.0, 6.0) == pytest.approx((1 * 1 + 3 * 3 - 1) / 5)
+    assert stats.average_return(xs, ys, 10.0) == pytest.approx((2 * 1 + 3 * 3 - 5) / 10)
+    assert stats.second_half(xs, ys, 10.0) == pytest.approx(-1.0)  # [5, 10]
+    assert stats.time_average(xs, ys, 1.0, 6.0) == pytest.approx((1 * 1 + 3 * 3 - 1) / 5)
     # order does not matter; the value at the budget itself is outside [0, B)
     order = np.array([2, 0, 3, 1])
-    assert analysis.average_return(xs[order], ys[order], 10.0) == pytest.approx(0.6)
-    assert analysis.average_return(xs, ys, 5.0) == pytest.approx((2 + 9) / 5)
+    assert stats.average_return(xs[order], ys[order], 10.0) == pytest.approx(0.6)
+    assert stats.average_return(xs, ys, 5.0) == pytest.approx((2 + 9) / 5)
     # no value at the window's start: undefined
-    assert math.isnan(analysis.average_return(xs[1:], ys[1:], 10.0))
-    assert math.isnan(analysis.time_average(xs, ys, 4.0, 4.0))
+    assert math.isnan(stats.average_return(xs[1:], ys[1:], 10.0))
+    assert math.isnan(stats.time_average(xs, ys, 4.0, 4.0))
     # jaxnigt.results re-exports the same function
-    assert results.curve_average is analysis.average_return
+    assert results.curve_average is stats.average_return
 
 
 def test_time_to_target_censors_a_seed_that_never_reaches_it():
@@ -41,26 +42,26 @@ def test_time_to_target_censors_a_seed_that_never_reaches_it():
         (np.array([0.0, 3.0, 6.0, 9.0]), np.array([0.0, 1.0, 7.0, 2.0])),  # at 6
         (np.array([0.0, 5.0, 10.0, 12.0]), np.array([0.0, 2.0, 4.9, 9.0])),  # only past B
     ]
-    times = np.array([analysis.first_time(x, y, target, budget) for x, y in curves])
+    times = np.array([stats.first_time(x, y, target, budget) for x, y in curves])
     np.testing.assert_array_equal(times, [4.0, 6.0, np.inf])
     # an evaluation exactly at the budget counts; without a budget the last one does too
-    assert analysis.first_time(np.array([0.0, 10.0]), np.array([0.0, 5.0]), target, 10.0) == 10
-    assert analysis.first_time(*curves[2], target) == 12.0
+    assert stats.first_time(np.array([0.0, 10.0]), np.array([0.0, 5.0]), target, 10.0) == 10
+    assert stats.first_time(*curves[2], target) == 12.0
     # the censored seed counts: the upper median of [4, 6, inf] is 6 ...
-    assert analysis.median_time(times) == 6.0
+    assert stats.median_time(times) == 6.0
     # ... and with two of three never reaching the target no majority did (dropping them
     # would have said 4)
-    assert analysis.median_time(np.array([4.0, np.inf, np.inf])) == np.inf
-    assert analysis.median_time(np.array([4.0, 6.0, np.inf, np.inf])) == np.inf
-    assert analysis.median_time(np.array([4.0, 6.0, 8.0, np.inf])) == 8.0
-    chex.assert_shape(analysis.median_time(np.ones((3, 5))), (3,))
+    assert stats.median_time(np.array([4.0, np.inf, np.inf])) == np.inf
+    assert stats.median_time(np.array([4.0, 6.0, np.inf, np.inf])) == np.inf
+    assert stats.median_time(np.array([4.0, 6.0, 8.0, np.inf])) == 8.0
+    chex.assert_shape(stats.median_time(np.ones((3, 5))), (3,))
 
 
 def test_target_rule():
     initial = np.array([-30.0, -28.0, -29.0, np.nan])  # R0 = -29 (NaN: no evaluation at 0)
-    t = analysis.targets(initial, levels=[-10.0, -5.0], fractions=(0.5, 0.8))
+    t = stats.targets(initial, levels=[-10.0, -5.0], fractions=(0.5, 0.8))
     assert t == pytest.approx({0.5: -17.0, 0.8: -9.8})  # R_best = -5
-    nothing = analysis.targets(initial, levels=[-31.0, -29.0])  # no improvement
+    nothing = stats.targets(initial, levels=[-31.0, -29.0])  # no improvement
     assert all(math.isnan(v) for v in nothing.values())
 
 
@@ -84,8 +85,8 @@ def _plain_bootstrap(statistic, groups, *, seed, reps, level):
 def test_bootstrap_matches_a_plain_numpy_resampling_with_the_same_seed():
     a = np.array([1.2, 0.7, 1.9, 1.1, 0.4])
     b = np.array([0.3, -0.2, 0.8, 0.1])
-    est, low, high = analysis.bootstrap_interval(
-        analysis.mean_difference, a, b, seed=7, reps=300, level=0.8
+    est, low, high = verdicts.bootstrap_interval(
+        verdicts.mean_difference, a, b, seed=7, reps=300, level=0.8
     )
     expected = _plain_bootstrap(
         lambda x, y: x.mean() - y.mean(), (a, b), seed=7, reps=300, level=0.8
@@ -94,31 +95,31 @@ def test_bootstrap_matches_a_plain_numpy_resampling_with_the_same_seed():
     np.testing.assert_allclose([low, high], expected, rtol=1e-12)
     # a ratio of median times with censored seeds; the undefined resamples are left out
     ref, base = np.array([2.0, 3.0, np.inf]), np.array([4.0, np.inf, np.inf, 6.0])
-    iv = analysis.interval(analysis.time_ratio, ref, base, seed=3, reps=400)
-    plain = _plain_bootstrap(analysis.time_ratio, (ref, base), seed=3, reps=400, level=0.9)
+    iv = verdicts.interval(verdicts.time_ratio, ref, base, seed=3, reps=400)
+    plain = _plain_bootstrap(verdicts.time_ratio, (ref, base), seed=3, reps=400, level=0.9)
     assert iv["estimate"] == np.inf  # the baseline's majority never reached it
     np.testing.assert_allclose([iv["low"], iv["high"]], plain)
     # the same seed, the same interval
-    assert analysis.bootstrap_interval(analysis.mean_difference, a, b, seed=7, reps=300) == (
-        analysis.bootstrap_interval(analysis.mean_difference, a, b, seed=7, reps=300)
+    assert verdicts.bootstrap_interval(verdicts.mean_difference, a, b, seed=7, reps=300) == (
+        verdicts.bootstrap_interval(verdicts.mean_difference, a, b, seed=7, reps=300)
     )
 
 
 def test_time_ratio():
-    assert analysis.time_ratio(np.array([2.0, 2.0, 4.0]), np.array([6.0, 6.0, 1.0])) == 3.0
-    assert analysis.time_ratio(np.array([2.0]), np.array([np.inf])) == np.inf
-    assert analysis.time_ratio(np.array([np.inf]), np.array([3.0])) == 0.0
-    assert math.isnan(analysis.time_ratio(np.array([np.inf]), np.array([np.inf])))
+    assert verdicts.time_ratio(np.array([2.0, 2.0, 4.0]), np.array([6.0, 6.0, 1.0])) == 3.0
+    assert verdicts.time_ratio(np.array([2.0]), np.array([np.inf])) == np.inf
+    assert verdicts.time_ratio(np.array([np.inf]), np.array([3.0])) == 0.0
+    assert math.isnan(verdicts.time_ratio(np.array([np.inf]), np.array([np.inf])))
 
 
 # ----------------------------------------------------------------------------- verdicts
 
 
 def _row(ref, base, *, identical=False, ratio=False):
-    stat = analysis.time_ratio if ratio else analysis.mean_difference
-    iv = analysis.interval(stat, np.asarray(ref), np.asarray(base), reps=500)
-    out = analysis.outcome(iv, identical=identical, ratio=ratio)
-    need = analysis.needed_seeds(iv, len(ref), ratio=ratio) if out == analysis.TIE else None
+    stat = verdicts.time_ratio if ratio else verdicts.mean_difference
+    iv = verdicts.interval(stat, np.asarray(ref), np.asarray(base), reps=500)
+    out = verdicts.outcome(iv, identical=identical, ratio=ratio)
+    need = verdicts.needed_seeds(iv, len(ref), ratio=ratio) if out == verdicts.TIE else None
     return {"effect": iv, "outcome": out, "needed_seeds": need}
 
 
@@ -130,45 +131,45 @@ def test_verdict_on_crafted_comparisons():
     win, loss = _row(*WIN), _row(WIN[1], WIN[0])
     tie, same = _row(*TIE), _row(WIN[0], WIN[0], identical=True)
     assert [r["outcome"] for r in (win, loss, tie, same)] == [
-        analysis.REFERENCE_AHEAD,
-        analysis.BASELINE_AHEAD,
-        analysis.TIE,
-        analysis.IDENTICAL,
+        verdicts.REFERENCE_AHEAD,
+        verdicts.BASELINE_AHEAD,
+        verdicts.TIE,
+        verdicts.IDENTICAL,
     ]
-    assert analysis.verdict([win, win])["verdict"] == "confirmed"
-    assert analysis.verdict([win, loss])["verdict"] == "refuted"
-    assert analysis.verdict([win, loss, tie])["verdict"] == "refuted"
-    undecided = analysis.verdict([win, tie])
+    assert verdicts.verdict([win, win])["verdict"] == "confirmed"
+    assert verdicts.verdict([win, loss])["verdict"] == "refuted"
+    assert verdicts.verdict([win, loss, tie])["verdict"] == "refuted"
+    undecided = verdicts.verdict([win, tie])
     assert undecided["verdict"] == "inconclusive"
     assert undecided["needed_seeds"] == tie["needed_seeds"] > 5
-    assert analysis.verdict([win, same])["verdict"] == "refuted (identical runs)"
+    assert verdicts.verdict([win, same])["verdict"] == "refuted (identical runs)"
     # a claim that the methods are the same
-    assert analysis.verdict([same], "tie")["verdict"] == "confirmed (identical runs)"
-    assert analysis.verdict([tie], "tie")["verdict"] == "inconclusive"
-    assert analysis.verdict([win], "tie")["verdict"] == "refuted"
+    assert verdicts.verdict([same], "tie")["verdict"] == "confirmed (identical runs)"
+    assert verdicts.verdict([tie], "tie")["verdict"] == "inconclusive"
+    assert verdicts.verdict([win], "tie")["verdict"] == "refuted"
     # times: the reference faster (ratio baseline / reference above 1) is a win
     fast = _row([10.0, 11.0, 12.0], [30.0, 31.0, 33.0], ratio=True)
-    assert fast["outcome"] == analysis.REFERENCE_AHEAD
+    assert fast["outcome"] == verdicts.REFERENCE_AHEAD
     with pytest.raises(ValueError, match="claim"):
-        analysis.verdict([win], "better")
+        verdicts.verdict([win], "better")
 
 
 def test_needed_seeds_by_hand():
     iv = {"estimate": 0.1, "low": -0.1, "high": 0.3}  # half-width 0.2 at 5 seeds
-    assert analysis.needed_seeds(iv, 5) == 20  # 5 (0.2 / 0.1)^2
+    assert verdicts.needed_seeds(iv, 5) == 20  # 5 (0.2 / 0.1)^2
     ratio = {"estimate": 2.0, "low": 0.5, "high": 8.0}  # log: est ln 2, half-width 2 ln 2
-    assert analysis.needed_seeds(ratio, 5, ratio=True) == 20
-    assert analysis.needed_seeds({"estimate": 0.0, "low": -1.0, "high": 1.0}, 5) is None
-    assert analysis.needed_seeds({"estimate": 1.0, "low": 0.5, "high": math.inf}, 5) is None
+    assert verdicts.needed_seeds(ratio, 5, ratio=True) == 20
+    assert verdicts.needed_seeds({"estimate": 0.0, "low": -1.0, "high": 1.0}, 5) is None
+    assert verdicts.needed_seeds({"estimate": 1.0, "low": 0.5, "high": math.inf}, 5) is None
 
 
 def test_lead_growth():
     ref, base = np.array([2.0, 2.1, 1.9]), np.array([1.0, 1.1, 0.9])
     # lead 1 per 10 units of improvement, then 3 per 10: it grows by 0.2
-    grown = analysis.lead_growth((ref, base, 10.0), (ref + 2, base, 10.0), reps=300)
+    grown = verdicts.lead_growth((ref, base, 10.0), (ref + 2, base, 10.0), reps=300)
     assert grown["lead_difference"]["estimate"] == pytest.approx(0.2)
     assert grown["verdict"] == "confirmed" and grown["needed_seeds"] is None
-    shrunk = analysis.lead_growth((ref + 2, base, 10.0), (ref, base, 10.0), reps=300)
+    shrunk = verdicts.lead_growth((ref + 2, base, 10.0), (ref, base, 10.0), reps=300)
     assert shrunk["verdict"] == "refuted"
 
 
@@ -220,7 +221,7 @@ SLOW = [_curve([-10, -10, -9, -7, -5, 0]), _curve([-10, -9, -9, -8, -6.5, -5]),
 
 
 def test_load_run_reads_curves_updates_and_initial_returns(tmp_path):
-    run = analysis.load_run(
+    run = run_data.load_run(
         _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW}, per_update={"afedpg": 2})
     )
     assert run.budget == 10.0 and list(run.algorithms()) == ["rennala_nigt", "afedpg"]
@@ -241,8 +242,8 @@ def test_compare_a_clear_win_and_identical_runs(tmp_path):
     )
     result = analysis.compare(run, "rennala_nigt", reps=300)
     rows = result["comparisons"]
-    assert rows["sync_nigt"]["outcome"] == analysis.IDENTICAL
-    assert rows["afedpg"]["outcome"] == analysis.REFERENCE_AHEAD
+    assert rows["sync_nigt"]["outcome"] == verdicts.IDENTICAL
+    assert rows["afedpg"]["outcome"] == verdicts.REFERENCE_AHEAD
     assert result["verdict"] == "refuted (identical runs)"
     # R0 = -10; R_best = the best median second half: rennala's seeds over [5, 10] average
     # (-3 - 2·2 - 2·2) / 5 = -2.2, -1.8 and -2.4 -> -2.2; the 50 % target is -6.1
@@ -275,8 +276,8 @@ def test_compare_command_prints_a_row_per_baseline_and_writes_files(tmp_path, ca
 @pytest.mark.parametrize(
     "argv, what",
     [
-        (["--reference", "malenia_nigt"], "--reference malenia_nigt: not in"),
-        (["--baselines", "impala"], "baselines"),
+        (["--reference", "malenia_nigt"], "--reference: 'malenia_nigt' is not in"),
+        (["--baselines", "impala"], "--baselines: ['impala'] to compare rennala_nigt with"),
     ],
 )
 def test_compare_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, what):
@@ -293,4 +294,35 @@ def test_compare_refuses_a_missing_or_unfinished_run(tmp_path, capsys):
     d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW}, done=False)
     assert cli.main(["compare", str(d)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not finished" in err[0]
+    assert len(err) == 1 and "not finished" in err[0], err
+    assert err[0].endswith(f"resume its run to finish it with `jaxnigt run CONFIG --resume {d}`")
+
+
+def test_analysis_errors_name_the_parameter_not_the_flag(tmp_path):
+    """The library says which parameter is at fault (``param``); the command line maps it to
+    its flag (jaxnigt.cli.reports)."""
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW})
+    run = analysis.load_run(d)
+    for kw, param in (({"statistic": "median"}, "statistic"), ({"baselines": ["x"]}, "baselines")):
+        with pytest.raises(analysis.AnalysisError) as caught:
+            analysis.compare(run, "rennala_nigt", **kw)
+        assert caught.value.param == param and str(caught.value).startswith(f"{param}: ")
+    with pytest.raises(analysis.AnalysisError, match=r"^reference: 'impala' is not in"):
+        analysis.compare(run, "impala")
+    unfinished = _write_run(tmp_path / "u", {"rennala_nigt": FAST, "sync_nigt": SLOW}, done=False)
+    with pytest.raises(analysis.UnfinishedRunError) as caught:
+        analysis.load_run(unfinished)
+    assert caught.value.path == unfinished and caught.value.param is None
+
+
+def test_analysis_keeps_the_names_its_importers_use():
+    """The command line, jaxnigt sweep and jaxnigt.results import these from jaxnigt.analysis:
+    the very objects of the modules that define them."""
+    assert analysis.load_run is run_data.load_run and analysis.Method is run_data.Method
+    assert analysis.AnalysisError is run_data.AnalysisError
+    assert analysis.compare_markdown is report_text.compare_markdown
+    assert analysis.targets is stats.targets and analysis.median_time is stats.median_time
+    assert analysis.first_time is stats.first_time and analysis.FRACTIONS == stats.FRACTIONS
+    assert analysis.bootstrap_interval is verdicts.bootstrap_interval
+    assert analysis.CLAIMS == verdicts.CLAIMS and "time_to_50" in analysis.STATISTICS
+    assert set(analysis.__all__) <= set(vars(analysis))

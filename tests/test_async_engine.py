@@ -29,7 +29,7 @@ LR, ETA = 0.05, 0.4
 
 
 def _setup(link: str):
-    return match_setup(h=[1.0, 1.5], kappa=[1.0, 3.0], M=2, async_block=5, link=link)
+    return match_setup(h=[1.0, 1.5], kappa=[1.0, 3.0], M=2, link=link)
 
 
 def _closed_form_gradient(policy, params, traj) -> np.ndarray:
@@ -70,7 +70,7 @@ def test_block_matches_hand_computation(algorithm, link, budget):
     arrivals up to the first one past the budget (shared: 2, 5, 6; independent: 2, 4, 4.5,
     6), and the later ones change nothing and count nothing."""
     setup = _setup(link)
-    hp = config_lib.HParams(learning_rate=LR, eta=ETA, M=2, gamma=1.0)
+    hp = config_lib.HParams(learning_rate=LR, eta=ETA, M=2, gamma=1.0, async_block=5)
     tr = build_trainer(setup, algorithm, hp)
     state0 = tr.init(jax.random.key(4), tr.hyper())
     state, metrics = jax.jit(tr.step)(state0, budget)

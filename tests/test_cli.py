@@ -120,7 +120,7 @@ def test_plot(tiny_run, tmp_path, x):
 def test_plot_errors(tiny_run, tmp_path, capsys):
     _, _, out = tiny_run
     assert cli.main(["plot", str(out), "--x", "wall"]) == 2
-    assert "--x" in capsys.readouterr().err
+    assert "jaxnigt: error: --x: got 'wall'; expected one of" in capsys.readouterr().err
     assert cli.main(["plot", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
 
@@ -141,6 +141,28 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     text = capsys.readouterr().out
     assert "reacher" in text and "rennala_nigt" in text and "demo.yaml" in text
+    assert "cpu/point_mass_sqrt.yaml" in text and "sweeps/n_scaling_cpu.yaml" in text
+
+
+def test_bundled_config_by_name_from_any_directory(tmp_path, monkeypatch, capsys):
+    """A config argument that is no file names a bundled config (jaxnigt.bundled)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["plan", "cpu/point_mass_sqrt", "--no-memory", "--set", "algorithms=[afedpg]"]
+    assert cli.main(argv) == 0
+    assert "afedpg" in capsys.readouterr().out
+    assert cli.main(["run", "no_such_config", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read" in err[0] and "no_such_config" in err[0], err
+
+
+def test_resume_of_a_directory_without_a_run(tmp_path, capsys):
+    """The library says what is wrong with the directory; the command names the flag."""
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    assert cli.main(["run", str(cfg), "--resume", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: --resume: "), err
+    assert "not a run directory" in err[0] and not (tmp_path / "none").exists()
 
 
 # --- reliability: resume after SIGKILL, non-finite values, resume from another config ---
@@ -439,6 +461,48 @@ def test_each_bad_input_exits_2_with_one_line(tmp_path, capsys, sets, field):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert err[0].startswith(f"jaxnigt: error: {field}"), err[0]
+    assert not out.exists()
+
+
+def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """``hparams.impala_batch`` without ``impala`` is a config error (the config's option
+    check): one line naming the key and its reader, exit 2, nothing compiled or written."""
+    from jaxnigt import experiment
+
+    monkeypatch.setattr(experiment, "run_experiment", lambda *a, **k: pytest.fail("it ran"))
+    cfg = tmp_path / "one.yaml"
+    cfg.write_text(TINY.replace("[rennala_nigt, afedpg]", "[rennala_nigt]").replace(
+        "per_algorithm: {afedpg: {learning_rate: 0.02}}\n", ""))  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["run", str(cfg), "--out", str(out), "--set", "hparams.impala_batch=4", "--no-progress"]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: hparams.impala_batch"), err
+    assert "impala" in err[0].removeprefix("jaxnigt: error: hparams.impala_batch"), err
+    assert captured.out == "" and not out.exists()  # not even the backend line
+
+
+@pytest.mark.parametrize("command", ["run", "plan", "sweep", "tune"])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("budget", "--set: got 'budget'; expected KEY=VALUE, e.g. hparams.eta=0.1"),
+        ("hparams.eta=[1", "--set hparams.eta: value '[1' is not valid YAML"),
+        ("budget.x=1", "--set budget.x: 'budget' is not a section"),
+    ],
+)
+def test_a_malformed_set_is_named_by_its_flag(tmp_path, capsys, command, item, message):
+    """The library names the override; every command that takes ``--set`` puts the flag in
+    front."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "out"
+    argv = [command, str(cfg), "--set", item]
+    argv += [] if command == "plan" else ["--out", str(out)]
+    argv += ["--over", "cluster.n=2,3"] if command == "sweep" else []
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"jaxnigt: error: {message}"]
     assert not out.exists()
 
 

@@ -1,14 +1,16 @@
-"""Tests for the `jaxnigt clock` command (run in-process through jaxnigt.clock.main)."""
+"""Tests for the `jaxnigt clock` command (run in-process through jaxnigt.clock.main) and the
+closed-form times it prints (jaxnigt.theory)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 
+import jax
 import numpy as np
 import pytest
 
-from jaxnigt import clock
+from jaxnigt import clock, simulation, theory, timing
 
 BASE = ["--n", "3", "--M", "4", "--rounds", "3", "--seed", "1"]
 
@@ -50,7 +52,20 @@ def test_writes_csv_deterministic_rennala_with_theory(tmp_path, capsys):
     np.testing.assert_allclose(a[:, 5], 1.0 + 3.0)  # w1 one unit into its 2nd, w2 3 units
     assert len(stdout.strip().splitlines()) == 1
     assert "theory_collect=3.81818" in stdout and "mean_collect=3 " in stdout
-    assert clock.rennala_theory_time(np.array([3.0, 1.0, 2.0]), 4) == pytest.approx(7 / (11 / 6))
+
+
+def test_theory_times():
+    # h = (1, 2, 3), M = 4: m = 1, 2, 3 give 5 / 1, 6 / (3/2) = 4 and 7 / (11/6) = 3.82 (min).
+    assert theory.rennala_theory_time(np.array([3.0, 1.0, 2.0]), 4) == pytest.approx(7 / (11 / 6))
+    assert theory.rennala_theory_time(np.array([2.0]), 3) == pytest.approx(8.0)  # (3 + 1) * 2
+    assert theory.shared_link_rate_bound(np.array([0.5, 0.25, 2.0])) == 4.0
+    assert theory.shared_link_rate_bound(np.array([0.0, 1.0])) == float("inf")
+
+
+def test_simulation_names_the_round_rules():
+    tm = timing.make_time_model(2)
+    with pytest.raises(ValueError, match="rennala, malenia, sync"):
+        simulation.simulate_rule_rounds(tm, jax.random.key(0), rule="async", M=2, rounds=1)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
 from jaxnigt import config as config_lib
 from jaxnigt.config import ConfigError
@@ -35,7 +36,7 @@ def test_bundled_configs_load(path):
     assert cfg.algorithms
     assert cfg.budget is not None or cfg.max_rounds is not None
     # The resolved YAML round-trips.
-    again = config_lib.from_dict(config_lib.yaml.safe_load(config_lib.dump(cfg)))
+    again = config_lib.from_dict(yaml.safe_load(config_lib.dump(cfg)))
     assert again == cfg
 
 
@@ -111,9 +112,50 @@ def test_bad_values_name_field_and_allowed(changes, field, allowed):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(
+    "changes, field, readers",
+    [
+        ({"hparams__impala_batch": 4}, "hparams.impala_batch", "impala"),
+        ({"hparams__async_block": 5}, "hparams.async_block", "afedpg, asgd, a3c, impala"),
+        ({"hparams__value_coef": 1.0}, "hparams.value_coef", "a2c, a3c, impala"),
+        ({"hparams__gae_lambda": 0.9}, "hparams.gae_lambda", "a2c, a3c"),
+        ({"hparams__admm_rho": 3.0}, "hparams.admm_rho", "admm_pg"),
+        ({"hparams__per_worker_batch": 2}, "hparams.per_worker_batch", "sync_nigt, sync_pg"),
+        (
+            {
+                "algorithms": ["rennala_nigt", "impala"],
+                "per_algorithm": {"rennala_nigt": {"async_block": 3}},
+            },
+            "per_algorithm.rennala_nigt.async_block",
+            "impala",
+        ),
+    ],
+)
+def test_an_option_no_listed_algorithm_reads_is_an_error(changes, field, readers):
+    """Family-specific keys (an engine's options, ``Traits.options``) are not silently
+    ignored: one line naming the key and the algorithms that read it."""
+    with pytest.raises(ConfigError) as err:
+        config_lib.from_dict(_with(**changes))
+    message = str(err.value)
+    assert message.startswith(field) and readers in message and "\n" not in message, message
+
+
+def test_options_read_by_a_listed_algorithm_or_left_at_default_are_accepted():
+    ok = [
+        _with(algorithms=["rennala_nigt", "impala"], hparams={"impala_batch": 2}),
+        _with(algorithms=["afedpg"], per_algorithm={"afedpg": {"async_block": 8}}),
+        _with(hparams={"impala_batch": None, "admm_rho": 1.0}),  # the defaults: no effect
+        _with(algorithms=["a2c"], hparams={"per_worker_batch": 2, "gae_lambda": 0.9}),
+    ]
+    for raw in ok:
+        config_lib.from_dict(raw)
+    assert config_lib.readers("M") == config_lib.algorithm_names()
+    assert config_lib.readers("malenia_capacity") == ("malenia_nigt",)
+
+
 @pytest.mark.parametrize("text", ["budget", "=3", "a..b=1", "budget=[1,"])
 def test_malformed_set(text):
-    with pytest.raises(ConfigError, match="--set"):
+    with pytest.raises(config_lib.OverrideError, match=r"KEY=VALUE|valid YAML"):
         config_lib.apply_overrides(_with(), [text])
 
 

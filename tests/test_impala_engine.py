@@ -58,15 +58,15 @@ CLUSTERS = {  # h, kappa, learner batch B, async_block
 def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noise, cluster):
     h, kappa, B, block = CLUSTERS[cluster]
     n, steps = len(h), 3
-    setup = match_setup(h=h, kappa=kappa, M=2, async_block=block, link="shared", noise=noise)
+    setup = match_setup(h=h, kappa=kappa, M=2, link="shared", noise=noise)
     hp = config_lib.HParams(
-        learning_rate=0.01, M=2, impala_batch=B, impala_learner_time=learner_time
+        learning_rate=0.01, M=2, async_block=block, impala_batch=B, impala_learner_time=learner_time
     )
     tr = build_trainer(setup, "impala", hp)
     state = tr.init(jax.random.key(0), tr.hyper())
     ex = state.extra
     first = np.asarray(sample_compute_times(setup.tm, _first_key(state), 1)[:, 0])
-    num = steps * setup.async_block
+    num = steps * block
     xi = np.asarray(
         jax.vmap(lambda j: sample_noise(setup.tm, jax.random.fold_in(ex.time_key, j), ()))(
             jnp.arange(num)
@@ -80,7 +80,7 @@ def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noi
         assert any(len({a["worker"] for a in arrivals[i : i + B]}) < B for i in range(0, num, B))
     run = jax.jit(lambda s: tr.run_chunk(s, steps))
     final, m = run(state)
-    K = setup.async_block // B
+    K = block // B
     for s in range(steps):
         mine = np.concatenate(lags[s * K : (s + 1) * K])
         np.testing.assert_allclose(m["staleness_min"][s], mine.min())
@@ -100,7 +100,7 @@ def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noi
     assert not np.any(m["nonfinite"])
     if learner_time == 0.0:
         assert not any(lost)  # an instant learner never falls behind its actors
-    np.testing.assert_array_equal(m["grads"], setup.async_block)
+    np.testing.assert_array_equal(m["grads"], block)
 
 
 def _first_key(state):
@@ -110,8 +110,10 @@ def _first_key(state):
 
 def test_learner_time_longer_than_the_history_is_reported():
     """An actor that needs a version older than the kept history raises the overflow flag."""
-    setup = match_setup(h=[1.0, 1.0], kappa=[0.1, 0.1], M=2, async_block=8, link="independent")
-    hp = config_lib.HParams(learning_rate=0.01, M=2, impala_batch=1, impala_learner_time=50.0)
+    setup = match_setup(h=[1.0, 1.0], kappa=[0.1, 0.1], M=2, link="independent")
+    hp = config_lib.HParams(
+        learning_rate=0.01, M=2, async_block=8, impala_batch=1, impala_learner_time=50.0
+    )
     tr = build_trainer(setup, "impala", hp)
     _, m = jax.jit(tr.step)(tr.init(jax.random.key(0), tr.hyper()))
     assert bool(m.overflow)

@@ -106,3 +106,114 @@ def test_import_leaves_physics_and_plotting_out():
     code = "import jaxnigt, sys; jaxnigt.make_trainer; print('brax' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "True", proc.stderr[-2000:]
+
+
+# --- library errors and the command line ---
+
+
+def _cli_flags() -> set[str]:
+    """Every option string of every ``jaxnigt`` subcommand but ``clock`` (its own module)."""
+    import argparse
+
+    from jaxnigt import cli
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        flag
+        for name, parser in sub.choices.items()
+        if name != "clock"
+        for action in parser._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag != "--help"
+    }
+
+
+def _messages(path: pathlib.Path) -> list[str]:
+    """The string constants of a module that are not docstrings (f-string parts included)."""
+    tree = ast.parse(path.read_text())
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    ]
+
+
+def test_library_messages_name_no_command_line_flags():
+    """Only the command line knows its flags: the library names paths, fields and reasons,
+    and jaxnigt.cli adds the flag that named them."""
+    import re
+
+    flags = _cli_flags()
+    assert {"--out", "--resume", "--overwrite", "--over"} <= flags
+    found = []
+    for name, path in _modules().items():
+        if name.startswith("jaxnigt.cli") or name == "jaxnigt.clock":
+            continue
+        for text in _messages(path):
+            found += [(name, f) for f in re.findall(r"--[A-Za-z][\w-]*", text) if f in flags]
+    assert not found, found
+
+
+# --- the bundled configs as package data ---
+REPO = ROOT.parent
+
+
+def _package_data() -> list[str]:
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return pyproject["tool"]["setuptools"]["package-data"]["jaxnigt"]
+
+
+def test_bundled_configs_are_the_top_level_folder():
+    """``jaxnigt/configs`` is the repository's ``configs/`` (a link), every config there is
+    bundled by name, and the package-data patterns take every file of it into a wheel."""
+    from jaxnigt import bundled
+
+    assert (ROOT / "configs").resolve() == (REPO / "configs").resolve()
+    on_disk = sorted(str(p.relative_to(REPO / "configs")) for p in (REPO / "configs").rglob("*"))
+    on_disk = [p for p in on_disk if (REPO / "configs" / p).is_file()]
+    assert sorted(bundled.names()) == on_disk and "demo.yaml" in on_disk
+    packaged = {str(p.relative_to(ROOT / "configs")) for g in _package_data() if
+                g.startswith("configs/") for p in ROOT.glob(g)}  # fmt: skip
+    assert packaged == set(on_disk)
+    assert bundled.find("demo") == bundled.find("configs/demo.yaml") == bundled.root() / "demo.yaml"
+    assert bundled.find("cpu/reacher_sqrt").name == "reacher_sqrt.yaml"
+    assert bundled.find("../pyproject.toml") is None and bundled.find("nope") is None
+
+
+def test_wheel_holds_the_bundled_configs(tmp_path):
+    """A wheel built from a copy of the package (no build isolation: offline, a few seconds)
+    holds every bundled config beside the modules."""
+    import importlib.metadata
+    import shutil
+    import zipfile
+
+    import pytest
+
+    major = int(importlib.metadata.version("setuptools").split(".")[0])
+    if major < 77:
+        pytest.skip("building needs setuptools >= 77 (the test extra)")
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, src / name)
+    shutil.copytree(REPO / "configs", src / "configs")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT, src / "jaxnigt", symlinks=True, ignore=skip)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    proc = subprocess.run([*cmd, "-w", str(tmp_path), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = tmp_path.glob("jaxnigt-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for p in (REPO / "configs").rglob("*.yaml"):
+        assert f"jaxnigt/configs/{p.relative_to(REPO / 'configs')}" in names, p
+    assert "jaxnigt/cli/__main__.py" in names and "jaxnigt/plan_figures.json" in names

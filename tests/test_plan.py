@@ -9,19 +9,27 @@ from jaxnigt import algorithms, cli, plan
 from jaxnigt import config as config_lib
 from jaxnigt.trainer import make_trainer
 
-RAW = {
+BASE = {
     "env": {"name": "point_mass"},
     "cluster": {"n": 4, "h": "sqrt", "kappa": 0.5},
-    "hparams": {"M": 6, "malenia_capacity": 40, "async_block": 4},
     "budget": 50.0,
     "seeds": 2,
 }
+#: Engine options, each set only where an algorithm of the config reads it (the loader
+#: refuses an option no algorithm reads).
+OPTIONS = {"malenia_capacity": 40, "async_block": 4}
+
+
+def _raw(algorithm: str) -> dict:
+    hparams = {"M": 6}
+    hparams |= {k: v for k, v in OPTIONS.items() if algorithm in config_lib.readers(k)}
+    return {**BASE, "hparams": hparams, "algorithms": [algorithm]}
 
 
 @pytest.mark.parametrize("algorithm", algorithms.NAMES)
 def test_trajectories_per_step_equal_one_real_step(algorithm):
     """Deterministic times: the planner's clock and one step of the trainer agree."""
-    cfg = config_lib.from_dict({**RAW, "algorithms": [algorithm]})
+    cfg = config_lib.from_dict(_raw(algorithm))
     tr = make_trainer(cfg, algorithm)
     per_step, step_time = tr.clock(3)
     state = tr.init(jax.random.key(0), tr.hyper())
@@ -34,7 +42,7 @@ def test_trajectories_per_step_equal_one_real_step(algorithm):
 
 
 def test_memory_is_the_compiled_programs():
-    cfg = config_lib.from_dict({**RAW, "algorithms": ["rennala_nigt"]})
+    cfg = config_lib.from_dict(_raw("rennala_nigt"))
     row = plan.plan_algorithm(cfg, "rennala_nigt")
     tr = make_trainer(cfg, "rennala_nigt")
     keys = jax.random.split(jax.random.key(0), 2)
@@ -51,7 +59,7 @@ def test_memory_is_the_compiled_programs():
 
 def test_plan_command_prints_a_table(tmp_path, capsys):
     path = tmp_path / "c.yaml"
-    path.write_text(config_lib.dump(config_lib.from_dict({**RAW, "algorithms": ["afedpg"]})))
+    path.write_text(config_lib.dump(config_lib.from_dict(_raw("afedpg"))))
     assert cli.main(["plan", str(path), "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert "[jaxnigt] backend cpu" in out and "afedpg" in out and "traj/step" in out
@@ -74,7 +82,7 @@ def test_every_bundled_config_plans_without_memory():
 @pytest.mark.parametrize(("algorithm", "batch"), [("a3c", None), ("impala", None), ("impala", 2)])
 def test_updates_of_the_asynchronous_actor_critics(algorithm, batch):
     """a3c updates on every arrival; impala once per learner batch (default n arrivals)."""
-    raw = {**RAW, "algorithms": [algorithm]}
+    raw = _raw(algorithm)
     if batch is not None:
         raw["per_algorithm"] = {"impala": {"impala_batch": batch}}
     cfg = config_lib.from_dict(raw)

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import clock
 from jaxnigt import schedules as S
+from jaxnigt import simulation
 from jaxnigt.timing import make_time_model, sample_compute_times
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
@@ -173,7 +173,7 @@ def test_discard_round_end_issue_example():
     """n = 2, h = (0.3, 11), M = 3: worker 0 delivers the 3rd gradient exactly when the
     collection ends and takes the new point at once: rounds of 0.9, 25 rounds end at 22.5."""
     tm = make_time_model(2, h=[0.3, 11.0])
-    res = clock.simulate_rounds(
+    res = simulation.simulate_rule_rounds(
         tm, jax.random.key(0), rule="rennala", M=3, rounds=25, inflight="discard"
     )
     np.testing.assert_allclose(np.diff(np.asarray(res["t_end"]), prepend=0.0), 0.9, rtol=1e-5)
@@ -486,7 +486,7 @@ def test_discard_matches_natural_simulator(config):
     key = jax.random.key(seed)
     cap = S.default_malenia_capacity(M, n)
     # one round more than compared: the simulator begins gradients of the next point too
-    res = clock.simulate_rounds(
+    res = simulation.simulate_rule_rounds(
         tm, key, rule=rule, M=M, rounds=rounds + 1, inflight="discard", capacity=cap
     )
     res = jax.tree.map(np.asarray, res)

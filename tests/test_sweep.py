@@ -67,12 +67,16 @@ def test_two_by_two_sweep_writes_points_table_and_plot(swept):
     assert_plot(out / "sweep.png")
 
 
-def test_plot_redraws_a_sweep(swept, tmp_path):
+def test_plot_redraws_a_sweep(swept, tmp_path, capsys):
     _, _, out = swept
     png = tmp_path / "again.png"
     assert cli.main(["plot", str(out), "--x", "hparams.eta", "--out", str(png)]) == 0
     assert_plot(png)
+    capsys.readouterr()
     assert cli.main(["plot", str(out), "--x", "cluster.h"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    swept_keys = ["cluster.n", "hparams.eta"]
+    assert err == [f"jaxnigt: error: --x: 'cluster.h' is not a swept key; swept: {swept_keys}"]
 
 
 def test_failing_point_is_recorded_and_others_go_on(tmp_path, capsys):
@@ -113,6 +117,20 @@ def test_nothing_to_sweep(tmp_path, capsys):
     cfg.write_text(BASE.split("sweep:")[0])
     assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
     assert "nothing to sweep" in capsys.readouterr().err
+
+
+def test_sweep_refuses_a_used_directory(tmp_path, capsys):
+    cfg = tmp_path / "b.yaml"
+    cfg.write_text(BASE)
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "x").write_text("mine")
+    assert cli.main(["sweep", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--out {str(out)!r} exists and is not empty" in err[0], err
+    assert "pass --overwrite" in err[0] and sorted(p.name for p in out.iterdir()) == ["x"]
+    with pytest.raises(sweep.SweepError, match="nothing to sweep"):
+        sweep.sweep_points(config_lib.read_yaml(cfg), {})
 
 
 def test_resume_after_a_kill_skips_finished_points(tmp_path):

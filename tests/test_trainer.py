@@ -129,6 +129,22 @@ def test_chunk_and_evaluate_without_training_keeps_state(trainer):
     chex.assert_shape(returns, (trainer.eval_episodes,))
 
 
+def test_dim_is_the_policy_d_that_scales_kappa():
+    """``Trainer.dim`` (what the run logs as d=) is the d of κ·d^{1/4}, for the actor-critic
+    family too, whose built algorithm's parameters add the critic's."""
+    from jaxnigt.policy import num_params
+
+    cfg = config_lib.from_dict(
+        {"env": {"name": "lqr1d"}, "algorithms": ["a2c"],
+         "cluster": {"n": 2, "kappa": 1.0, "scale_by_dim": True}}
+    )  # fmt: skip
+    tr = make_trainer(cfg, "a2c")
+    state = jax.eval_shape(tr.init, jax.random.key(0), tr.hyper())
+    assert num_params(state.params) > tr.dim  # policy + critic
+    assert num_params(state.params["policy"]) == tr.dim
+    np.testing.assert_allclose(tr.setup.tm.kappa, tr.dim**0.25, rtol=1e-6)
+
+
 def test_make_task_lanes_default_and_override():
     from jaxnigt import envs
     from jaxnigt.trainer import make_task

@@ -22,18 +22,20 @@ def test_parse_grids():
     assert tuning.parse_lr_exp("-14:-2") == tuple(range(-14, -1))
     assert tuning.parse_lr_exp("-14:-2:4") == (-14, -10, -6, -2)
     assert tuning.parse_lr_exp("-6,-10,-8") == (-10, -8, -6)
-    assert tuning.parse_numbers("0.1,0.001", "--eta", float, 0.0, 1.0) == (0.001, 0.1)
+    assert tuning.parse_numbers("0.1,0.001", "eta", float, 0.0, 1.0) == (0.001, 0.1)
     assert tuning.parse_seeds("100,101,102") == (100, 101, 102)
     for text in ("", "-2:-14", "a:b", "1:2:0", ","):
-        with pytest.raises(tuning.TuningError, match="--lr-exp"):
+        with pytest.raises(tuning.TuningError, match=r"^lr_exp: ") as caught:
             tuning.parse_lr_exp(text)
+        assert caught.value.param == "lr_exp"
     for text, what in (("", "empty"), ("0", r"\(0, 1\]"), ("-0.1", r"\(0, 1\]"), ("x", "numbers")):
         with pytest.raises(tuning.TuningError, match=what):
-            tuning.parse_numbers(text, "--eta", float, 0.0, 1.0)
-    with pytest.raises(tuning.TuningError, match="> 0"):
-        tuning.parse_numbers("20,0", "--M", int, 0, math.inf)
-    with pytest.raises(tuning.TuningError, match="consecutive"):
+            tuning.parse_numbers(text, "eta", float, 0.0, 1.0)
+    with pytest.raises(tuning.TuningError, match=r"^M: got 0; .*> 0"):
+        tuning.parse_numbers("20,0", "M", int, 0, math.inf)
+    with pytest.raises(tuning.TuningError, match=r"^seeds: .*consecutive") as caught:
         tuning.parse_seeds("100,102")
+    assert caught.value.param == "seeds" and str(caught.value) == f"seeds: {caught.value.reason}"
 
 
 # -------------------------------------------------------------------- selection, by hand
@@ -130,13 +132,11 @@ def test_traits_live_with_the_algorithms():
     assert overflow == {"malenia_nigt", "impala"}
     assert "malenia_capacity" in t["malenia_nigt"].overflow
     # the built algorithm carries the same traits
-    import dataclasses
-
     from tasks import match_setup
 
-    setup = dataclasses.replace(match_setup(h=[1.0, 2.0], kappa=0.0, M=2), async_wave=1)
+    setup = match_setup(h=[1.0, 2.0], kappa=0.0, M=2)
     for name in ("rennala_nigt", "malenia_nigt", "afedpg", "sync_pg"):
-        built = algorithms.get(name)(setup, config_lib.HParams())
+        built = algorithms.get(name)(setup, config_lib.HParams(async_wave=1))
         assert built.traits == t[name], name
 
 
@@ -173,12 +173,14 @@ def tiny(tmp_path):
         (["--M", "0"], "--M"),
         (["--lr-exp=-2:-14"], "--lr-exp"),
         (["--lr-exp="], "--lr-exp"),
-        (["--tune-seeds", "0,1"], "the config's own seed"),
-        (["--tune-seeds", "100,102"], "consecutive"),
-        (["--algorithms", "rennala_nigt,bogus"], "bogus"),
+        (["--tune-seeds", "0,1"], "--tune-seeds: starts at 0, the config's own seed"),
+        (["--tune-seeds", "100,102"], "--tune-seeds: got '100,102'; expected consecutive"),
+        (["--algorithms", "rennala_nigt,bogus"], "--algorithms: unknown 'bogus'"),
         (["--algorithms", ","], "--algorithms"),
         (["--set", "cluster.n=0"], "cluster.n"),
-        (["--max-extensions", "-1"], "--max-extensions"),
+        (["--set", "cluster"], "--set: got 'cluster'; expected KEY=VALUE"),
+        (["--max-extensions", "-1"], "--max-extensions: got -1"),
+        (["--resume"], "--resume: "),  # no tuning directory to resume
     ],
 )
 def test_bad_tune_requests_exit_2_with_one_line_and_write_nothing(tiny, capsys, flags, what):

@@ -9,13 +9,14 @@ round waits for the slowest worker, one AllReduce; the update is the actor-criti
 from jaxnigt import aggregators
 from jaxnigt.algorithms import actor_critic, round_engine
 
-TRAITS = round_engine.SYNC
+TRAITS = round_engine.SYNC.reading(*actor_critic.KEYS, *actor_critic.GAE)
 
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)
     return round_engine.make(
         setup,
+        round_engine.RoundOptions.resolve(setup, hparams),
         schedule=round_engine.sync_schedule,
         weights=aggregators.sync_weights,
         update=actor_critic.update(hparams),

@@ -8,11 +8,15 @@ asynchronous SGD (:mod:`jaxnigt.algorithms.async_engine`).
 
 from jaxnigt.algorithms import actor_critic, async_engine
 
-TRAITS = async_engine.TRAITS
+TRAITS = async_engine.TRAITS.reading(*actor_critic.KEYS, *actor_critic.GAE)
 
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)
     return async_engine.make(
-        setup, update=actor_critic.update(hparams), estimator=actor_critic.estimator
+        setup,
+        async_engine.AsyncOptions.resolve(setup, hparams),
+        update=actor_critic.update(hparams),
+        estimator=actor_critic.estimator,
+        traits=TRAITS,
     )

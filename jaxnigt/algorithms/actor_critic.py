@@ -20,6 +20,12 @@ def with_critic(setup: core.Setup) -> core.Setup:
     return dataclasses.replace(setup, policy=ActorCritic(setup.policy, setup.horizon))
 
 
+#: The ``hparams`` keys the family reads: the optimizer (static) and the loss's traced
+#: coefficients (``gae_lambda`` only where advantages are GAE: ``a2c``, ``a3c``).
+KEYS = ("ac_optimizer", "value_coef", "entropy_coef")
+GAE = ("gae_lambda",)
+
+
 def update(hparams) -> core.Update:
     """Adam (default) or RMSProp with the traced learning rate; evaluate the policy part."""
     make_opt = {"adam": optax.adam, "rmsprop": optax.rmsprop}[hparams.ac_optimizer]

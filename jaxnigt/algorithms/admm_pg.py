@@ -60,6 +60,15 @@ class AdmmOptions(NamedTuple):
     local_steps: int  # K
     local_batch: int  # B
 
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> AdmmOptions:
+        """K, B and ρ of a run; B defaults to ``max(1, ceil(M/n))`` like the sync batch."""
+        return cls(
+            rho=float(hparams.admm_rho),
+            local_steps=int(hparams.admm_local_steps),
+            local_batch=schedules.sync_batch(setup.M, setup.n, hparams.admm_local_batch),
+        )
+
 
 class AdmmExtra(NamedTuple):
     """Per-worker ADMM state: pytrees shaped like the params with a leading ``[n]`` axis."""
@@ -68,23 +77,16 @@ class AdmmExtra(NamedTuple):
     lam: Any  # λ_i
 
 
-def admm_options(setup: Setup, hparams: Any) -> AdmmOptions:
-    """K, B and ρ of a run; B defaults to ``max(1, ceil(M/n))`` like the sync batch."""
-    return AdmmOptions(
-        rho=float(hparams.admm_rho),
-        local_steps=int(hparams.admm_local_steps),
-        local_batch=schedules.sync_batch(setup.M, setup.n, hparams.admm_local_batch),
-    )
-
+KEYS = ("admm_rho", "admm_local_steps", "admm_local_batch")
 
 # A synchronous round: every worker takes its K local steps, nothing is in flight and all
 # join the consensus AllReduce, so no cluster option changes it.
-TRAITS = core.Traits()
+TRAITS = core.Traits(options=KEYS)
 
 
 def make(setup: Setup, hparams: Any) -> Algorithm:
     """``admm_pg`` with K, B and the default ρ from ``hparams``."""
-    opts = admm_options(setup, hparams)
+    opts = AdmmOptions.resolve(setup, hparams)
     schedule = functools.partial(
         schedules.sync,
         per_worker=opts.local_steps * opts.local_batch,

@@ -25,18 +25,17 @@ k)``; the compute time drawn at server version v uses ``fold_in(time_key, v)``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jaxnigt import events
 from jaxnigt.algorithms import core
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.collect import slot_keys
 from jaxnigt.rollout import rollout
 
 
@@ -98,9 +97,31 @@ def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
     return total
 
 
+class AsyncOptions(NamedTuple):
+    """The asynchronous engine's options, from the config's hyperparameters.
+
+    Attributes:
+      block: arrivals per step (``async_block``; default n).
+      wave: at most this many ready arrivals are rolled out as one batch (``async_wave``;
+        default :func:`default_wave` of the cluster); every value gives the same results.
+    """
+
+    block: int
+    wave: int
+
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> AsyncOptions:
+        """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
+        block = hparams.async_block or setup.n
+        wave = hparams.async_wave or default_wave(setup.tm, setup.link, block)
+        return cls(block=block, wave=wave)
+
+
+KEYS = ("async_block", "async_wave")
+
 # Every exchange crosses the server link (queued when ``link: shared``); there are no rounds,
 # so neither the in-flight rule nor the AllReduce participants apply.
-TRAITS = core.Traits(cluster_options=("link",))
+TRAITS = core.Traits(cluster_options=("link",), options=KEYS)
 
 
 def factory(
@@ -109,50 +130,50 @@ def factory(
     """``make(setup, hparams)`` of an asynchronous algorithm with this server update."""
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
-        del hparams
-        return make(setup, update=update, estimator=estimator)
+        return make(setup, AsyncOptions.resolve(setup, hparams), update=update, estimator=estimator)
 
     return make_algorithm
 
 
 def make(
-    setup: Setup, *, update: core.Update, estimator: core.Estimator = core.reinforce
+    setup: Setup,
+    options: AsyncOptions,
+    *,
+    update: core.Update,
+    estimator: core.Estimator = core.reinforce,
+    traits: core.Traits = TRAITS,
 ) -> Algorithm:
-    """An asynchronous algorithm from the server's update on each arrival (waves of
-    ``setup.async_wave`` arrivals; None: :func:`default_wave` of the cluster)."""
-    if setup.async_wave is None:
-        wave = default_wave(setup.tm, setup.link, setup.async_block)
-        setup = dataclasses.replace(setup, async_wave=wave)
+    """An asynchronous algorithm from the server's update on each arrival."""
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer),
-        step=functools.partial(_block, setup, update.optimizer, estimator),
+        step=functools.partial(_block, setup, options, update.optimizer, estimator),
         eval_params=update.eval_params,
-        simulate_clock=functools.partial(_simulate_clock, setup),
+        simulate_clock=functools.partial(_simulate_clock, setup, options.block),
         trajectories_per_update=1,
-        traits=TRAITS.using(update),
+        traits=traits.using(update),
     )
 
 
-def _simulate_clock(setup: Setup, key: jax.Array, steps: int):
-    """Blocks of ``async_block`` arrivals: trajectories per block and the block's end."""
-    state = events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0)
+def _simulate_clock(setup: Setup, block_size: int, key: jax.Array, steps: int):
+    """Blocks of ``block_size`` arrivals: trajectories per block and the block's end."""
+    arr = events.arrival_blocks(setup.tm, key, steps, block_size, link=setup.link)
+    return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
 
-    def block(s, b):
-        s, arr = events.async_arrivals(
-            setup.tm, jax.random.fold_in(key, 1 + b), s, setup.async_block, link=setup.link
-        )
-        return s, (jnp.int32(setup.async_block), arr.time[-1])
 
-    return jax.lax.scan(block, state, jnp.arange(steps))[1]
+def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
+    """What an event engine starts from: ``(params, opt_state, event_state, time_key,
+    roll_key)`` — x_0, every worker dispatched at server version 0 at time 0."""
+    k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
+    params = setup.policy.init(k_init)
+    event_state = events.async_init(setup.tm, k_first, 0.0)
+    return params, optimizer(hyper).init(params), event_state, k_time, k_roll
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
     """Every worker dispatched at x_0 (server version 0) at time 0."""
-    k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
-    params = setup.policy.init(k_init)
-    event_state = events.async_init(setup.tm, k_first, 0.0)
+    params, opt_state, event_state, k_time, k_roll = start(setup, optimizer, key, hyper)
     extra = AsyncExtra(event_state, core.stack_workers(params, setup.n), k_time, k_roll)
-    return core.initial_state(setup, params, optimizer(hyper).init(params), key, hyper, extra)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra)
 
 
 class _Plan(NamedTuple):
@@ -166,8 +187,9 @@ class _Plan(NamedTuple):
     num_live: jax.Array  # [] the applied arrivals are a prefix of this length
 
 
-def _plan(setup: Setup, ex: AsyncExtra, budget: jax.Array) -> tuple[events.AsyncState, _Plan]:
-    """The block's arrival sequence and the event state after its applied arrivals.
+def _plan(setup: Setup, block: int, ex: AsyncExtra, budget: jax.Array):
+    """``(event state, plan)``: the block's arrival sequence and the event state after its
+    applied arrivals.
 
     An arrival is applied only while the previous one came before ``budget``: the first
     arrival past the budget is the last one (later ones change nothing and count nothing).
@@ -177,9 +199,9 @@ def _plan(setup: Setup, ex: AsyncExtra, budget: jax.Array) -> tuple[events.Async
         live = s.time < budget
         key = jax.random.fold_in(ex.time_key, s.version)
         nxt, arr = events.async_next(setup.tm, key, s, link=setup.link)
-        return jax.tree.map(lambda a, b: jnp.where(live, a, b), nxt, s), (arr, live)
+        return core.select(live, nxt, s), (arr, live)
 
-    final, (arr, live) = jax.lax.scan(step, ex.event_state, None, length=setup.async_block)
+    final, (arr, live) = jax.lax.scan(step, ex.event_state, None, length=block)
     num_live = jnp.sum(live.astype(jnp.int32))
     plan = _Plan(arr.worker, arr.grad_index, arr.dispatch_version, arr.staleness, live, num_live)
     return final, plan
@@ -196,19 +218,18 @@ class _Carry(NamedTuple):
     worker_params: Any
 
 
-def _roll_out(setup: Setup, estimator, hyper, ex: AsyncExtra, plan: _Plan, version0, carry: _Carry):
-    """Rolls out, as one batch, up to W arrivals whose points are known; keeps their
+def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, version0,
+             carry: _Carry):  # fmt: skip
+    """Rolls out, as one batch, up to ``wave`` arrivals whose points are known; keeps their
     gradients, returns and lengths in the block's buffers."""
-    A = setup.async_block
+    A = plan.worker.shape[0]
     ready = ~carry.rolled & plan.live & (plan.dispatch_version <= version0 + carry.applied)
-    (idx,) = jnp.nonzero(ready, size=setup.async_wave, fill_value=A)
+    (idx,) = jnp.nonzero(ready, size=wave, fill_value=A)
     valid = idx < A
     idx = jnp.minimum(idx, A - 1)
     worker = plan.worker[idx]
     points = jax.tree.map(lambda w: w[worker], carry.worker_params)
-    keys = jax.vmap(lambda w, k: jax.random.fold_in(jax.random.fold_in(ex.roll_key, w), k))(
-        worker, plan.grad_index[idx]
-    )
+    keys = slot_keys(ex.roll_key, worker, plan.grad_index[idx])
     types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
     traj = rollout(setup.task, setup.policy, points, keys, types, per_slot_params=True)
     weights = valid.astype(jnp.float32)
@@ -223,17 +244,17 @@ def _roll_out(setup: Setup, estimator, hyper, ex: AsyncExtra, plan: _Plan, versi
     )
 
 
-def _apply_ready(setup: Setup, opt, plan: _Plan, carry: _Carry) -> _Carry:
+def _apply_ready(opt, plan: _Plan, carry: _Carry) -> _Carry:
     """Server updates in arrival order while the next arrival's gradient is computed."""
+    last = plan.worker.shape[0] - 1
 
     def can(c):
-        return (c.applied < plan.num_live) & c.rolled[jnp.minimum(c.applied, setup.async_block - 1)]
+        return (c.applied < plan.num_live) & c.rolled[jnp.minimum(c.applied, last)]
 
     def one(c):
         j = c.applied
         g = jax.tree.map(lambda b: b[j], c.grads)
-        updates, opt_state = opt.update(core.negate(g), c.opt_state, c.params)
-        params = optax.apply_updates(c.params, updates)
+        params, opt_state = core.descend(opt, g, c.opt_state, c.params)
         # The arriving worker is re-dispatched with the new server point.
         w = plan.worker[j]
         workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, params)
@@ -242,17 +263,18 @@ def _apply_ready(setup: Setup, opt, plan: _Plan, carry: _Carry) -> _Carry:
     return jax.lax.while_loop(can, one, carry)
 
 
-def _block(setup: Setup, optimizer, estimator, state: TrainState, budget: jax.Array):
-    """Up to ``async_block`` arrivals, each one server update, stopping after the first
+def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, state: TrainState,
+           budget: jax.Array):  # fmt: skip
+    """Up to ``options.block`` arrivals, each one server update, stopping after the first
     arrival past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
-    event_state, plan = _plan(setup, ex, budget)
+    event_state, plan = _plan(setup, options.block, ex, budget)
     opt = optimizer(state.hyper)
     roll = functools.partial(
-        _roll_out, setup, estimator, state.hyper, ex, plan, ex.event_state.version
+        _roll_out, setup, options.wave, estimator, state.hyper, ex, plan, ex.event_state.version
     )
-    apply = functools.partial(_apply_ready, setup, opt, plan)
-    A = setup.async_block
+    apply = functools.partial(_apply_ready, opt, plan)
+    A = options.block
     zeros = jnp.zeros((A,), jnp.float32)
     carry = _Carry(
         applied=jnp.int32(0),

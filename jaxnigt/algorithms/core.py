@@ -61,16 +61,18 @@ class Setup:
       tm: the cluster's ``TimeModel`` (arrays; closed over as constants).
       worker_types: ``[n]`` int32 environment type of each worker (numpy).
       M: gradients per round; M_init: gradients of round 0.
-      per_worker_batch: synchronous per-worker batch b (None: max(1, ceil(M/n))).
-      malenia_capacity: per-worker capacity of a Malenia round.
-      inflight: ``cancel`` or ``discard``.
-      async_block: arrivals per step of the asynchronous methods.
-      async_wave: at most this many ready arrivals are rolled out as one batch (None: a
-        default from the cluster, ``async_engine.default_wave``).
+      inflight: ``cancel`` or ``discard``: unfinished work at a round's end.
+      allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
+      link: ``shared`` or ``independent``: the server link of the exchanges.
       mesh: optional device mesh over which each round's trajectory slots are split
         (``jaxnigt.parallel``); None keeps everything on one device.
-      allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
-      link: ``shared`` or ``independent``: the asynchronous methods' server link.
+
+    ``inflight``, ``allreduce`` and ``link`` are the cluster model (SPEC §3): every engine
+    receives it and its algorithms' :attr:`Traits.cluster_options` name the options that
+    change them. What only one engine reads (the synchronous batch, Malenia's capacity, the
+    asynchronous block, IMPALA's learner, ADMM's local steps, the actor-critic losses) is
+    that engine's options, resolved from the config's hyperparameters by the engine
+    (:attr:`Traits.options` lists the keys).
     """
 
     task: Any
@@ -79,14 +81,10 @@ class Setup:
     worker_types: np.ndarray
     M: int
     M_init: int
-    per_worker_batch: int | None
-    malenia_capacity: int
-    inflight: str
-    async_block: int
-    mesh: Any = None
+    inflight: str = "cancel"
     allreduce: str = "all"
     link: str = "shared"
-    async_wave: int | None = None
+    mesh: Any = None
 
     @property
     def n(self) -> int:
@@ -112,7 +110,9 @@ class TrainState(NamedTuple):
     Attributes:
       params: the point where rollouts happen (NIGT: the extrapolated y_t; ADMM: z).
       opt_state: the optax state.
-      key: PRNG key of the next step.
+      key: the round engines' PRNG key of the next round (split every round); the event
+        engines draw from the keys in ``extra`` (by server version) and keep here the run's
+        key, which no step reads.
       steps: int32 steps done (rounds, or blocks of arrivals for asynchronous methods).
       counters: :class:`Counters`.
       busy_until: ``[n]`` when each worker is free to start the next round's work.
@@ -192,16 +192,29 @@ class Traits(NamedTuple):
       overflow: what its ``overflow`` flag means, with the fix (None: never raised).
       step_sizes: the traced step-size hyperparameters its update reads (the axes of its
         tuning grid): ``learning_rate``, and ``eta`` for the NIGT updates.
+      options: the family-specific ``hparams`` keys it reads (its engine's options, beyond
+        the :data:`COMMON` ones every algorithm reads); a config that sets one that none of
+        its algorithms reads is an error (:mod:`jaxnigt.config`).
     """
 
     cluster_options: tuple[str, ...] = ()
     tuned_shapes: tuple[str, ...] = ()
     overflow: str | None = None
     step_sizes: tuple[str, ...] = ("learning_rate",)
+    options: tuple[str, ...] = ()
 
     def using(self, update: Update) -> Traits:
         """These traits with the step sizes of ``update``."""
         return self._replace(step_sizes=update.step_sizes)
+
+    def reading(self, *keys: str) -> Traits:
+        """These traits reading the ``hparams`` keys ``keys`` too."""
+        return self._replace(options=(*self.options, *(k for k in keys if k not in self.options)))
+
+
+#: The ``hparams`` keys every algorithm reads (the step sizes, the collection size, γ); the
+#: other keys belong to one engine or family (:attr:`Traits.options`).
+COMMON = ("learning_rate", "eta", "M", "M_init", "gamma")
 
 
 class Algorithm(NamedTuple):
@@ -370,6 +383,18 @@ def all_finite(tree: Any) -> jax.Array:
 
 def negate(tree: Any) -> Any:
     return jax.tree.map(jnp.negative, tree)
+
+
+def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, params: Any):
+    """``(params, opt_state)`` after one optimizer step on the ascent direction ``grads``
+    (the optimizer descends, so it receives ``−grads``)."""
+    updates, opt_state = opt.update(negate(grads), opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+
+def select(flag: jax.Array, new: Any, old: Any) -> Any:
+    """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure)."""
+    return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
 
 
 def stack_workers(tree: Any, n: int) -> Any:

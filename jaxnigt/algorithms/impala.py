@@ -7,15 +7,15 @@ trajectory's behaviour policy; see :mod:`jaxnigt.algorithms.impala_engine` for t
 
 from jaxnigt.algorithms import actor_critic, impala_engine
 
-TRAITS = impala_engine.TRAITS
+TRAITS = impala_engine.TRAITS.reading(*actor_critic.KEYS)
 
 
 def make(setup, hparams):
     setup = actor_critic.with_critic(setup)
     return impala_engine.make(
         setup,
+        impala_engine.ImpalaOptions.resolve(setup, hparams),
         update=actor_critic.update(hparams),
         estimator=actor_critic.estimator,
-        batch=hparams.impala_batch or setup.n,
-        learner_time=float(hparams.impala_learner_time),
+        traits=TRAITS,
     )

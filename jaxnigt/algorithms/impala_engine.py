@@ -23,11 +23,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxnigt import events
-from jaxnigt.algorithms import core
+from jaxnigt.algorithms import async_engine, core
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.collect import slot_keys
 from jaxnigt.rollout import rollout
 
 HISTORY = 4  # learner versions kept for actors whose exchange ends before an update completes
@@ -56,6 +56,33 @@ class ImpalaExtra(NamedTuple):
     roll_key: jax.Array
 
 
+class ImpalaOptions(NamedTuple):
+    """The IMPALA engine's options, from the config's hyperparameters.
+
+    Attributes:
+      block: arrivals per step (``async_block``; default n), a multiple of ``batch``.
+      batch: trajectories per learner update (``impala_batch``; default n).
+      learner_time: simulated time of one learner update (``impala_learner_time``).
+    """
+
+    block: int
+    batch: int
+    learner_time: float
+
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> ImpalaOptions:
+        """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
+        block, batch = hparams.async_block or setup.n, hparams.impala_batch or setup.n
+        if block % batch:
+            raise ValueError(
+                f"hparams.async_block ({block}) must be a multiple of hparams.impala_batch "
+                f"({batch})"
+            )
+        return cls(block=block, batch=batch, learner_time=float(hparams.impala_learner_time))
+
+
+KEYS = ("async_block", "impala_batch", "impala_learner_time")
+
 # Actors exchange trajectories and parameters over the server link, as the per-arrival
 # methods do; the learner keeps a bounded number of past versions for its lagging actors.
 TRAITS = core.Traits(
@@ -63,32 +90,29 @@ TRAITS = core.Traits(
     overflow="the learner fell more versions behind its actors than it keeps (its updates "
     "take longer than a batch of arrivals: lower hparams.impala_learner_time or raise "
     "hparams.impala_batch)",
+    options=KEYS,
 )
 
 
-def make(setup: Setup, *, update: core.Update, estimator: core.Estimator, batch: int,
-         learner_time: float) -> Algorithm:  # fmt: skip
-    """IMPALA with ``batch`` trajectories per learner update taking ``learner_time``."""
-    if setup.async_block % batch:
-        raise ValueError(
-            f"async_block ({setup.async_block}) must be a multiple of the batch {batch}"
-        )
-    step = functools.partial(_step, setup, update.optimizer, estimator, batch, learner_time)
+def make(setup: Setup, options: ImpalaOptions, *, update: core.Update,
+         estimator: core.Estimator, traits: core.Traits = TRAITS) -> Algorithm:  # fmt: skip
+    """IMPALA with ``options.batch`` trajectories per learner update."""
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer),
-        step=step,
+        step=functools.partial(_step, setup, options, update.optimizer, estimator),
         eval_params=update.eval_params,
-        simulate_clock=functools.partial(_simulate_clock, setup, batch, learner_time),
-        trajectories_per_update=batch,
-        traits=TRAITS.using(update),
+        simulate_clock=functools.partial(_simulate_clock, setup, options),
+        trajectories_per_update=options.batch,
+        traits=traits.using(update),
     )
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
-    k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
-    params = setup.policy.init(k_init)
+    params, opt_state, event_state, k_time, k_roll = async_engine.start(
+        setup, optimizer, key, hyper
+    )
     extra = ImpalaExtra(
-        event_state=events.async_init(setup.tm, k_first, 0.0),
+        event_state=event_state,
         worker_params=core.stack_workers(params, setup.n),
         worker_version=jnp.zeros((setup.n,), jnp.int32),
         history=core.stack_workers(params, HISTORY),
@@ -97,7 +121,7 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
         time_key=k_time,
         roll_key=k_roll,
     )
-    return core.initial_state(setup, params, optimizer(hyper).init(params), key, hyper, extra)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra)
 
 
 def _received(ex: ImpalaExtra, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -163,15 +187,12 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     )
     w = arr.worker
     behaviour, lag, lost_before = _behaviour(ex, arr)
-    keys = jax.vmap(lambda i, g: jax.random.fold_in(jax.random.fold_in(ex.roll_key, i), g))(
-        w, arr.grad_index
-    )
+    keys = slot_keys(ex.roll_key, w, arr.grad_index)
     types = jnp.asarray(setup.worker_types, jnp.int32)[w]
     traj = rollout(setup.task, setup.policy, behaviour, keys, types, per_slot_params=True)
     weights = jnp.full((B,), 1.0 / B, jnp.float32)
     grads, s = estimator(setup.policy, state.params, traj, weights, hyper, behaviour=behaviour)
-    updates, opt_state = opt.update(core.negate(grads), state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
+    params, opt_state = core.descend(opt, grads, state.opt_state, state.params)
     done = jnp.maximum(ex.done_at[0], arr.time[-1]) + learner_time
     history = jax.tree.map(lambda h, p: jnp.concatenate([p[None], h[:-1]]), ex.history, params)
     new_ex = ex._replace(
@@ -180,19 +201,21 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     )  # fmt: skip
     new_ex, lost_after = _hand_out(new_ex, arr, setup.n)
     new = (state._replace(params=params, opt_state=opt_state), new_ex)
-    state, ex = jax.tree.map(lambda a, b: jnp.where(live, a, b), new, (state, ex))
+    state, ex = core.select(live, new, (state, ex))
     out = {"live": live, "ret": s["sum_return"], "len": s["sum_length"], "lag": lag,
            "finite": core.all_finite(grads), "lost": lost_before | lost_after}  # fmt: skip
     return (state, ex, stats), out
 
 
-def _step(setup, optimizer, estimator, B, learner_time, state: TrainState, budget):
-    """``async_block / B`` learner batches (see the module docstring)."""
+def _step(setup, options: ImpalaOptions, optimizer, estimator, state: TrainState, budget):
+    """``block / batch`` learner batches (see the module docstring)."""
     ex: ImpalaExtra = state.extra
+    B = options.batch
     batch = functools.partial(
-        _batch, setup, optimizer(state.hyper), estimator, B, learner_time, state.hyper, budget
-    )
-    K = setup.async_block // B
+        _batch, setup, optimizer(state.hyper), estimator, B, options.learner_time, state.hyper,
+        budget,
+    )  # fmt: skip
+    K = options.block // B
     (new, new_ex, _), out = jax.lax.scan(batch, (state, ex, ()), jnp.arange(K))
     live = out["live"].astype(jnp.float32)
     applied = jnp.sum(live) * B
@@ -221,19 +244,15 @@ def _step(setup, optimizer, estimator, B, learner_time, state: TrainState, budge
     )
 
 
-def _simulate_clock(setup: Setup, B: int, learner_time: float, key: jax.Array, steps: int):
-    """Steps of ``async_block`` arrivals: trajectories per step and the step's end (the last
+def _simulate_clock(setup: Setup, options: ImpalaOptions, key: jax.Array, steps: int):
+    """Steps of ``block`` arrivals: trajectories per step and the step's end (the last
     arrival or the last update's completion)."""
-    state = events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0)
+    A, B = options.block, options.batch
+    arr = events.arrival_blocks(setup.tm, key, steps, A, link=setup.link)
 
-    def block(carry, b):
-        s, done = carry
-        s, arr = events.async_arrivals(
-            setup.tm, jax.random.fold_in(key, 1 + b), s, setup.async_block, link=setup.link
-        )
-        for k in range(setup.async_block // B):
-            done = jnp.maximum(done, arr.time[(k + 1) * B - 1]) + learner_time
-        end = jnp.maximum(arr.time[-1], done)
-        return (s, done), (jnp.int32(setup.async_block), end)
+    def block(done, times):
+        for k in range(A // B):
+            done = jnp.maximum(done, times[(k + 1) * B - 1]) + options.learner_time
+        return done, jnp.maximum(times[-1], done)
 
-    return jax.lax.scan(block, (state, jnp.float32(0.0)), jnp.arange(steps))[1]
+    return jnp.full((steps,), A, jnp.int32), jax.lax.scan(block, jnp.float32(0.0), arr.time)[1]

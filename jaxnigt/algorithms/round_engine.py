@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
-import optax
 
 from jaxnigt import schedules
 from jaxnigt.algorithms import core
@@ -23,6 +23,30 @@ from jaxnigt.collect import gradient_from_schedule
 
 ScheduleFn = Callable[..., schedules.RoundSchedule]  # (tm, key, t0, busy_until) -> schedule
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
+
+
+class RoundOptions(NamedTuple):
+    """The round engine's options, from the config's hyperparameters.
+
+    Attributes:
+      per_worker_batch: the synchronous collection's gradients per worker (None: from the
+        round's M, :func:`jaxnigt.schedules.sync_batch`).
+      malenia_capacity: Malenia's per-worker capacity of a round (resolved: the config's
+        value or :func:`jaxnigt.schedules.default_malenia_capacity` of M and n).
+    """
+
+    per_worker_batch: int | None = None
+    malenia_capacity: int = 0
+
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> RoundOptions:
+        """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
+        capacity = hparams.malenia_capacity
+        return cls(
+            per_worker_batch=hparams.per_worker_batch,
+            malenia_capacity=capacity or schedules.default_malenia_capacity(setup.M, setup.n),
+        )
+
 
 # What each collection rule makes a method (:class:`~jaxnigt.algorithms.core.Traits`).
 # Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
@@ -34,36 +58,41 @@ MALENIA = core.Traits(
     cluster_options=("inflight",),
     tuned_shapes=("M",),
     overflow="Malenia capacity overflow (raise hparams.malenia_capacity)",
+    options=("malenia_capacity",),
 )
-SYNC = core.Traits()
+SYNC = core.Traits(options=("per_worker_batch",))
 
 
 def _modes(setup: Setup) -> dict[str, str]:
     return {"inflight": setup.inflight, "allreduce": setup.allreduce}
 
 
-def rennala_schedule(setup: Setup, M: int) -> ScheduleFn:
+def rennala_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """Rennala's collection of ``M`` gradients (SPEC §4)."""
+    del options
     return functools.partial(schedules.rennala, M=M, **_modes(setup))
 
 
-def malenia_schedule(setup: Setup, M: int) -> ScheduleFn:
+def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """Malenia's collection with batch ``M`` (SPEC §4)."""
     return functools.partial(
-        schedules.malenia, M=M, capacity=setup.malenia_capacity, **_modes(setup)
+        schedules.malenia, M=M, capacity=options.malenia_capacity, **_modes(setup)
     )
 
 
-def sync_schedule(setup: Setup, M: int) -> ScheduleFn:
+def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """The synchronous collection: ``max(1, ceil(M/n))`` gradients per worker (or the
     configured per-worker batch)."""
-    b = schedules.sync_batch(M, setup.n, setup.per_worker_batch)
+    b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
     return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
+
+
+ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
 
 
 def factory(
     *,
-    schedule: Callable[[Setup, int], ScheduleFn],
+    schedule: ScheduleFactory,
     weights: WeightsFn,
     update: core.Update,
     traits: core.Traits,
@@ -73,10 +102,9 @@ def factory(
     server update (:data:`~jaxnigt.algorithms.core.NIGT` or ``SGD``) and traits."""
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
-        del hparams
         return make(
-            setup, schedule=schedule, weights=weights, update=update, traits=traits,
-            estimator=estimator,
+            setup, RoundOptions.resolve(setup, hparams), schedule=schedule, weights=weights,
+            update=update, traits=traits, estimator=estimator,
         )  # fmt: skip
 
     return make_algorithm
@@ -84,8 +112,9 @@ def factory(
 
 def make(
     setup: Setup,
+    options: RoundOptions,
     *,
-    schedule: Callable[[Setup, int], ScheduleFn],
+    schedule: ScheduleFactory,
     weights: WeightsFn,
     update: core.Update,
     traits: core.Traits,
@@ -96,16 +125,17 @@ def make(
     optimizer = update.optimizer
 
     def round_with(M: int):
-        return functools.partial(
-            _round, setup, M, schedule(setup, M), weights, optimizer, estimator
-        )
+        sched = schedule(setup, options, M)
+        return functools.partial(_round, setup, M, sched, weights, optimizer, estimator)
 
     return Algorithm(
         init=functools.partial(_init, setup, optimizer),
         step=round_with(setup.M),
         eval_params=update.eval_params,
         first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
-        simulate_clock=functools.partial(core.simulate_rounds, schedule(setup, setup.M), setup.tm),
+        simulate_clock=functools.partial(
+            core.simulate_rounds, schedule(setup, options, setup.M), setup.tm
+        ),
         traits=traits.using(update),
     )
 
@@ -146,10 +176,7 @@ def _round(
         mesh=setup.mesh,
         estimator=functools.partial(estimator, setup.policy, hyper=state.hyper),
     )
-    updates, opt_state = optimizer(state.hyper).update(
-        core.negate(grads), state.opt_state, state.params
-    )
-    params = optax.apply_updates(state.params, updates)
+    params, opt_state = core.descend(optimizer(state.hyper), grads, state.opt_state, state.params)
     new = state._replace(
         params=params,
         opt_state=opt_state,

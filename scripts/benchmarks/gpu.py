@@ -87,14 +87,14 @@ def _rollouts(env, horizon, batches, reps, start, deadline, rows) -> list[dict]:
 
 
 def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
-    from jaxnigt import runner
+    from jaxnigt import batch
 
     tr = make_trainer(cfg, algorithm)
     if seeds == 1:
         state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
         fn = lambda s: tr.run_chunk(s, rounds)
     else:
-        keys = runner.seed_keys(cfg, seeds)
+        keys = batch.seed_keys(cfg, seeds)
         state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(batch=seeds))
         fn = jax.vmap(lambda s: tr.run_chunk(s, rounds))
     compiled, lower_s, compile_s = compile_timed(fn, state)
@@ -114,7 +114,7 @@ def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
         "M": cfg.hparams.M,
         "seeds": seeds,
         "rounds": rounds,
-        "block": tr.setup.async_block if algorithm in ("afedpg", "asgd") else None,
+        "block": tr.hparams.async_block or tr.setup.n if algorithm in ("afedpg", "asgd") else None,
         "rounds_per_s": rounds / wall,
         "alive_steps_per_s": steps / wall,
         "wall_s": wall,

@@ -4,7 +4,7 @@
   8 runs one after another through the same jitted function at batch 1 (one compile per
   batch shape, both in this process).
 * **grid**: the config's 4 × 2 learning-rate × η grid (``grid:`` section, expanded by
-  ``jaxnigt.runner.grid_points``), one seed per point, through the *same* batch-8 program
+  ``jaxnigt.batch.grid_points``), one seed per point, through the *same* batch-8 program
   (the values are traced, so the grid must not recompile) vs sequential batch-1 runs.
 
 ``speedup = wall(sequential) / wall(vmapped)`` (interleaved medians). Compile time is
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from benchmarks.common import format_table, interleaved, make_config
 
-from jaxnigt import runner
+from jaxnigt import batch
 from jaxnigt.trainer import make_trainer
 
 SEEDS = 8
@@ -51,14 +51,14 @@ def run(quick: bool = False, env: str = "reacher", M: int = 20, n: int = 10) -> 
     init = jax.jit(jax.vmap(tr.init))
     program = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, rounds)))
 
-    keys = runner.seed_keys(cfg, SEEDS)
+    keys = batch.seed_keys(cfg, SEEDS)
     seeds_state = init(keys, tr.hyper(batch=SEEDS))
-    points = runner.grid_points(cfg, "rennala_nigt")
+    points = batch.grid_points(cfg, "rennala_nigt")
     grid_hyper = {
         k: jnp.asarray([p[k] for p in points], jnp.float32) for k in ("learning_rate", "eta")
     }
     grid_hyper["gamma"] = jnp.full((len(points),), tr.hparams.gamma, jnp.float32)
-    grid_state = init(jnp.concatenate([runner.seed_keys(cfg, 1)] * len(points)), grid_hyper)
+    grid_state = init(jnp.concatenate([batch.seed_keys(cfg, 1)] * len(points)), grid_hyper)
     one = lambda st, i: jax.tree.map(lambda x: x[i : i + 1], st)
 
     first_b = _first_call(program, seeds_state)

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_MODULES = (
     "jaxnigt.cli",
     "jaxnigt.runner",
+    "jaxnigt.experiment",
     "jaxnigt.trainer",
     "jaxnigt.checkpoint",
     "jaxnigt.critic",

@@ -1,0 +1,114 @@
+"""The ``jaxnigt`` command: ``run``, ``sweep``, ``tune``, ``compare``, ``plan``, ``plot``,
+``list`` and ``clock``.
+
+Errors in user input (bad config values, bad flags, an existing run directory) print one
+line naming the problem and exit with status 2, before anything is written.  The commands
+live by concept: :mod:`~jaxnigt.cli.run` (``run``), :mod:`~jaxnigt.cli.grids` (``sweep``,
+``tune``), :mod:`~jaxnigt.cli.reports` (``plan``, ``plot``, ``compare``, ``list``) and
+:mod:`jaxnigt.clock`; :mod:`~jaxnigt.cli.common` turns library errors into the command
+line's words.  A config argument is a file or the name of a bundled config
+(:mod:`jaxnigt.bundled`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+from jaxnigt.cli import common, grids, reports
+from jaxnigt.cli import run as run_cli
+from jaxnigt.cli.common import EXIT_USAGE, error
+
+__all__ = ["EXIT_USAGE", "build_parser", "main", "missing_rl_module"]
+
+#: What the experiment commands import beyond the core (the ``rl`` extra).
+RL_MODULES = ("yaml", "flax", "mujoco", "brax", "matplotlib", "tqdm", "orbax.checkpoint")
+RL_INSTALL = "pip install 'jaxnigt[rl]'"
+#: The commands that need the ``rl`` extra; those that compile (the GPU flags, the cache).
+EXPERIMENT_COMMANDS = ("run", "sweep", "plot", "list", "plan", "tune", "compare")
+COMPILING_COMMANDS = ("run", "sweep", "plan", "tune")
+
+
+def missing_rl_module() -> str | None:
+    """The first module of the ``rl`` extra that cannot be imported (None if all can)."""
+    import importlib.util
+
+    for name in RL_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except ModuleNotFoundError:
+            return name
+    return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jaxnigt import clock
+
+    parser = argparse.ArgumentParser(
+        prog="jaxnigt",
+        description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_cli.add_parser(sub)
+    grids.add_sweep_parser(sub)
+    grids.add_tune_parser(sub)
+    reports.add_parsers(sub)
+    clock.add_parser(sub)
+    return parser
+
+
+def enable_compilation_cache() -> None:
+    """Persistent XLA cache (``$JAXNIGT_CACHE_DIR``, default ``~/.cache/jaxnigt/xla``).
+
+    MJX programs take tens of seconds to compile on a CPU; the cache makes a second run of
+    the same shapes start in about a second. Set ``JAXNIGT_CACHE_DIR=`` (empty) to disable.
+    """
+    import os
+
+    import jax
+
+    path = os.environ.get("JAXNIGT_CACHE_DIR", str(Path.home() / ".cache" / "jaxnigt" / "xla"))
+    if path and jax.config.jax_compilation_cache_dir is None:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def _quiet_closed_loops(unraisable) -> None:
+    """sys.unraisablehook: orbax's background event loops may report 'Event loop is closed'
+    after a failed checkpoint write, which the run already reported in one line."""
+    if isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(
+        unraisable.exc_value
+    ):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.unraisablehook = _quiet_closed_loops
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails a write instead of killing
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.command in EXPERIMENT_COMMANDS:
+        missing = missing_rl_module()
+        if missing:
+            return error(
+                f"`jaxnigt {args.command}` needs the experiment extra (module {missing!r} is "
+                f"missing); install it with: {RL_INSTALL}"
+            )
+    if args.command in COMPILING_COMMANDS:
+        from jaxnigt import parallel
+
+        args.xla_flags = parallel.apply_gpu_flags()  # before any JAX backend starts
+    if args.command in (*COMPILING_COMMANDS, "clock"):
+        enable_compilation_cache()
+    with contextlib.ExitStack() as stack:
+        if isinstance(getattr(args, "config", None), str):
+            args.config_given = args.config
+            args.config = common.resolve_config(args.config, stack)
+        return int(args.func(args) or 0)

@@ -1,0 +1,196 @@
+"""``jaxnigt sweep`` and ``jaxnigt tune``: grids of runs, one directory of run directories."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxnigt.cli.common import add_set, announce, error, flagged, stopped
+
+#: The tune flag of each parameter a ``tuning.TuningError`` names (``Grid`` fields and
+#: ``tuning.tune``'s parameters; ``budget``, a config field, has none).
+TUNE_FLAGS = {
+    "lr_exp": "--lr-exp", "eta": "--eta", "M": "--M", "max_extensions": "--max-extensions",
+    "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
+    "resume": "--resume",
+}  # fmt: skip
+
+
+def add_sweep_parser(sub) -> None:
+    sw = sub.add_parser("sweep", help="run a config over a grid of values and compare the points")
+    sw.add_argument("config", help="YAML config (its sweep: section lists values to sweep)")
+    sw.add_argument(
+        "--over",
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="sweep a config key over values (repeatable: the Cartesian product)",
+    )
+    sw.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    sw.add_argument("--out", help="sweep directory (default runs/<config name>_sweep)")
+    add_set(sw)
+    sw.add_argument("--resume", action="store_true", help="skip finished points, continue")
+    sw.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sw.set_defaults(func=sweep_command)
+
+
+def add_tune_parser(sub) -> None:
+    from jaxnigt import tuning
+
+    tu = sub.add_parser(
+        "tune", help="choose step sizes (and M) on held-out seeds; write a tuned config"
+    )
+    tu.add_argument("config", help="YAML config to tune (its budget and cluster)")
+    tu.add_argument("--out", required=True, help="tuning directory (tuned.yaml, tuning.json)")
+    tu.add_argument("--algorithms", metavar="A,B", help="algorithms to tune (default: all)")
+    tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2 "
+                    "(default -10:-1; extended while the winner sits at an edge)")  # fmt: skip
+    tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
+    tu.add_argument(
+        "--M", metavar="M1,M2", help="M = M_init values for Rennala/Malenia (default: the config's)"
+    )
+    tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
+                    help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
+    tu.add_argument("--statistic", default="average", choices=tuning.STATISTICS,
+                    help="the score's per-seed statistic (default average)")  # fmt: skip
+    tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
+                    help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
+    add_set(tu)
+    tu.add_argument("--resume", action="store_true", help="keep finished programs, continue")
+    tu.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
+    tu.add_argument("--no-progress", action="store_true", help="no progress bars")
+    tu.set_defaults(func=tune_command)
+
+
+def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
+    """``{key: [values]}`` from ``--over KEY=V1,V2,...`` (values are YAML, like ``--set``)."""
+    import yaml
+
+    from jaxnigt.sweep import SweepError
+
+    axes: dict[str, list[Any]] = {}
+    for text in texts:
+        if "=" not in text:
+            raise SweepError(f"--over: got {text!r}; expected KEY=V1,V2,... e.g. cluster.n=10,100")
+        key, raw = text.split("=", 1)
+        key = key.strip()
+        if not key or key in axes:
+            raise SweepError(f"--over: got {text!r}; expected a new dotted key")
+        try:
+            values = [yaml.safe_load(v) for v in raw.split(",")]
+        except yaml.YAMLError:
+            raise SweepError(f"--over {key}: values {raw!r} are not valid YAML") from None
+        if not values or any(v is None for v in values):
+            raise SweepError(f"--over {key}: got {raw!r}; expected comma-separated values")
+        axes[key] = values
+    return axes
+
+
+def _sweep_request(args: argparse.Namespace):
+    """``(raw config, axes, sets, out)`` from the flags (raises on a bad value)."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import sweep
+
+    raw = config_lib.read_yaml(args.config)
+    sets = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
+    config_lib.apply_overrides(raw, sets)  # a malformed --set, named as such (OverrideError)
+    axes = {**sweep.sweep_section(raw), **parse_over(args.over or [])}
+    if not axes:
+        raise sweep.SweepError(
+            "--over: nothing to sweep; give --over KEY=V1,V2,... or a sweep: section"
+        )
+    name = str(raw.get("name", Path(args.config).stem))
+    out = Path(args.out) if args.out else Path("runs") / f"{name}_sweep"
+    return raw, axes, sets, out
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, files, signals, sweep
+    from jaxnigt import config as config_lib
+
+    announce(args)
+    try:
+        raw, axes, sets, out = _sweep_request(args)
+        with signals.stop_on_signals() as stop:
+            rows = sweep.run_sweep(
+                raw, axes, out, sets=sets, resume=args.resume, overwrite=args.overwrite,
+                progress=not args.no_progress, stop=stop,
+            )  # fmt: skip
+    except signals.Interrupted as e:
+        again = ["jaxnigt", "sweep", args.config_given, "--out", str(out), "--resume"]
+        again += [x for o in args.over or [] for x in ("--over", o)]
+        again += [x for o in sets for x in ("--set", o)]
+        print(f"jaxnigt: {e}; continue with: {shlex.join(again)}", file=sys.stderr)
+        return e.exit_status
+    except (sweep.SweepError, config_lib.ConfigError) as e:
+        return error(flagged(e))
+    except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
+        return stopped("sweep", e, "--out", out)
+    failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
+    print(
+        f"[jaxnigt] wrote {out}/{sweep.TABLE} and {out}/sweep.png ({len(failed)} failed point(s))"
+    )
+    for point in failed:
+        print(f"  failed: {point}")
+    return 0
+
+
+def _tune_request(args: argparse.Namespace):
+    """``(raw config, Grid, seeds, algorithms)`` from the flags (raises on a bad value)."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import tuning
+
+    raw = config_lib.apply_overrides(config_lib.read_yaml(args.config), args.set or [])
+    grid = tuning.Grid(
+        lr_exp=tuning.DEFAULT_LR_EXP if args.lr_exp is None else tuning.parse_lr_exp(args.lr_exp),
+        eta=tuning.DEFAULT_ETA
+        if args.eta is None
+        else tuning.parse_numbers(args.eta, "eta", float, 0.0, 1.0),
+        M=None if args.M is None else tuning.parse_numbers(args.M, "M", int, 0, math.inf),
+        max_extensions=args.max_extensions,
+    )
+    seeds = tuning.parse_seeds(args.tune_seeds)
+    algorithms = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
+    if args.algorithms is not None and not algorithms:
+        raise tuning.TuningError("got an empty list; expected names a,b,...", param="algorithms")
+    tuning.check_request(raw, algorithms, grid, seeds, args.statistic)
+    return raw, grid, seeds, algorithms
+
+
+def tune_command(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, files, runner, signals, tuning
+    from jaxnigt import config as config_lib
+
+    try:
+        raw, grid, seeds, algorithms = _tune_request(args)
+    except (tuning.TuningError, config_lib.ConfigError) as e:
+        return error(flagged(e, TUNE_FLAGS))
+    announce(args)
+    command = shlex.join(["jaxnigt", *(args.argv or [])])
+    try:
+        with signals.stop_on_signals() as stop:
+            report = tuning.tune(
+                raw, args.out, algorithms=algorithms, grid=grid, seeds=seeds,
+                statistic=args.statistic, resume=args.resume, overwrite=args.overwrite,
+                progress=not args.no_progress, source=args.config_given, command=command,
+                stop=stop,
+            )  # fmt: skip
+    except signals.Interrupted as e:
+        again = shlex.join(["jaxnigt", *(a for a in args.argv or [] if a != "--resume")])
+        print(f"jaxnigt: {e}; continue with: {again} --resume", file=sys.stderr)
+        return e.exit_status
+    except (tuning.TuningError, config_lib.ConfigError) as e:
+        return error(flagged(e, TUNE_FLAGS))
+    except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
+        return stopped("tuning", e, "--out", args.out)
+    except runner.RunError as e:
+        print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
+        return 1
+    print(tuning.table(report))
+    print(f"[jaxnigt] wrote {args.out}/{tuning.TUNED} and {args.out}/{tuning.TABLE}")
+    return 0

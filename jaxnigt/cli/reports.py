@@ -1,0 +1,162 @@
+"""Commands that run no experiment: ``plan`` (a config's cost), ``plot``, ``compare`` (a run
+directory's curves and statistics) and ``list`` (what is available)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from jaxnigt.cli.common import add_set, announce, error, flagged
+
+#: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
+COMPARE_FLAGS = {"statistic": "--statistic", "reference": "--reference",
+                 "baselines": "--baselines"}  # fmt: skip
+PLOT_FLAGS = {"x": "--x"}
+
+
+def add_parsers(sub) -> None:
+    from jaxnigt import analysis
+
+    plot = sub.add_parser("plot", help="plot return against time/steps/comms")
+    plot.add_argument("dirs", nargs="+", help="run directories")
+    plot.add_argument(
+        "--x", default=None, help="x-axis: time (default), steps or comms; a sweep: the swept key"
+    )
+    plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
+    plot.add_argument("--out", help="PNG path (default <dir>/curves_<x>.png)")
+    plot.add_argument(
+        "--counts",
+        action="store_true",
+        help="instead: each worker's share of the gradients, a stacked bar per algorithm",
+    )
+    plot.set_defaults(func=plot_command)
+
+    co = sub.add_parser(
+        "compare", help="a reference against every baseline of a run: effects, intervals, verdict"
+    )
+    co.add_argument("run_dir", help="a finished run directory")
+    co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
+    co.add_argument("--baselines", metavar="A,B", help="default: every other algorithm")
+    co.add_argument("--statistic", default="average", choices=analysis.STATISTICS,
+                    help="the effect the verdict uses (default average)")  # fmt: skip
+    co.add_argument(
+        "--claim",
+        default="ahead",
+        choices=analysis.CLAIMS,
+        help="ahead: the reference beats every baseline; tie: they equal it",
+    )
+    co.set_defaults(func=compare_command)
+
+    pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
+    pl.add_argument("config", help="YAML config: a file, or a bundled one's name")
+    add_set(pl)
+    pl.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    pl.add_argument("--no-memory", action="store_true", help="skip compiling a step for memory")
+    pl.set_defaults(func=plan_command)
+
+    lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
+    lst.set_defaults(func=list_command)
+
+
+def analysis_problem(e: Exception, flags=COMPARE_FLAGS) -> str:
+    """An analysis error with the command line's words: the flag of the parameter at fault,
+    and for an unfinished run directory the command that finishes it."""
+    from jaxnigt import analysis
+
+    text = flagged(e, flags)
+    if isinstance(e, analysis.UnfinishedRunError) and e.path is not None:
+        text += f" with `jaxnigt run CONFIG --resume {e.path}`"
+    return text
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    import json
+
+    from jaxnigt import analysis, files
+
+    baselines = None
+    if args.baselines is not None:
+        baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    try:
+        run = analysis.load_run(args.run_dir)
+        result = analysis.compare(
+            run, args.reference, statistic=args.statistic, baselines=baselines, claim=args.claim
+        )
+    except analysis.AnalysisError as e:
+        return error(analysis_problem(e))
+    text = analysis.compare_markdown(result)
+    out = Path(args.run_dir)
+    try:
+        files.atomic_write_text(out / "compare.json", json.dumps(result, indent=2) + "\n")
+        files.atomic_write_text(out / "compare.md", text + "\n")
+    except OSError as e:
+        return error(f"cannot write the comparison: {files.describe(e)}")
+    print(text)
+    print(f"[jaxnigt] wrote {out}/compare.json and {out}/compare.md")
+    return 0
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    from jaxnigt import config as config_lib
+    from jaxnigt import plan
+
+    overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
+    try:
+        cfg = config_lib.load(args.config, overrides)
+    except config_lib.ConfigError as e:
+        return error(flagged(e))
+    announce(args)
+    print(plan.table(plan.plan(cfg, memory=not args.no_memory), cfg))
+    return 0
+
+
+def _plot_counts(args: argparse.Namespace) -> int:
+    from jaxnigt.plotting import plot_counts
+    from jaxnigt.results import COUNTS_FILE
+
+    for d in args.dirs:
+        if not (Path(d) / COUNTS_FILE).is_file():
+            return error(f"{d!r} has no {COUNTS_FILE} (written by runs with n <= 64)")
+    for d in args.dirs:
+        out = args.out if args.out and len(args.dirs) == 1 else Path(d) / "counts.png"
+        print(f"[jaxnigt] wrote {plot_counts(d, out=out)}")
+    return 0
+
+
+def plot_command(args: argparse.Namespace) -> int:
+    from jaxnigt.plotting import PlotError, plot_runs, plot_sweep
+
+    if len(args.dirs) == 1 and (Path(args.dirs[0]) / "sweep.json").is_file():
+        try:
+            path = plot_sweep(args.dirs[0], x=args.x, out=args.out)
+        except ValueError as e:
+            return error(flagged(e, PLOT_FLAGS))
+        print(f"[jaxnigt] wrote {path}")
+        return 0
+    if args.counts:
+        return _plot_counts(args)
+    args.x = args.x or "time"
+    for d in args.dirs:
+        if not (Path(d) / "metrics.csv").is_file():
+            return error(f"{d!r} is not a run directory (no metrics.csv)")
+    out = args.out or str(Path(args.dirs[0]) / f"curves_{args.x}.png")
+    try:
+        path = plot_runs(args.dirs, x=args.x, y=args.y, out=out)
+    except PlotError as e:
+        return error(flagged(e, PLOT_FLAGS))
+    print(f"[jaxnigt] wrote {path}")
+    return 0
+
+
+def list_command(args: argparse.Namespace) -> int:
+    del args
+    from jaxnigt import bundled, envs
+    from jaxnigt.algorithms import NAMES
+
+    print("environments:", ", ".join(envs.list_envs()))
+    print("algorithms:  ", ", ".join(NAMES))
+    configs = bundled.names()
+    print("configs:     ", ", ".join(configs) if configs else "(none found)")
+    if configs:
+        print("              (run one by name from any directory, e.g. jaxnigt run demo)")
+    return 0

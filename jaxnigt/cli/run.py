@@ -1,0 +1,163 @@
+"""``jaxnigt run``: one experiment config into a run directory (or continue one)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shlex
+import sys
+from pathlib import Path
+
+from jaxnigt.cli.common import add_set, announce, dir_problem, error, flagged, stopped
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser("run", help="run an experiment config and write a run directory")
+    run.add_argument("config", help="YAML config: a file, or a bundled one's name (jaxnigt list)")
+    run.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    run.add_argument("--out", help="run directory (default runs/<config name>)")
+    add_set(
+        run,
+        "override a config value, e.g. --set budget=500 --set hparams.eta=0.1 "
+        "--set algorithms=[rennala_nigt,afedpg] (repeatable; VALUE is YAML)",
+    )
+    run.add_argument("--overwrite", action="store_true", help="reuse an existing run directory")
+    run.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue an interrupted run in DIR (same config and overrides) from its checkpoints",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also log every chunk's scalars for TensorBoard (needs jaxnigt[tb])",
+    )
+    dist = run.add_argument_group(
+        "multiple processes (one per host; see README 'Multiple devices and hosts')"
+    )
+    dist.add_argument("--coordinator", metavar="HOST:PORT", help="jax.distributed coordinator")
+    dist.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
+    dist.add_argument("--process-id", type=int, metavar="I", help="this process's index")
+    dist.add_argument(
+        "--distributed",
+        action="store_true",
+        help="initialize jax.distributed from the environment (SLURM, JAX_COORDINATOR_ADDRESS)",
+    )
+    run.set_defaults(func=command)
+
+
+def init_distributed(args: argparse.Namespace) -> str | None:
+    """Starts jax.distributed when asked to; returns an error message for bad flags."""
+    given = [args.coordinator, args.num_processes, args.process_id]
+    if not args.distributed and all(v is None for v in given):
+        return None
+    if not args.distributed and any(v is None for v in given):
+        return "--coordinator, --num-processes and --process-id go together"
+    if args.num_processes is not None and args.num_processes < 1:
+        return f"--num-processes: got {args.num_processes}; expected an integer >= 1"
+    if args.process_id is not None and not 0 <= args.process_id < (args.num_processes or 1):
+        return f"--process-id: got {args.process_id}; expected 0 <= I < --num-processes"
+    from jaxnigt import distributed
+
+    distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    return None
+
+
+def resume_command(args: argparse.Namespace, out: Path) -> str:
+    """The exact command that continues this run (same config and overrides)."""
+    parts = ["jaxnigt", "run", getattr(args, "config_given", args.config), "--resume", str(out)]
+    for item in args.set or []:
+        parts += ["--set", item]
+    if args.seeds is not None:
+        parts += ["--seeds", str(args.seeds)]
+    if getattr(args, "tensorboard", False):
+        parts.append("--tensorboard")
+    return shlex.join(parts)
+
+
+def load_config(args: argparse.Namespace):
+    """The config with the command line's overrides (raises ConfigError)."""
+    from jaxnigt import config as config_lib
+
+    overrides = list(args.set or [])
+    if args.seeds is not None:
+        overrides.append(f"seeds={args.seeds}")
+    if args.tensorboard:
+        overrides.append("tensorboard=true")
+    cfg = config_lib.load(args.config, overrides)
+    if cfg.tensorboard and importlib.util.find_spec("tensorboardX") is None:
+        raise config_lib.ConfigError(
+            "tensorboard: needs tensorboardX; install it with: pip install 'jaxnigt[tb]'"
+        )
+    return cfg
+
+
+def run_dir(args: argparse.Namespace, cfg) -> Path:
+    """The run directory: one to continue is checked to hold a run of ``cfg``; a fresh one
+    is prepared (created, checked writable, refused if it holds files without --overwrite)."""
+    from jaxnigt import config as config_lib
+    from jaxnigt import files
+    from jaxnigt.distributed import is_writer
+
+    if args.resume:
+        if args.out and Path(args.out) != Path(args.resume):
+            raise config_lib.ConfigError("--out and --resume name different directories; give one")
+        out = Path(args.resume)
+        files.check_resumable(cfg, out)
+        return out
+    out = Path(args.out) if args.out else Path("runs") / cfg.name
+    if is_writer():
+        files.prepare_run_dir(out, args.overwrite)
+    return out
+
+
+def _print_summary(out: Path, summary: dict) -> None:
+    print(f"[jaxnigt] wrote {out}/metrics.csv, summary.json, curves.png")
+    for name, entry in summary.items():
+        final = entry["final_median_return"]
+        line = f"  {name:<14} final median eval return {final:10.3f}" if final is not None else name
+        if entry.get("time_to_target") is not None:
+            line += f"   time to target {entry['time_to_target']:.1f}"
+        print(line)
+
+
+def command(args: argparse.Namespace) -> int:
+    from jaxnigt import checkpoint, experiment, files, runner, signals
+    from jaxnigt import config as config_lib
+    from jaxnigt.distributed import is_writer
+
+    problem = init_distributed(args)
+    if problem:
+        return error(problem)
+    flag = "--resume" if args.resume else "--out"
+    try:
+        cfg = load_config(args)
+        out = run_dir(args, cfg)
+    except config_lib.ConfigError as e:
+        return error(flagged(e))
+    except (files.NotResumableError, files.RunDirError) as e:
+        return error(dir_problem(e, flag))
+    if is_writer():
+        announce(args)
+    try:
+        with signals.stop_on_signals() as stop:
+            summary = experiment.run_experiment(
+                cfg, out, resume=bool(args.resume), progress=not args.no_progress, stop=stop
+            )
+    except signals.Interrupted as e:
+        print(f"jaxnigt: {e}; checkpoint and partial results written to {out}.", file=sys.stderr)
+        print(f"jaxnigt: continue with: {resume_command(args, out)}", file=sys.stderr)
+        return e.exit_status
+    except config_lib.ConfigError as e:
+        return error(str(e))
+    except checkpoint.CheckpointError as e:
+        return error(f"{e}; rerun without --resume to start afresh")
+    except (files.NotResumableError, files.RunDirError) as e:
+        return stopped("run", e, flag, out)
+    except runner.RunError as e:
+        print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
+        return 1
+    if is_writer():
+        _print_summary(out, summary)
+    return 0

@@ -1,0 +1,106 @@
+"""The simulated cluster's clock alone, no training: a round rule's rounds or the asynchronous
+engine's arrivals, from time 0.
+
+:func:`simulate_rule_rounds` runs ``rounds`` rounds of a collection rule of
+:mod:`jaxnigt.schedules` (``rennala``, ``malenia``, ``sync``; ``lax.scan`` inside one
+``jax.jit``, round ``r`` keyed ``fold_in(key, r)``) and returns per-round arrays.
+:func:`simulate_async` runs the per-arrival engine of AFedPG / asynchronous SGD
+(:mod:`jaxnigt.events`).  ``jaxnigt clock`` (:mod:`jaxnigt.clock`) is the command around
+these; :mod:`jaxnigt.theory` gives the closed-form values to compare them with.
+
+(An algorithm's own clock, the trajectories and end time of each of its steps, is its
+``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from jaxnigt import events, schedules
+from jaxnigt.timing import TimeModel
+
+ROUND_RULES = ("rennala", "malenia", "sync")
+
+
+def _rule(rule: str, tm: TimeModel, M: int, capacity, per_worker, modes: dict):
+    """The round function ``(tm, key, t0, busy_until) -> RoundSchedule`` of ``rule``."""
+    if rule == "rennala":
+        return functools.partial(schedules.rennala, M=M, **modes)
+    if rule == "malenia":
+        cap = schedules.default_malenia_capacity(M, tm.n) if capacity is None else capacity
+        return functools.partial(schedules.malenia, M=M, capacity=cap, **modes)
+    if rule == "sync":
+        b = schedules.sync_batch(M, tm.n, per_worker)
+        return functools.partial(schedules.sync, per_worker=b, **modes)
+    raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=("rule", "M", "rounds", "inflight", "capacity", "per_worker", "allreduce"),
+)
+def simulate_rule_rounds(
+    tm: TimeModel,
+    key: jax.Array,
+    *,
+    rule: str,
+    M: int,
+    rounds: int,
+    inflight: str = "cancel",
+    capacity: int | None = None,
+    per_worker: int | None = None,
+    allreduce: str = "all",
+) -> dict[str, jax.Array]:
+    """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
+
+    Args:
+      tm: the cluster's time model.
+      key: PRNG key of the whole run.
+      rule: one of :data:`ROUND_RULES`.
+      M: the rule's batch size.
+      rounds: number of rounds (static).
+      inflight, allreduce: the round modes (:data:`jaxnigt.schedules.INFLIGHT`,
+        :data:`jaxnigt.schedules.ALLREDUCE`).
+      capacity: Malenia's per-worker capacity (default
+        :func:`~jaxnigt.schedules.default_malenia_capacity`).
+      per_worker: the synchronous batch per worker (default
+        :func:`~jaxnigt.schedules.sync_batch`).
+
+    Returns:
+      dict of per-round arrays with leading axis ``[rounds]``: ``t_start``,
+      ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``, ``traj_wasted``,
+      ``time_used``, ``comms``, ``overflow``, ``counts`` ``[rounds, n]`` and ``busy_until``
+      ``[rounds, n]`` (when each worker is free after the round).
+    """
+    modes = {"inflight": inflight, "allreduce": allreduce}
+    fn = _rule(rule, tm, M, capacity, per_worker, modes)
+    s = schedules.run_rounds(fn, tm, key, rounds)
+    return {
+        "t_start": s.t_start,
+        "t_collect_end": s.t_collect_end,
+        "t_end": s.t_end,
+        "grads_used": s.num_slots,
+        "time_wasted": s.time_wasted,
+        "traj_wasted": s.traj_wasted,
+        "time_used": s.time_used,
+        "comms": s.comms,
+        "overflow": s.overflow,
+        "counts": s.counts,
+        "busy_until": s.busy_until,
+    }
+
+
+@functools.partial(jax.jit, static_argnames=("arrivals", "link"))
+def simulate_async(
+    tm: TimeModel, key: jax.Array, *, arrivals: int, link: str = "shared"
+) -> tuple[events.AsyncState, events.Arrival]:
+    """``arrivals`` arrivals of the per-arrival engine from time 0.
+
+    Every worker's first compute time comes from ``fold_in(key, 0)`` and arrival ``j``'s
+    redispatch from ``fold_in(fold_in(key, 1), j)``.  Returns the final engine state and the
+    stacked :class:`~jaxnigt.events.Arrival` records.
+    """
+    state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
+    return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)

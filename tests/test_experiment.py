@@ -1,0 +1,47 @@
+"""Tests for jaxnigt.experiment and jaxnigt.signals without running an algorithm: what a
+fresh run does to a reused directory, and the stop flag (whole runs: tests/test_cli.py)."""
+
+import os
+import signal
+
+import pytest
+
+from jaxnigt import config as config_lib
+from jaxnigt import experiment, files, results, signals
+
+
+def test_fresh_run_replaces_an_earlier_runs_outputs(tmp_path):
+    """A reused directory (``--overwrite``, a failed sweep point run again) keeps no stale
+    checkpoint a resume would pick up, nor a count file of another n."""
+    cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
+    stale = tmp_path / "checkpoints" / "afedpg" / "chunk_000099"
+    stale.mkdir(parents=True)
+    (tmp_path / "checkpoints" / "done.json").write_text('["afedpg"]\n')
+    (tmp_path / "tensorboard").mkdir()
+    for name in (results.COUNTS_FILE, "counts.png", "metrics.csv", "compare.md", files.LOCK):
+        (tmp_path / name).write_text("old")
+    assert experiment._begin(cfg, tmp_path, resume=False) == ([], [], [])
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([files.LOCK, "compare.md", "config.yaml"])  # not a run's output
+    assert config_lib.from_dict(config_lib.read_yaml(tmp_path / "config.yaml")) == cfg
+
+
+def test_resume_needs_a_run_of_the_same_config(tmp_path):
+    cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
+    with pytest.raises(files.NotResumableError, match="not a run directory"):
+        experiment.run_experiment(cfg, tmp_path, resume=True, progress=False)
+    with pytest.raises(files.UnusableDirError, match="no such directory"):
+        experiment.run_experiment(cfg, tmp_path / "none", resume=True, progress=False)
+    assert not (tmp_path / "none").exists()
+
+
+def test_first_signal_sets_the_flag_and_handlers_are_restored(capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    with signals.stop_on_signals() as stop:
+        assert not stop.requested
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.requested and stop.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert "SIGTERM: finishing the current chunk" in capsys.readouterr().err
+    stopped = signals.Interrupted(signal.SIGTERM, "afedpg", 3)
+    assert stopped.exit_status == 143 and "afedpg stopped after chunk 3" in str(stopped)

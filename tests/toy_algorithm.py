@@ -1,0 +1,23 @@
+"""A throwaway algorithm, registered only by the tests: what adding one takes.
+
+Synchronous policy gradient with heavy-ball momentum: the synchronous collection, plain-mean
+weights and ``optax.sgd(momentum=0.9)``. One module, one ``register`` call
+(``jaxnigt.algorithms.register("momentum_pg", "toy_algorithm")``); nothing else changes.
+"""
+
+import optax
+
+from jaxnigt import aggregators
+from jaxnigt.algorithms import core, round_engine
+
+MOMENTUM = core.Update(
+    optimizer=lambda hyper: optax.sgd(hyper["learning_rate"], momentum=0.9),
+    eval_params=core.held_params,
+)
+TRAITS = round_engine.SYNC.using(MOMENTUM)
+make = round_engine.factory(
+    schedule=round_engine.sync_schedule,
+    weights=aggregators.sync_weights,
+    update=MOMENTUM,
+    traits=TRAITS,
+)
