@@ -26,8 +26,17 @@ TIMEOUT = 900
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """The test's environment for a child: the suite's compilation cache, plus ``extra``."""
-    env = {**os.environ, "JAXNIGT_CACHE_DIR": os.environ.get("JAXNIGT_TEST_CACHE", "")}
+    """The test's environment for a child: the suite's compilation cache, plus ``extra``.
+
+    Both the ``jaxnigt`` command (``JAXNIGT_CACHE_DIR``) and a plain ``python -c`` child that
+    imports jax (``JAX_COMPILATION_CACHE_DIR``) use it, so a child loads what the test process
+    compiled before it instead of compiling it again (the cache key holds the program and
+    the XLA flags: a different program or device count compiles anew)."""
+    cache = os.environ.get("JAXNIGT_TEST_CACHE", "")
+    env = {**os.environ, "JAXNIGT_CACHE_DIR": cache}
+    if cache:
+        env["JAX_COMPILATION_CACHE_DIR"] = cache
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
     env.update(extra)
     return env
 

@@ -126,12 +126,7 @@ def _point_mass_trainer(algorithm, link, wave, n=6):
     return make_trainer(config_lib.from_dict(raw), algorithm)
 
 
-_WAVE_CASES = [
-    ("asgd", "shared", 6),
-    ("asgd", "independent", 4),
-    ("afedpg", "shared", 4),
-    ("afedpg", "independent", 6),
-]
+_WAVE_CASES = [("asgd", "shared", 4), ("afedpg", "independent", 6)]
 
 
 @pytest.mark.parametrize("algorithm, link, wave", _WAVE_CASES)
@@ -143,9 +138,10 @@ def test_waves_equal_one_arrival_at_a_time(algorithm, link, wave):
     Not bitwise: XLA computes a policy's matmuls for a batch of W slots with other kernels
     than for one slot, so float32 results differ by rounding (as seeds vmapped together
     differ from seeds run alone); over these 60 arrivals the largest difference is ~3e-6.
-    Everything discrete (workers, order, counts, times) is equal exactly. Each wave size
-    (4 of n = 6 workers: full and partial waves; 6: every ready arrival) meets each
-    algorithm and each link once (one compiled program per case fewer than all pairs).
+    Everything discrete (workers, order, counts, times) is equal exactly. Two cases, two
+    compiled programs each, cover both links, both server updates (plain and NIGT) and both
+    kinds of wave (4 of n = 6 workers: full and partial waves; 6: every ready arrival); the
+    wave logic itself never looks at the update or the link, only at the dispatch versions.
     """
     out = {}
     for w in (1, wave):

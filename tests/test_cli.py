@@ -296,11 +296,16 @@ def test_second_process_on_a_run_directory_is_refused(terminated):
 
 
 def _corrupt(chunk, how):
-    data = max((p for p in chunk.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
-    raw = bytearray(data.read_bytes())
+    """Truncates the checkpoint's largest file, or flips one byte in the middle of *every*
+    file: which file holds the arrays depends on orbax's layout and on how many chunks the
+    killed run wrote, and a flipped byte in unused metadata would go unnoticed."""
+    files = [p for p in chunk.rglob("*") if p.is_file() and p.stat().st_size]
     if how == "truncate":
-        data.write_bytes(raw[: len(raw) // 2])
-    else:
+        data = max(files, key=lambda p: p.stat().st_size)
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+        return
+    for data in files:
+        raw = bytearray(data.read_bytes())
         raw[len(raw) // 2] ^= 0xFF
         data.write_bytes(bytes(raw))
 

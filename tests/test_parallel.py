@@ -82,7 +82,6 @@ def test_sharded_runs_equal_single_device(tmp_path):
     env = child_env(
         XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
         JAX_PLATFORMS="cpu",
-        JAX_COMPILATION_CACHE_DIR=os.environ.get("JAXNIGT_TEST_CACHE", ""),
     )
     code, stdout, stderr = run([sys.executable, "-c", SCRIPT, str(TESTS)], tmp_path, env=env)
     assert code == 0, stderr[-3000:]

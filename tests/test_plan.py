@@ -26,9 +26,36 @@ def _raw(algorithm: str) -> dict:
     return {**BASE, "hparams": hparams, "algorithms": [algorithm]}
 
 
-@pytest.mark.parametrize("algorithm", algorithms.NAMES)
+#: Algorithms whose clock (``Algorithm.simulate_clock``) is built by the same engine code
+#: with the same collection as another's: the update rule never changes when a step ends or
+#: how many trajectories it rolls out. The representative's real step is compiled below; the
+#: others are checked against its clock (cheap: no rollout is compiled).
+SAME_CLOCK = {
+    "rennala_pg": "rennala_nigt",
+    "sync_pg": "sync_nigt",
+    "a2c": "sync_nigt",
+    "asgd": "afedpg",
+    "a3c": "afedpg",
+}
+REPRESENTATIVES = [a for a in algorithms.NAMES if a not in SAME_CLOCK]
+
+
+def test_algorithms_that_share_an_engine_share_its_clock():
+    assert set(SAME_CLOCK) | set(REPRESENTATIVES) == set(algorithms.NAMES)
+    for algorithm, representative in SAME_CLOCK.items():
+        clocks = []
+        for name in (algorithm, representative):
+            tr = make_trainer(config_lib.from_dict(_raw(name)), name)
+            trajectories, ends = tr.algorithm.simulate_clock(jax.random.key(1), 3)
+            clocks.append((np.asarray(trajectories), np.asarray(ends)))
+        for got, want in zip(clocks[0], clocks[1], strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=algorithm)
+
+
+@pytest.mark.parametrize("algorithm", REPRESENTATIVES)
 def test_trajectories_per_step_equal_one_real_step(algorithm):
-    """Deterministic times: the planner's clock and one step of the trainer agree."""
+    """Deterministic times: the planner's clock and one step of the trainer agree (one
+    algorithm per clock; :data:`SAME_CLOCK` maps the others to theirs)."""
     cfg = config_lib.from_dict(_raw(algorithm))
     tr = make_trainer(cfg, algorithm)
     per_step, step_time = tr.clock(3)

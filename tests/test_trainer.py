@@ -81,7 +81,7 @@ def test_same_seed_same_results_in_a_fresh_process(trainer, run_batch, tmp_path)
     here = jax.tree.map(np.asarray, run_batch(_keys([0, 1]), trainer.hyper(batch=2))[1])
     raw = json.dumps(config_lib.from_dict(_RAW).to_dict())
     argv = [sys.executable, "-c", _FRESH, raw, trainer.name, str(TESTS)]
-    code, stdout, stderr = run(argv, tmp_path)
+    code, stdout, stderr = run(argv, tmp_path)  # the suite's cache: the same executable
     assert code == 0, stderr[-2000:]
     line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     there = json.loads(line[len("RESULT") :])
