@@ -103,6 +103,11 @@ def _int(flag: str, raw, minimum: int | None = 1) -> int:
         raise FlagError(flag, str(e).removeprefix(f"{flag}: ")) from None
 
 
+def _per_worker(raw: str) -> int | str:
+    """``--per-worker``: an integer >= 1 or ``match_M`` (Rennala's M spread over n)."""
+    return raw if raw == schedules.MATCH_M else _int("--per-worker", raw)
+
+
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
     if raw not in allowed:
         raise FlagError(flag, f"unknown value {raw!r}; allowed: {', '.join(allowed)}")
@@ -141,9 +146,7 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
         if args.capacity is None
         else _int("--capacity", args.capacity)
     )
-    per_worker = schedules.sync_batch(
-        M, n, None if args.per_worker is None else _int("--per-worker", args.per_worker)
-    )
+    per_worker = schedules.sync_batch(M, n, _per_worker(args.per_worker))
     out = str(args.out)
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
@@ -309,7 +312,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
     p.add_argument("--horizon", default=None, help="H, required with --per-step")
     p.add_argument("--capacity", default=None, help="Malenia per-worker capacity (6M)")
-    p.add_argument("--per-worker", default=None, help="sync batch per worker (ceil(M/n))")
+    p.add_argument(
+        "--per-worker", default="1", help="sync batch per worker: an integer or match_M (1)"
+    )
     p.error = _one_line_error(p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
 

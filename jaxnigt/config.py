@@ -49,7 +49,7 @@ from jaxnigt.config_text import (  # noqa: F401  (re-exported: the config API re
     read_yaml,
 )
 from jaxnigt.events import LINKS
-from jaxnigt.schedules import ALLREDUCE, INFLIGHT
+from jaxnigt.schedules import ALLREDUCE, INFLIGHT, MATCH_M
 
 ON_NONFINITE = ("stop", "mark")
 HETEROGENEOUS = ("sign_flip",)
@@ -97,6 +97,17 @@ def _noise(path, v, ctx):
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
     return v
+
+
+def _batch(path, v, ctx):
+    """A synchronous batch per worker: an integer >= 1 or ``match_M``; ``null`` is how
+    configs before the third edition spelled ``match_M`` (their default), so their run
+    directories keep meaning what they ran."""
+    if v is None or v == MATCH_M:
+        return MATCH_M
+    if isinstance(v, str):
+        raise ConfigError(f"{path}: got {v!r}; expected an integer >= 1 or {MATCH_M!r}")
+    return _int(1)(path, v, ctx)
 
 
 def _algorithms(path, v, ctx):
@@ -181,10 +192,13 @@ class HParams:
       learning_rate: step size α (NIGT's normalized step; plain PG's gradient step).
       eta: NIGT/AFedPG momentum weight η ∈ (0, 1].
       M: gradients aggregated per round (Rennala: total; Malenia: harmonic-mean target;
-        sync: per-worker batch max(1, ceil(M/n)) unless ``per_worker_batch`` is set).
+        the synchronous methods read it only with ``per_worker_batch: match_M``).
       M_init: gradients of the initial aggregation (round 0); default M.
       gamma: discount γ of the policy-gradient estimator.
-      per_worker_batch: synchronous methods' per-worker batch b.
+      per_worker_batch: synchronous methods' (``sync_nigt``, ``sync_pg``, ``a2c``)
+        gradients per worker and round: default 1 (the paper's Sync NIGT: one trajectory per
+        worker, a round lasts about the slowest worker's time); ``match_M``: max(1,
+        ceil(M/n)), about M per round like Rennala (the sensitivity variant).
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
@@ -194,8 +208,9 @@ class HParams:
       admm_rho: ``admm_pg``'s penalty ρ > 0 of the augmented Lagrangian
         J_i(θ_i) − λ_iᵀ(θ_i − z) − (ρ/2)‖θ_i − z‖² (also the dual step size).
       admm_local_steps: ``admm_pg``'s local policy-gradient steps K per round (≥ 1).
-      admm_local_batch: ``admm_pg``'s trajectories B per local step and worker; default
-        max(1, ceil(M/n)), so one local step collects about M trajectories in all.
+      admm_local_batch: ``admm_pg``'s trajectories B per local step and worker: default 1
+        (as the synchronous batch); ``match_M``: max(1, ceil(M/n)), so one local step
+        collects about M trajectories in all.
       value_coef: actor-critic methods (``a2c``, ``a3c``, ``impala``): weight of the value
         loss (traced).
       entropy_coef: their entropy bonus (traced).
@@ -211,13 +226,13 @@ class HParams:
     M: int = _opt(_int(1), 20)
     M_init: int | None = _opt(_optional(_int(1)))
     gamma: float = _opt(_float(0.0, 1.0), 0.99)
-    per_worker_batch: int | None = _opt(_optional(_int(1)))
+    per_worker_batch: int | str = _opt(_batch, 1)
     malenia_capacity: int | None = _opt(_optional(_int(1)))
     async_block: int | None = _opt(_optional(_int(1)))
     async_wave: int | None = _opt(_optional(_int(1)))
     admm_rho: float = _opt(_float(0.0), 1.0)
     admm_local_steps: int = _opt(_int(1), 1)
-    admm_local_batch: int | None = _opt(_optional(_int(1)))
+    admm_local_batch: int | str = _opt(_batch, 1)
     value_coef: float = _opt(_float(0.0, open_low=False), 0.5)
     entropy_coef: float = _opt(_float(0.0, open_low=False), 0.0)
     gae_lambda: float = _opt(_float(0.0, 1.0, open_low=False), 0.95)

@@ -52,6 +52,7 @@ __all__ = [
     "ALLREDUCE",
     "INFLIGHT",
     "MALENIA_RTOL",
+    "MATCH_M",
     "RoundSchedule",
     "default_malenia_capacity",
     "malenia",
@@ -68,13 +69,20 @@ __all__ = [
 ]
 
 
-def sync_batch(M: int, n: int, per_worker: int | None = None) -> int:
-    """Per-worker batch of the synchronous schedule: ``max(1, ceil(M / n))`` unless given."""
-    if per_worker is not None:
-        if int(per_worker) < 1:
-            raise ValueError(f"per_worker must be >= 1, got {per_worker}")
-        return int(per_worker)
-    return max(1, math.ceil(M / n))
+#: The named synchronous batch that matches Rennala's: b = max(1, ceil(M/n)), so a round
+#: aggregates about M gradients (a sensitivity variant; SPEC §4).
+MATCH_M = "match_M"
+
+
+def sync_batch(M: int, n: int, per_worker: int | str = 1) -> int:
+    """Per-worker batch b of the synchronous schedule (SPEC §4): ``per_worker`` gradients
+    (default 1: every worker one trajectory per round, the paper's Sync NIGT), or with
+    :data:`MATCH_M` ``max(1, ceil(M / n))``, Rennala's batch M spread over the n workers."""
+    if per_worker == MATCH_M:
+        return max(1, math.ceil(M / n))
+    if isinstance(per_worker, str) or int(per_worker) < 1:
+        raise ValueError(f"per_worker must be >= 1 or {MATCH_M!r}, got {per_worker!r}")
+    return int(per_worker)
 
 
 def default_malenia_capacity(M: int, n: int) -> int:

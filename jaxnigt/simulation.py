@@ -50,7 +50,7 @@ def simulate_rule_rounds(
     rounds: int,
     inflight: str = "cancel",
     capacity: int | None = None,
-    per_worker: int | None = None,
+    per_worker: int | str = 1,
     allreduce: str = "all",
 ) -> dict[str, jax.Array]:
     """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
@@ -65,8 +65,8 @@ def simulate_rule_rounds(
         :data:`jaxnigt.schedules.ALLREDUCE`).
       capacity: Malenia's per-worker capacity (default
         :func:`~jaxnigt.schedules.default_malenia_capacity`).
-      per_worker: the synchronous batch per worker (default
-        :func:`~jaxnigt.schedules.sync_batch`).
+      per_worker: the synchronous batch per worker, or ``match_M``
+        (:func:`~jaxnigt.schedules.sync_batch`; default 1).
 
     Returns:
       dict of per-round arrays with leading axis ``[rounds]``: ``t_start``,

@@ -216,11 +216,24 @@ def affected(algorithms, variant: str | None) -> list[str]:
     return [a for a in algorithms if VARIANTS[variant][0] in traits(a).cluster_options]
 
 
+def second_edition(raw: dict) -> dict:
+    """The second edition's synchronous batches: b = ceil(M/n) (``match_M``, the default
+    until the paper's one trajectory per worker became it), so its pages stay reproducible."""
+    algorithms = set(raw["algorithms"])
+    pinned = {}
+    if algorithms & {"sync_nigt", "sync_pg", "a2c"}:
+        pinned["per_worker_batch"] = "match_M"
+    if "admm_pg" in algorithms:
+        pinned["admm_local_batch"] = "match_M"
+    return {**raw, "hparams": {**raw["hparams"], **pinned}}
+
+
 def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) -> dict:
     """Tunes the algorithms of ``fam`` (those a cluster-model ``variant`` affects) with
     :func:`jaxnigt.tuning.tune` and writes ``DOCS/tuning_<family>[__<variant>].json``."""
     algorithms = affected(fam.algorithms, variant)
     raw = merge(fam.base, {"name": f"tune_{fam.name}", "algorithms": list(fam.algorithms)})
+    raw = second_edition(raw)
     if variant:
         key, value = VARIANTS[variant]
         raw["cluster"] = {**raw["cluster"], key: value}
@@ -276,6 +289,7 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
     fam = FAMILIES[sc.family]
     raw = merge(fam.base, sc.overrides)
     raw.update(name=sc.model_dir(model), algorithms=sc.algorithms, seed=0)
+    raw = second_edition(raw)
     raw.update(seeds=2 if quick else sc.seeds, budget=sc.budget / (20 if quick else 1))
     raw["eval"] = {**raw["eval"], "every_time": raw["budget"] / EVALS}
     raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}

@@ -1,6 +1,7 @@
 """Tests for jaxnigt.algorithms.admm_pg: hand-computed ADMM steps, sync-PG limit, CLI."""
 
 import csv
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -198,9 +199,11 @@ def test_consensus_residual_decreases_on_heterogeneous_task():
 def test_config_defaults_and_validation():
     cfg = config_lib.from_dict({"algorithms": ["admm_pg"], "cluster": {"n": 3}})
     hp = cfg.hparams_for("admm_pg")
-    assert (hp.admm_rho, hp.admm_local_steps, hp.admm_local_batch) == (1.0, 1, None)
-    opts = AdmmOptions.resolve(_match_setup(), hp)  # M = 16, n = 2 → B = 8
-    assert (opts.rho, opts.local_steps, opts.local_batch) == (1.0, 1, 8)
+    assert (hp.admm_rho, hp.admm_local_steps, hp.admm_local_batch) == (1.0, 1, 1)
+    opts = AdmmOptions.resolve(_match_setup(), hp)
+    assert (opts.rho, opts.local_steps, opts.local_batch) == (1.0, 1, 1)
+    matched = dataclasses.replace(hp, admm_local_batch="match_M")  # M = 16, n = 2 → B = 8
+    assert AdmmOptions.resolve(_match_setup(), matched).local_batch == 8
     bad = {"admm_rho": 0.0, "admm_local_steps": 0, "admm_local_batch": 0}
     for name, value in bad.items():
         with pytest.raises(config_lib.ConfigError, match=rf"per_algorithm\.admm_pg\.{name}"):

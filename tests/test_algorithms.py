@@ -73,8 +73,17 @@ def test_a_new_algorithm_is_its_module_plus_its_registry_entry():
     )
     chex.assert_trees_all_close(first[0], first[1], rtol=1e-6)
     assert not np.allclose(second[0], second[1], rtol=1e-4)
-    m = run_algorithm(cfg, "momentum_pg", progress=False)
-    assert np.all(np.isfinite(m["eval_return"])) and m["active"].any()
+    short = config_lib.from_dict({**cfg.to_dict(), "max_rounds": 4})  # before momentum blows up
+    m = run_algorithm(short, "momentum_pg", progress=False)
+    trained = m["active"] & (m["round"] > 0)  # round 0: the initial evaluation's row
+    assert trained.any() and np.isfinite(m["train_return"][trained]).all()
+    assert np.isfinite(m["eval_return"][:, 0]).all()  # evaluated at the start (then NaN-padded)
+
+
+# admm_pg's local batch B = ceil(M/n) = 4 (``match_M``): one local step sees M = 16
+# trajectories. At its default B = 1 and this step size, 6 of 16 seeds got worse (group
+# medians -18.8 to 14.7): a one-trajectory local gradient needs a smaller step.
+_OPTIONS = {"admm_pg": {"admm_local_batch": "match_M"}}
 
 
 @pytest.mark.parametrize("algorithm", sorted(_LR))
@@ -83,7 +92,9 @@ def test_each_algorithm_improves_return_on_point_mass(algorithm):
 
     Margin, measured over 16 seeds (4 groups of 4, the test's seeds 0-3 being one) with
     these step sizes: the smallest group median improvement of any algorithm is 15.8
-    (admm_pg; afedpg 17.5, asgd 17.9, every other >= 18.4) and no seed gets worse, so an
+    (admm_pg; afedpg 17.5, asgd 17.9, every other >= 18.4; the synchronous methods at their
+    default one trajectory per worker: sync_pg 19.9, sync_nigt 21.1, a2c 23.8) and no seed
+    gets worse, so an
     ending that flips on another CPU (point_mass ends at dist < 0.1) moves a seed's curve,
     not the verdict. (At admm_pg 3e-4 and impala 3e-3, 3 and 2 of the 16 seeds diverged and
     one group median fell to -37.7: the step sizes were at the edge, not the test.)
@@ -93,7 +104,12 @@ def test_each_algorithm_improves_return_on_point_mass(algorithm):
             "env": {"name": "point_mass"},
             "cluster": {"n": 4, "h": "sqrt", "kappa": 1.0},
             "algorithms": [algorithm],
-            "hparams": {"M": 16, "learning_rate": _LR[algorithm], "eta": 0.3},
+            "hparams": {
+                "M": 16,
+                "learning_rate": _LR[algorithm],
+                "eta": 0.3,
+                **_OPTIONS.get(algorithm, {}),
+            },
             "budget": 300.0,
             "seeds": 4,
             "eval": {"every": 10, "episodes": 8},

@@ -153,6 +153,21 @@ def test_options_read_by_a_listed_algorithm_or_left_at_default_are_accepted():
     assert config_lib.readers("malenia_capacity") == ("malenia_nigt",)
 
 
+def test_synchronous_batch_default_named_variant_and_legacy_null():
+    """One trajectory per worker by default (the paper's Sync NIGT); ``match_M`` names
+    Rennala's batch spread over the workers; ``null``, the default before the third
+    edition, reads as ``match_M`` so old run directories keep meaning what they ran."""
+    hp = config_lib.from_dict(_with(algorithms=["sync_nigt"])).hparams
+    assert (hp.per_worker_batch, hp.admm_local_batch) == (1, 1)
+    for given, want in ((None, "match_M"), ("match_M", "match_M"), (3, 3)):
+        raw = _with(algorithms=["sync_nigt", "admm_pg"])
+        raw["hparams"] = {"per_worker_batch": given, "admm_local_batch": given}
+        hp = config_lib.from_dict(raw).hparams
+        assert (hp.per_worker_batch, hp.admm_local_batch) == (want, want)
+    with pytest.raises(ConfigError, match=r"hparams.per_worker_batch: got 'half'; expected"):
+        config_lib.from_dict(_with(algorithms=["sync_pg"], hparams={"per_worker_batch": "half"}))
+
+
 @pytest.mark.parametrize("text", ["budget", "=3", "a..b=1", "budget=[1,"])
 def test_malformed_set(text):
     with pytest.raises(config_lib.OverrideError, match=r"KEY=VALUE|valid YAML"):

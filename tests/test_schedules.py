@@ -284,12 +284,17 @@ def test_malenia_overflow():
 
 def test_sync_deterministic():
     tm = make_time_model(4, h="linear", kappa=[0.1, 0.2, 0.3, 0.4])
-    s = _sync(tm, jax.random.key(0), 2.0, jnp.zeros(4), per_worker=S.sync_batch(10, 4))
+    s = _sync(tm, jax.random.key(0), 2.0, jnp.zeros(4), per_worker=S.sync_batch(10, 4, S.MATCH_M))
     np.testing.assert_array_equal(s.counts, [3, 3, 3, 3])
     np.testing.assert_allclose(s.t_collect_end, 2.0 + 12.0)
     np.testing.assert_allclose(s.t_end, 14.4)
     assert float(s.time_wasted) == 0.0 and int(s.num_slots) == 12 and bool(s.slot_valid.all())
-    assert S.sync_batch(10, 4) == 3 and S.sync_batch(3, 10) == 1 and S.sync_batch(3, 10, 5) == 5
+    # the paper's Sync NIGT: one per worker; match_M: Rennala's M spread over the workers
+    assert S.sync_batch(10, 4) == 1 and S.sync_batch(10, 4, 5) == 5
+    assert S.sync_batch(10, 4, S.MATCH_M) == 3 and S.sync_batch(3, 10, S.MATCH_M) == 1
+    for bad in (0, "half"):
+        with pytest.raises(ValueError, match="match_M"):
+            S.sync_batch(10, 4, bad)
 
 
 N, M_, CAP, B = 6, 9, 12, 2

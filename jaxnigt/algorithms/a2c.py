@@ -1,9 +1,10 @@
 """A2C: synchronous advantage actor-critic on the simulated cluster.
 
-Every worker rolls out b = max(1, ceil(M/n)) trajectories with the current parameters, the
-round waits for the slowest worker, one AllReduce; the update is the actor-critic loss of
-:mod:`jaxnigt.critic` with on-policy GAE(λ) advantages, applied by Adam (or RMSProp:
-``hparams.ac_optimizer``). Evaluated and deployed: the policy part of the parameters.
+Every worker rolls out b trajectories (``per_worker_batch``, default 1) with the current
+parameters, the round waits for the slowest worker, one AllReduce; the update is the
+actor-critic loss of :mod:`jaxnigt.critic` with on-policy GAE(λ) advantages, applied by
+Adam (or RMSProp: ``hparams.ac_optimizer``). Evaluated and deployed: the policy part of
+the parameters.
 """
 
 from jaxnigt import aggregators

@@ -62,7 +62,8 @@ class AdmmOptions(NamedTuple):
 
     @classmethod
     def resolve(cls, setup: Setup, hparams: Any) -> AdmmOptions:
-        """K, B and ρ of a run; B defaults to ``max(1, ceil(M/n))`` like the sync batch."""
+        """K, B and ρ of a run; B is 1 by default, ``max(1, ceil(M/n))`` with ``match_M``,
+        like the synchronous batch."""
         return cls(
             rho=float(hparams.admm_rho),
             local_steps=int(hparams.admm_local_steps),

@@ -29,13 +29,14 @@ class RoundOptions(NamedTuple):
     """The round engine's options, from the config's hyperparameters.
 
     Attributes:
-      per_worker_batch: the synchronous collection's gradients per worker (None: from the
-        round's M, :func:`jaxnigt.schedules.sync_batch`).
+      per_worker_batch: the synchronous collection's gradients per worker: an integer, or
+        ``match_M`` for max(1, ceil(M/n)) of the round's M (:func:`jaxnigt.schedules.
+        sync_batch`).
       malenia_capacity: Malenia's per-worker capacity of a round (resolved: the config's
         value or :func:`jaxnigt.schedules.default_malenia_capacity` of M and n).
     """
 
-    per_worker_batch: int | None = None
+    per_worker_batch: int | str = 1
     malenia_capacity: int = 0
 
     @classmethod
@@ -81,8 +82,8 @@ def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
 
 
 def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
-    """The synchronous collection: ``max(1, ceil(M/n))`` gradients per worker (or the
-    configured per-worker batch)."""
+    """The synchronous collection: the configured gradients per worker (default 1; with
+    ``match_M``, ``max(1, ceil(M/n))``)."""
     b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
     return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
 
