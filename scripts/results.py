@@ -216,16 +216,26 @@ def affected(algorithms, variant: str | None) -> list[str]:
     return [a for a in algorithms if VARIANTS[variant][0] in traits(a).cluster_options]
 
 
-def second_edition(raw: dict) -> dict:
+SECOND_EDITION = {  # the pinned batch of each algorithm that reads one
+    "sync_nigt": {"per_worker_batch": "match_M"},
+    "sync_pg": {"per_worker_batch": "match_M"},
+    "a2c": {"per_worker_batch": "match_M"},
+    "admm_pg": {"admm_local_batch": "match_M"},
+}
+
+
+def second_edition(raw: dict, *, per_algorithm: bool = False) -> dict:
     """The second edition's synchronous batches: b = ceil(M/n) (``match_M``, the default
-    until the paper's one trajectory per worker became it), so its pages stay reproducible."""
-    algorithms = set(raw["algorithms"])
-    pinned = {}
-    if algorithms & {"sync_nigt", "sync_pg", "a2c"}:
-        pinned["per_worker_batch"] = "match_M"
-    if "admm_pg" in algorithms:
-        pinned["admm_local_batch"] = "match_M"
-    return {**raw, "hparams": {**raw["hparams"], **pinned}}
+    until the paper's one trajectory per worker became it), so its pages stay reproducible.
+    In ``hparams`` (what a tuning reads), or per algorithm (the report configs: then
+    ``--set algorithms=[...]`` without a synchronous method still loads)."""
+    pins = {a: SECOND_EDITION[a] for a in raw["algorithms"] if a in SECOND_EDITION}
+    if per_algorithm:
+        per = dict(raw.get("per_algorithm") or {})
+        per.update({a: {**per.get(a, {}), **pin} for a, pin in pins.items()})
+        return {**raw, "per_algorithm": per}
+    merged = {k: v for pin in pins.values() for k, v in pin.items()}
+    return {**raw, "hparams": {**raw["hparams"], **merged}}
 
 
 def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) -> dict:
@@ -289,7 +299,6 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
     fam = FAMILIES[sc.family]
     raw = merge(fam.base, sc.overrides)
     raw.update(name=sc.model_dir(model), algorithms=sc.algorithms, seed=0)
-    raw = second_edition(raw)
     raw.update(seeds=2 if quick else sc.seeds, budget=sc.budget / (20 if quick else 1))
     raw["eval"] = {**raw["eval"], "every_time": raw["budget"] / EVALS}
     raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}
@@ -298,7 +307,7 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
         if c is not None:
             per[a] = {"learning_rate": c["learning_rate"], "eta": c["eta"]}
     raw["per_algorithm"] = per
-    return raw
+    return second_edition(raw, per_algorithm=True)
 
 
 def write_config(sc: Scenario, raw: dict) -> None:

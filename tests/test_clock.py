@@ -73,6 +73,7 @@ def test_simulation_names_the_round_rules():
     [
         ["--rule", "malenia", "--noise", "exponential", "--inflight", "discard"],
         ["--rule", "sync", "--noise", "lognormal:0.5", "--h", "sqrt", "--kappa", "sqrt"],
+        ["--rule", "sync", "--per-worker", "match_M"],
         ["--noise", "straggler:0.2:5", "--dim", "16", "--kappa", "equal", "--per-step",
          "--horizon", "10"],
     ],
@@ -86,8 +87,8 @@ def test_rules_and_options(tmp_path, capsys, extra):
     assert a.shape == (3, 10) and header[-1] == "b_2"
     assert np.all(a[:, 2] > a[:, 1]) and np.all(a[:, 3] >= a[:, 2])
     assert "theory" not in stdout
-    if "sync" in extra:
-        np.testing.assert_array_equal(a[:, 7:], 2)  # ceil(4 / 3)
+    if "sync" in extra:  # one gradient per worker (the paper's); match_M: ceil(4 / 3)
+        np.testing.assert_array_equal(a[:, 7:], 2 if "match_M" in extra else 1)
     if "--dim" in extra:
         np.testing.assert_allclose(a[:, 3] - a[:, 2], 2.0, rtol=1e-6)  # kappa = 1 * 16^(1/4)
 
