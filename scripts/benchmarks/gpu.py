@@ -155,10 +155,13 @@ def run(
         rounds, reps = max(1, rounds // 2), 1
     start = time.perf_counter()
 
-    def cfg_for(block=None, workers=n):
+    def cfg_for(algorithm, block=None, workers=n):
         from jaxnigt import config as config_lib
 
-        cfg = make_config(env, n=workers, M=M, horizon=horizon, async_block=block, seeds=seeds)
+        cfg = make_config(
+            env, n=workers, M=M, horizon=horizon, algorithms=[algorithm], async_block=block,
+            seeds=seeds,
+        )  # fmt: skip
         if solver_iterations is None and ls_iterations is None:
             return cfg
         raw = cfg.to_dict()
@@ -174,7 +177,7 @@ def run(
         if elapsed > deadline:
             rows.append({"algorithm": algorithm, "seeds": s, "skipped": f"deadline {elapsed:.0f}s"})
             continue
-        cfg = cfg_for(async_block if algorithm == "afedpg" else None, workers)
+        cfg = cfg_for(algorithm, async_block if algorithm == "afedpg" else None, workers)
         rows.append(_bench(cfg, algorithm, s, r, reps))
         print(format_table(rows[-1:], COLUMNS), flush=True)
     from benchmarks import scaling

@@ -38,7 +38,9 @@ WAVE_TARGET = 3.0
 def _programs(env, horizon, algorithm, ns, rounds, async_block=None):
     out = {}
     for n in ns:
-        cfg = make_config(env, n=n, M=M, horizon=horizon, async_block=async_block)
+        cfg = make_config(
+            env, n=n, M=M, horizon=horizon, algorithms=[algorithm], async_block=async_block
+        )
         tr = make_trainer(cfg, algorithm)
         state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
         compiled, lower_s, compile_s = compile_timed(
@@ -88,7 +90,10 @@ def bench_waves(env, horizon, ns, reps) -> list[dict]:
     for n in ns:
         progs = {}
         for mode, wave in (("waves", None), ("one at a time", 1)):
-            cfg = make_config(env, n=n, M=M, horizon=horizon, async_block=n, async_wave=wave)
+            cfg = make_config(
+                env, n=n, M=M, horizon=horizon, algorithms=["afedpg"], async_block=n,
+                async_wave=wave,
+            )  # fmt: skip
             tr = make_trainer(cfg, "afedpg")
             state = jax.jit(tr.init)(jax.random.key(0), tr.hyper())
             compiled, lower_s, compile_s = compile_timed(lambda s, tr=tr: tr.run_chunk(s, 1), state)
