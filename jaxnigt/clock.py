@@ -23,6 +23,20 @@ with a summary of arrivals per time unit, mean staleness and the server link's u
 (exchange time served / elapsed time; above 1 means overlapping exchanges, possible only with
 ``--link independent``).
 
+``--rule seed`` runs central inference's per-step clock (SEED RL, :mod:`jaxnigt.step_clock`)
+for ``--rounds`` learner updates of ``--batch`` trajectories (default n) of ``--horizon``
+steps: every step exchanges an observation and an action with the learner, costing
+``--message-time`` (a number or n values; default each worker's ``--kappa``, times
+``--message-size`` ^ (1/4) when given: the message's size o + a, as ``--dim`` scales a vector
+exchange); ``--inference-time`` per step and ``--learner-time`` per update.  One row per
+trajectory, in completion order::
+
+    trajectory, update, worker, t_end, lag_min, lag_mean, lag_max
+
+(the lag of a step: the learner's version at the trajectory's update minus the version the
+step was served with), and a summary of trajectories and messages per time unit, the lag
+over steps and the link's utilisation.
+
 This module is the command only: it parses and validates the flags, calls
 :func:`jaxnigt.simulation.simulate_rule_rounds` or :func:`jaxnigt.simulation.simulate_async`,
 and writes the CSV and the summary (theory values from :mod:`jaxnigt.theory`).
@@ -48,11 +62,11 @@ import numpy as np
 
 from jaxnigt import checks, events, schedules, timing
 from jaxnigt.files import atomic_write_text
-from jaxnigt.simulation import ROUND_RULES, simulate_async, simulate_rule_rounds
+from jaxnigt.simulation import ROUND_RULES, simulate_async, simulate_rule_rounds, simulate_seed
 from jaxnigt.theory import rennala_theory_time, shared_link_rate_bound
 from jaxnigt.timing import TimeModel
 
-RULES = (*ROUND_RULES, "async")
+RULES = (*ROUND_RULES, "async", "seed")
 
 
 class FlagError(ValueError):
@@ -79,7 +93,11 @@ class ClockConfig:
       out: CSV path.
       noise: noise kind (for the summary).
       allreduce: who takes part in a round's AllReduce (round rules).
-      link: the server link of ``--rule async``.
+      link: the server link of ``--rule async`` and ``--rule seed``.
+      horizon: steps per trajectory (``--rule seed``; also ``--per-step``).
+      batch: trajectories per learner update (``--rule seed``).
+      message: each worker's step exchange time (``--rule seed``).
+      inference_time, learner_time: ``--rule seed``'s per-step and per-update times.
     """
 
     n: int
@@ -94,6 +112,11 @@ class ClockConfig:
     noise: str
     allreduce: str = "all"
     link: str = "shared"
+    horizon: int | None = None
+    batch: int = 1
+    message: tuple[float, ...] = ()
+    inference_time: float = 0.0
+    learner_time: float = 0.0
 
 
 def _int(flag: str, raw, minimum: int | None = 1) -> int:
@@ -106,6 +129,42 @@ def _int(flag: str, raw, minimum: int | None = 1) -> int:
 def _per_worker(raw: str) -> int | str:
     """``--per-worker``: an integer >= 1 or ``match_M`` (Rennala's M spread over n)."""
     return raw if raw == schedules.MATCH_M else _int("--per-worker", raw)
+
+
+def _time(flag: str, raw) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (np.isfinite(value) and value >= 0):
+        raise FlagError(flag, f"got {raw!r}; expected a finite number >= 0")
+    return value
+
+
+def _seed_options(args, n: int, kappa: np.ndarray, horizon: int | None) -> dict:
+    """``--rule seed``'s options (and the check that it has a horizon)."""
+    if args.rule != "seed":
+        return {}
+    if horizon is None:
+        raise FlagError("--horizon", "required with --rule seed: an integer >= 1")
+    batch = n if args.batch is None else _int("--batch", args.batch)
+    if args.message_time is not None:
+        try:
+            message = timing.profile_values(args.message_time, n, name="message time",
+                                            allow_zero=True)  # fmt: skip
+        except ValueError as e:
+            raise FlagError(
+                "--message-time", f"{e}; allowed: a number or {n} values >= 0"
+            ) from None
+    else:
+        size = 1 if args.message_size is None else _int("--message-size", args.message_size)
+        message = kappa * float(size) ** 0.25
+    return {
+        "batch": batch,
+        "message": tuple(float(m) for m in message),
+        "inference_time": _time("--inference-time", args.inference_time),
+        "learner_time": _time("--learner-time", args.learner_time),
+    }
 
 
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
@@ -147,6 +206,7 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
         else _int("--capacity", args.capacity)
     )
     per_worker = schedules.sync_batch(M, n, _per_worker(args.per_worker))
+    central = _seed_options(args, n, kappa, horizon)
     out = str(args.out)
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
@@ -162,8 +222,9 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
         horizon=horizon,
     )
     cfg = ClockConfig(
-        n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind, allreduce, link
-    )
+        n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind, allreduce,
+        link, horizon, **central,
+    )  # fmt: skip
     return cfg, tm
 
 
@@ -248,6 +309,42 @@ def _async_summary(cfg: ClockConfig, tm: TimeModel, final, arr: events.Arrival) 
     return " ".join(parts)
 
 
+SEED_COLUMNS = ("trajectory", "update", "worker", "t_end", "lag_min", "lag_mean", "lag_max")
+
+
+def _seed_rows(batches) -> tuple[list[str], np.ndarray]:
+    """The CSV lines of ``--rule seed`` and every step's lag ``[updates, B, H]``."""
+    updates, B = batches.worker.shape
+    lag = np.arange(updates)[:, None, None] - np.asarray(batches.versions)
+    lines = [",".join(SEED_COLUMNS)]
+    for k in range(updates):
+        for b in range(B):
+            row = [str(k * B + b), str(k), str(int(batches.worker[k, b]))]
+            row.append(f"{float(batches.time[k, b]):.9g}")
+            steps = lag[k, b]
+            row += [str(int(steps.min())), f"{float(steps.mean()):.9g}", str(int(steps.max()))]
+            lines.append(",".join(row))
+    return lines, lag
+
+
+def _seed_summary(cfg: ClockConfig, final, batches, lag: np.ndarray) -> str:
+    elapsed = float(final.time)  # the run starts at 0
+    trajectories = batches.worker.size
+    rate = lambda x: f"{x / max(elapsed, 1e-30):.6g}"
+    parts = [
+        f"clock: rule=seed n={cfg.n} link={cfg.link} H={cfg.horizon} batch={cfg.batch}",
+        f"updates={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"trajectories_per_time={rate(trajectories)}",
+        f"messages_per_time={rate(float(final.messages))}",
+        f"mean_lag={float(lag.mean()):.6g}",
+        f"max_lag={int(lag.max())}",
+        f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
+        f"-> {cfg.out}",
+    ]
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs the ``clock`` command; returns the exit status (2 on a bad flag)."""
     try:
@@ -256,6 +353,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
     key = jax.random.key(cfg.seed)
+    if cfg.rule == "seed":
+        final, batches, _ = simulate_seed(
+            tm, key, np.asarray(cfg.message, np.float32), horizon=cfg.horizon,
+            batch=cfg.batch, updates=cfg.rounds, inference=cfg.inference_time,
+            learner_time=cfg.learner_time, link=cfg.link,
+        )  # fmt: skip
+        final, batches = jax.tree.map(np.asarray, (final, batches))
+        lines, lag = _seed_rows(batches)
+        _write_lines(cfg.out, lines)
+        print(_seed_summary(cfg, final, batches, lag))
+        return 0
     if cfg.rule == "async":
         final, arr = simulate_async(tm, key, arrivals=cfg.rounds, link=cfg.link)
         final, arr = jax.tree.map(np.asarray, (final, arr))
@@ -300,13 +408,18 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
     p.add_argument("--M", default="50", help="batch size (>= 1)")
-    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|async")
+    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|async|seed")
     p.add_argument("--inflight", default="cancel", help="cancel|discard (round rules)")
     p.add_argument(
         "--allreduce", default="all", help="all|contributors: who joins a round's AllReduce"
     )
-    p.add_argument("--link", default="shared", help="shared|independent (async server link)")
-    p.add_argument("--rounds", default="10", help="rounds (arrivals with --rule async) (>= 1)")
+    p.add_argument(
+        "--link", default="shared", help="shared|independent (server link: async and seed)"
+    )
+    p.add_argument(
+        "--rounds", default="10",
+        help="rounds (arrivals with --rule async, learner updates with --rule seed) (>= 1)",
+    )  # fmt: skip
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
     p.add_argument("--out", default="clock.csv", help="CSV output path")
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
@@ -315,6 +428,17 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--per-worker", default="1", help="sync batch per worker: an integer or match_M (1)"
     )
+    p.add_argument("--batch", default=None, help="seed: trajectories per learner update (n)")
+    p.add_argument(
+        "--message-time", default=None,
+        help="seed: step exchange time, a number or n values (default: kappa)",
+    )  # fmt: skip
+    p.add_argument(
+        "--message-size", default=None,
+        help="seed: the default step exchange costs kappa * SIZE^(1/4) (o + a)",
+    )  # fmt: skip
+    p.add_argument("--inference-time", default="0", help="seed: learner inference per step")
+    p.add_argument("--learner-time", default="0", help="seed: time of one learner update")
     p.error = _one_line_error(p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
 
@@ -323,7 +447,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers the ``clock`` subcommand on an argparse subparsers object."""
     p = subparsers.add_parser(
         "clock",
-        help="simulate the cluster's clock (rounds or async arrivals) and write a CSV",
+        help="simulate the cluster's clock (rounds, async arrivals or per-step exchanges) and "
+        "write a CSV",
         description=__doc__.split("\n\n")[0],
     )
     _add_arguments(p)

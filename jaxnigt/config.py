@@ -219,6 +219,16 @@ class HParams:
       impala_batch: trajectories per learner update of ``impala`` (default n).
       impala_learner_time: simulated time of one learner update (default 0); actors that
         arrive before it completes receive the previous parameters.
+      seed_batch: trajectories per learner update of ``seed_rl`` (default n).
+      seed_learner_time: simulated time of one ``seed_rl`` learner update (default 0).
+      seed_inference_time: the ``seed_rl`` learner's inference time per environment step
+        (default 0): an actor's step ends that long after its exchange.
+      seed_message_time: time of one ``seed_rl`` step exchange (observation up, action
+        down) on the server link; default: each worker's κ_i, with ``scale_by_dim``
+        scaled by (o + a)^{1/4} (the message's size: observation and action) instead of
+        d^{1/4}.
+      seed_versions: parameter versions the ``seed_rl`` learner keeps for the steps of
+        trajectories still under way (default 8); a step that lags more stops the run.
     """
 
     learning_rate: float = _opt(_float(0.0, open_low=False), 2.0**-5)
@@ -239,6 +249,11 @@ class HParams:
     ac_optimizer: str = _opt(_choice(("adam", "rmsprop")), "adam")
     impala_batch: int | None = _opt(_optional(_int(1)))
     impala_learner_time: float = _opt(_float(0.0, open_low=False), 0.0)
+    seed_batch: int | None = _opt(_optional(_int(1)))
+    seed_learner_time: float = _opt(_float(0.0, open_low=False), 0.0)
+    seed_inference_time: float = _opt(_float(0.0, open_low=False), 0.0)
+    seed_message_time: float | None = _opt(_optional(_float(0.0, open_low=False)))
+    seed_versions: int = _opt(_int(1), 8)
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,7 @@ def actor_critic_gradient(
     *,
     per_slot_params: bool = False,
     behaviour: Any = None,
+    behaviour_log_prob: jax.Array | None = None,
 ) -> tuple[Any, dict[str, jax.Array]]:
     """``−∇L`` of the actor-critic loss (module docstring) and rollout statistics.
 
@@ -163,28 +164,16 @@ def actor_critic_gradient(
       traj: ``[S]`` trajectories; weights: ``[S]`` ``w_j`` (0 drops a trajectory).
       hyper: traced ``gamma``, ``gae_lambda``, ``value_coef``, ``entropy_coef``.
       behaviour: None (on-policy: GAE) or per-slot behaviour params (V-trace, leading [S]).
+      behaviour_log_prob: or, for V-trace, the behaviour's ``log μ(u_t|s_t)`` ``[S, H]``
+        itself (central inference: a trajectory's steps come from several versions).
     """
+    if behaviour is not None and behaviour_log_prob is not None:
+        raise ValueError("give behaviour params or behaviour_log_prob, not both")
 
     def loss(p):
         lp = _per_slot(model.log_prob, p, traj, per_slot_params)
         v = _value(model, p, traj.obs, per_slot_params)
-        if behaviour is None:
-            adv, target = gae_targets(
-                traj.rewards,
-                jax.lax.stop_gradient(v),
-                traj.mask,
-                hyper["gamma"],
-                hyper["gae_lambda"],
-            )
-        else:
-            lb = jax.vmap(model.log_prob)(
-                behaviour, _clean(traj.obs, traj.mask), _clean(traj.u, traj.mask)
-            )
-            adv, target = vtrace_targets(
-                traj.rewards, jax.lax.stop_gradient(v), traj.mask, hyper["gamma"],
-                jax.lax.stop_gradient(lp) - lb,
-            )  # fmt: skip
-        adv, target = jax.lax.stop_gradient(adv), jax.lax.stop_gradient(target)
+        adv, target = _targets(model, traj, lp, v, hyper, behaviour, behaviour_log_prob)
         ent = _per_slot(lambda q, o, u: model.entropy(q, o), p, traj, per_slot_params)
         per_step = (
             -adv * lp + 0.5 * hyper["value_coef"] * (target - v) ** 2 - hyper["entropy_coef"] * ent
@@ -200,6 +189,23 @@ def actor_critic_gradient(
         "count": jnp.sum(used),
     }
     return grads, stats
+
+
+def _targets(model, traj, lp, v, hyper, behaviour, behaviour_log_prob):
+    """``(advantages, value targets)`` ``[S, H]``, held constant: GAE on-policy, else V-trace
+    against the behaviour's log-probabilities (given, or from its per-slot params)."""
+    v = jax.lax.stop_gradient(v)
+    if behaviour is None and behaviour_log_prob is None:
+        adv, target = gae_targets(traj.rewards, v, traj.mask, hyper["gamma"], hyper["gae_lambda"])
+    else:
+        lb = behaviour_log_prob
+        if lb is None:
+            lb = jax.vmap(model.log_prob)(
+                behaviour, _clean(traj.obs, traj.mask), _clean(traj.u, traj.mask)
+            )
+        log_rho = jax.lax.stop_gradient(lp) - lb
+        adv, target = vtrace_targets(traj.rewards, v, traj.mask, hyper["gamma"], log_rho)
+    return jax.lax.stop_gradient(adv), jax.lax.stop_gradient(target)
 
 
 def _clean(x, mask):

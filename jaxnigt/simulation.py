@@ -5,8 +5,9 @@ engine's arrivals, from time 0.
 :mod:`jaxnigt.schedules` (``rennala``, ``malenia``, ``sync``; ``lax.scan`` inside one
 ``jax.jit``, round ``r`` keyed ``fold_in(key, r)``) and returns per-round arrays.
 :func:`simulate_async` runs the per-arrival engine of AFedPG / asynchronous SGD
-(:mod:`jaxnigt.events`).  ``jaxnigt clock`` (:mod:`jaxnigt.clock`) is the command around
-these; :mod:`jaxnigt.theory` gives the closed-form values to compare them with.
+(:mod:`jaxnigt.events`), and :func:`simulate_seed` central inference's per-step clock (SEED
+RL, :mod:`jaxnigt.step_clock`).  ``jaxnigt clock`` (:mod:`jaxnigt.clock`) is the command
+around these; :mod:`jaxnigt.theory` gives the closed-form values to compare them with.
 
 (An algorithm's own clock, the trajectories and end time of each of its steps, is its
 ``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
@@ -18,7 +19,7 @@ import functools
 
 import jax
 
-from jaxnigt import events, schedules
+from jaxnigt import events, schedules, step_clock
 from jaxnigt.timing import TimeModel
 
 ROUND_RULES = ("rennala", "malenia", "sync")
@@ -104,3 +105,27 @@ def simulate_async(
     """
     state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
     return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)
+
+
+@functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates", "link"))
+def simulate_seed(
+    tm: TimeModel,
+    key: jax.Array,
+    message: jax.Array,
+    *,
+    horizon: int,
+    batch: int,
+    updates: int,
+    inference: jax.typing.ArrayLike = 0.0,
+    learner_time: jax.typing.ArrayLike = 0.0,
+    link: str = "shared",
+):
+    """``updates`` learner batches of central inference's per-step clock from time 0
+    (:func:`jaxnigt.step_clock.simulate`, compute times from ``key``; ``message`` ``[n]`` the
+    step exchange times).  Returns the final clock, the batches stacked ``[updates, ...]``
+    (their steps' versions exact: every update's done time is kept) and each update's
+    completion ``[updates]``."""
+    return step_clock.simulate(
+        tm, message, inference, key, horizon=horizon, batch=batch, updates=updates,
+        learner_time=learner_time, history=updates, link=link,
+    )  # fmt: skip

@@ -91,6 +91,7 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         allreduce=c.allreduce,
         link=c.link,
         mesh=mesh,
+        kappa_dim=dim if c.scale_by_dim else None,
     )
 
 

@@ -221,3 +221,74 @@ def simulate_async(
         end[w] = f32(t + tau)
         heapq.heappush(heap, (key(w), w))
     return arrivals
+
+
+def simulate_steps(
+    tau: np.ndarray,
+    message: np.ndarray,
+    inference: float,
+    horizon: int,
+    batch: int,
+    updates: int,
+    learner_time: float,
+    link: str = "shared",
+) -> tuple[list[list[dict]], list[float], dict]:
+    """Central inference's per-step clock (SEED RL) with ``updates`` learner batches.
+
+    ``tau[i, k]`` is the compute time of worker ``i``'s trajectory ``k``, spread evenly over
+    its ``horizon`` steps.  A heap holds each actor's next step: its request time
+    (``shared``: the link serves the earliest request, ties lower worker id, from
+    ``max(link_free, request)`` for ``message_i``) or its request plus ``message_i``
+    (``independent``).  A step is served with the number of learner updates completed by
+    the end of its exchange and ends ``inference`` later; a trajectory completes with its
+    last step; every ``batch`` completions the learner updates, from ``max(previous update
+    done, last completion)`` for ``learner_time``.
+
+    Returns the batches (each a list of ``{"worker", "traj", "time", "versions"}``), the
+    updates' completion times, and totals (``messages``, ``link_busy``, ``time``).
+    """
+    n = tau.shape[0]
+    m32 = [f32(m) for m in message]
+    inference, learner_time = f32(inference), f32(learner_time)
+    share = [f32(f32(tau[i, 0]) / f32(horizon)) for i in range(n)]
+    request = list(share)
+    step, traj = [0] * n, [0] * n
+    versions = [[0] * horizon for _ in range(n)]
+
+    def key(i):
+        return f32(request[i] + m32[i]) if link == "independent" else request[i]
+
+    heap = [(key(i), i) for i in range(n)]
+    heapq.heapify(heap)
+    link_free = f32(0.0)
+    done: list[np.float32] = []
+    batches: list[list[dict]] = []
+    completed: list[dict] = []
+    totals = {"messages": 0, "link_busy": f32(0.0), "time": f32(0.0)}
+    while len(batches) < updates:
+        _, w = heapq.heappop(heap)
+        start = request[w] if link == "independent" else max(link_free, request[w])
+        served = f32(start + m32[w])
+        link_free = served
+        end = f32(served + inference)
+        versions[w][step[w]] = sum(d <= served for d in done)
+        totals["messages"] += 1
+        totals["link_busy"] = f32(totals["link_busy"] + m32[w])
+        totals["time"] = end
+        if step[w] == horizon - 1:
+            completed.append(
+                {"worker": w, "traj": traj[w], "time": float(end), "versions": list(versions[w])}
+            )
+            traj[w] += 1
+            step[w] = 0
+            share[w] = f32(f32(tau[w, traj[w]]) / f32(horizon))
+            if len(completed) == batch:
+                previous = done[-1] if done else f32(-np.inf)
+                done.append(f32(max(previous, end) + learner_time))
+                batches.append(completed)
+                completed = []
+        else:
+            step[w] += 1
+        request[w] = f32(end + share[w])
+        heapq.heappush(heap, (key(w), w))
+    return batches, [float(d) for d in done], totals

@@ -119,6 +119,11 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--out", "/nonexistent/dir/c.csv"], "--out"),
         (["--bogus", "1"], "--bogus"),
         (["--n"], "--n"),
+        (["--rule", "seed"], "--horizon"),
+        (["--rule", "seed", "--horizon", "3", "--message-time", "-1"], "--message-time"),
+        (["--rule", "seed", "--horizon", "3", "--batch", "0"], "--batch"),
+        (["--rule", "seed", "--horizon", "3", "--learner-time", "soon"], "--learner-time"),
+        (["--rule", "seed", "--horizon", "3", "--message-size", "0"], "--message-size"),
     ],
 )
 def test_bad_flags(tmp_path, capsys, argv, flag):
@@ -206,6 +211,30 @@ def test_async_rule_writes_one_row_per_arrival(tmp_path, capsys, link):
         a[:, 4] - a[:, 3], np.array([1.0, 3.0])[a[:, 1].astype(int)] + a[:, 6]
     )
     assert len(stdout.strip().splitlines()) == 1 and f"link={link}" in stdout
+
+
+def test_seed_rule_writes_one_row_per_trajectory_with_its_lag_over_steps(tmp_path, capsys):
+    """The hand-computed case of tests/test_step_clock.py: actor 1's first trajectory spans
+    two updates (served with versions 0, 1, 1, 2 at the third update: lags 2, 1, 1, 0)."""
+    out = tmp_path / "s.csv"
+    argv = ["--n", "2", "--h", "1,2.2", "--rule", "seed", "--horizon", "4", "--batch", "1"]
+    status, stdout, err = _run([*argv, "--rounds", "4", "--out", str(out)], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    assert header == ["trajectory", "update", "worker", "t_end", "lag_min", "lag_mean", "lag_max"]
+    a = np.array(rows)
+    np.testing.assert_array_equal(a[:, :3], [[0, 0, 0], [1, 1, 0], [2, 2, 1], [3, 3, 0]])
+    np.testing.assert_allclose(a[:, 3], [1.0, 2.0, 2.2, 3.0], rtol=1e-6)
+    np.testing.assert_allclose(a[:, 4:], [[0, 0, 0], [0, 0, 0], [0, 1, 2], [0, 0, 0]])
+    assert "mean_lag=0.25 max_lag=2" in stdout and "link_util=0.0000" in stdout
+    # step exchanges of 1 · (o + a = 16)^(1/4) = 2 on one shared link, steps computing 0.5:
+    # actor 0 is served [0.5, 2.5] and [4.5, 6.5], actor 1 [2.5, 4.5] and [6.5, 8.5]
+    sized = ["--n", "2", "--rule", "seed", "--horizon", "2", "--kappa", "1", "--rounds", "1"]
+    status, stdout, err = _run([*sized, "--message-size", "16", "--out", str(out)], capsys)
+    assert status == 0, err
+    _, rows = _read(out)
+    np.testing.assert_allclose(np.array(rows)[:, 3], [6.5, 8.5])
+    assert "messages_per_time=0.470588" in stdout and "link_util=0.9412" in stdout
 
 
 def test_async_shared_link_rate_at_paper_scale(tmp_path, capsys):

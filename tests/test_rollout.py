@@ -282,6 +282,37 @@ def test_refill_lanes_give_the_same_trajectories(lanes, per_slot):
     _assert_same_trajectories(refill, full)
 
 
+@pytest.mark.parametrize("lanes", [1.0, 0.5])
+def test_per_step_versions_act_with_each_steps_parameters(lanes):
+    """Central inference: slot s acts at step t with ``params[versions[s, t]]``. Every alive
+    step's (deterministic) action is the mode of its own version at the observation it saw,
+    and a slot whose steps all use one version is the rollout at that version (with one
+    lane per trajectory and with refilled lanes)."""
+    S, R = 6, 3
+    history = jax.vmap(POLICY.init)(jax.random.split(jax.random.key(7), R))
+    keys = jax.random.split(jax.random.key(3), S)
+    types = jnp.arange(S, dtype=jnp.int32) % 2
+    task = _random_stop_task(lanes, types=2)
+    versions = jax.random.randint(jax.random.key(4), (S, H), 0, R).at[0].set(1)
+    traj = rollout(task, POLICY, history, keys, types, versions=versions, deterministic=True)
+    chex.assert_shape(traj.u, (S, H, 1))
+    alive = np.asarray(traj.mask) > 0
+    assert len(np.unique(np.asarray(versions)[1:][alive[1:]])) == R  # every version acts
+    for r in range(R):
+        mode, _ = POLICY.distribution(jax.tree.map(lambda x: x[r], history), traj.obs)
+        here = (np.asarray(versions) == r) & alive
+        np.testing.assert_allclose(
+            np.asarray(traj.u)[here], np.asarray(mode)[here], rtol=1e-5, atol=1e-6
+        )
+    at_one = rollout(task, POLICY, jax.tree.map(lambda x: x[1], history), keys, types,
+                     deterministic=True)  # fmt: skip
+    _assert_same_trajectories(
+        jax.tree.map(lambda x: x[:1], traj), jax.tree.map(lambda x: x[:1], at_one)
+    )
+    with pytest.raises(ValueError, match=r"versions must have shape \(6, 8\)"):
+        rollout(task, POLICY, history, keys, types, versions=versions[:, :2])
+
+
 def test_refill_lanes_count_and_non_terminating_tasks_keep_one_lane_per_trajectory():
     from jaxnigt.rollout import num_lanes
 

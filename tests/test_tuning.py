@@ -112,7 +112,7 @@ def test_search_is_bounded():
 def test_traits_live_with_the_algorithms():
     t = {name: algorithms.traits(name) for name in algorithms.NAMES}
     link = {a for a, x in t.items() if "link" in x.cluster_options}
-    assert link == {"afedpg", "asgd", "a3c", "impala"}
+    assert link == {"afedpg", "asgd", "a3c", "impala", "seed_rl"}
     assert {a for a, x in t.items() if "allreduce" in x.cluster_options} == {
         "rennala_nigt",
         "rennala_pg",
@@ -129,7 +129,7 @@ def test_traits_live_with_the_algorithms():
         "afedpg",
     }
     overflow = {a for a, x in t.items() if x.overflow}
-    assert overflow == {"malenia_nigt", "impala"}
+    assert overflow == {"malenia_nigt", "impala", "seed_rl"}
     assert "malenia_capacity" in t["malenia_nigt"].overflow
     # the built algorithm carries the same traits
     from tasks import match_setup

@@ -29,6 +29,7 @@ _BUILTIN = (
     "a2c",
     "a3c",
     "impala",
+    "seed_rl",
 )
 #: The library's own algorithms, in the order listings show them.
 NAMES = _BUILTIN

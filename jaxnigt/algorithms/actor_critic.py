@@ -35,8 +35,10 @@ def update(hparams) -> core.Update:
     )
 
 
-def estimator(model, params, traj, weights, hyper, *, per_slot_params=False, behaviour=None):
+def estimator(model, params, traj, weights, hyper, *, per_slot_params=False, behaviour=None,
+              behaviour_log_prob=None):  # fmt: skip
     """The actor-critic loss's gradient (:func:`jaxnigt.critic.actor_critic_gradient`)."""
     return actor_critic_gradient(
-        model, params, traj, weights, hyper, per_slot_params=per_slot_params, behaviour=behaviour
-    )
+        model, params, traj, weights, hyper, per_slot_params=per_slot_params,
+        behaviour=behaviour, behaviour_log_prob=behaviour_log_prob,
+    )  # fmt: skip

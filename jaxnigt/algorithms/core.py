@@ -66,6 +66,8 @@ class Setup:
       link: ``shared`` or ``independent``: the server link of the exchanges.
       mesh: optional device mesh over which each round's trajectory slots are split
         (``jaxnigt.parallel``); None keeps everything on one device.
+      kappa_dim: the d whose d^{1/4} scales ``tm.kappa`` (``cluster.scale_by_dim``), or
+        None when κ is unscaled (engines that send messages of another size rescale it).
 
     ``inflight``, ``allreduce`` and ``link`` are the cluster model (SPEC §3): every engine
     receives it and its algorithms' :attr:`Traits.cluster_options` name the options that
@@ -85,6 +87,7 @@ class Setup:
     allreduce: str = "all"
     link: str = "shared"
     mesh: Any = None
+    kappa_dim: int | None = None
 
     @property
     def n(self) -> int:
@@ -133,7 +136,7 @@ class TrainState(NamedTuple):
 class StepMetrics(NamedTuple):
     """What one step reports (all ``[]``; stacked along a leading axis by ``lax.scan``).
 
-    The fields up to ``link_util`` are ``metrics.csv`` columns, in order (the runner adds
+    The fields up to ``messages`` are ``metrics.csv`` columns, in order (the runner adds
     the evaluation returns); ``overflow`` and ``nonfinite`` are health flags;
     ``worker_counts`` feeds ``worker_counts.csv``.
 
@@ -147,6 +150,9 @@ class StepMetrics(NamedTuple):
       staleness_min, staleness_mean, staleness_max: server versions between dispatch and
         arrival (asynchronous methods; NaN otherwise).
       link_util: server link busy time / step time (asynchronous methods; NaN otherwise).
+      messages: small exchanges so far (central inference's observation up, action down,
+        one per environment step: ``seed_rl``); ``comms`` counts the vector exchanges
+        (gradients, parameters), so 0 for methods that send no small messages.
       overflow: Malenia's capacity was too small.
       nonfinite: a parameter, gradient or return was not finite.
       worker_counts: ``[n]`` float32 gradients of each worker that entered the step's update.
@@ -167,6 +173,7 @@ class StepMetrics(NamedTuple):
     staleness_mean: jax.Array
     staleness_max: jax.Array
     link_util: jax.Array
+    messages: jax.Array
     overflow: jax.Array
     nonfinite: jax.Array
     worker_counts: jax.Array
@@ -342,12 +349,14 @@ def step_metrics(
     finite: jax.Array,
     staleness: tuple[jax.Array, jax.Array, jax.Array] | None = None,
     link_util: jax.Array | None = None,
+    messages: jax.typing.ArrayLike = 0.0,
     overflow: jax.Array = False,
 ) -> StepMetrics:
     """:class:`StepMetrics` of a step that produced ``state`` (its counters and step count).
 
     ``counts`` ``[n]`` are the step's gradients per worker; ``staleness`` is
-    ``(min, mean, max)``; absent values are NaN.
+    ``(min, mean, max)``; absent values are NaN; ``messages`` is the run's count of small
+    exchanges so far.
     """
     nan = jnp.full([], jnp.nan, jnp.float32)
     staleness = staleness if staleness is not None else (nan, nan, nan)
@@ -369,6 +378,7 @@ def step_metrics(
         staleness_mean=staleness[1],
         staleness_max=staleness[2],
         link_util=nan if link_util is None else link_util,
+        messages=jnp.asarray(messages, jnp.float32),
         overflow=jnp.asarray(overflow, bool),
         nonfinite=~(finite & jnp.isfinite(train_return)),
         worker_counts=counts,
@@ -395,6 +405,12 @@ def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, param
 def select(flag: jax.Array, new: Any, old: Any) -> Any:
     """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure)."""
     return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+
+def push_newest(stack: Any, x: Any) -> Any:
+    """``x`` put at the front of the newest-first ``stack`` (a pytree of ``[R, ...]``
+    arrays), the oldest entry dropped: a learner's kept versions and their done times."""
+    return jax.tree.map(lambda h, v: jnp.concatenate([jnp.asarray(v)[None], h[:-1]]), stack, x)
 
 
 def stack_workers(tree: Any, n: int) -> Any:

@@ -194,10 +194,9 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     grads, s = estimator(setup.policy, state.params, traj, weights, hyper, behaviour=behaviour)
     params, opt_state = core.descend(opt, grads, state.opt_state, state.params)
     done = jnp.maximum(ex.done_at[0], arr.time[-1]) + learner_time
-    history = jax.tree.map(lambda h, p: jnp.concatenate([p[None], h[:-1]]), ex.history, params)
     new_ex = ex._replace(
-        event_state=event_state, history=history, version=ex.version + 1,
-        done_at=jnp.concatenate([done[None], ex.done_at[:-1]]),
+        event_state=event_state, history=core.push_newest(ex.history, params),
+        version=ex.version + 1, done_at=core.push_newest(ex.done_at, done),
     )  # fmt: skip
     new_ex, lost_after = _hand_out(new_ex, arr, setup.n)
     new = (state._replace(params=params, opt_state=opt_state), new_ex)

@@ -1,0 +1,144 @@
+"""Tests for jaxnigt.step_clock: central inference's per-step clock against the plain-Python
+event simulation of tests/reference_sim.py (random small clusters, both links), and a
+hand-computed case where the learner updates while an actor is mid-trajectory."""
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxnigt import step_clock, timing
+
+try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
+    from tests import reference_sim as ref
+except ImportError:
+    import reference_sim as ref
+
+
+def compute_times(tm, key, trajectories: int) -> np.ndarray:
+    """``[n, K]`` the compute time of each (worker, trajectory), keyed as the clock keys it
+    (``fold_in(fold_in(key, worker), trajectory)``)."""
+
+    def one(w, k):
+        k_wk = jax.random.fold_in(jax.random.fold_in(key, w), k)
+        return timing.sample_worker_compute_time(tm, k_wk, w)
+
+    ks = jnp.arange(trajectories)
+    return np.asarray(jax.vmap(lambda w: jax.vmap(lambda k: one(w, k))(ks))(jnp.arange(tm.n)))
+
+
+@functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates", "history", "link"))
+def simulate(tm, message, inference, key, learner_time, **kw):
+    return step_clock.simulate(tm, message, inference, key, learner_time=learner_time, **kw)
+
+
+# (n, horizon, batch, updates): one compiled program per shape and link; the times are traced
+SHAPES = [(1, 3, 1, 4), (2, 1, 2, 5), (3, 4, 2, 6), (4, 2, 5, 3)]
+
+
+@pytest.mark.parametrize("link", ["shared", "independent"])
+@pytest.mark.parametrize("n, horizon, batch, updates", SHAPES)
+def test_matches_the_reference_event_simulation(n, horizon, batch, updates, link):
+    rng = np.random.default_rng(n * 100 + horizon * 10 + batch)
+    for draw in range(3):
+        h = rng.uniform(0.5, 3.0, n)
+        tm = timing.make_time_model(n, h=h.tolist(), noise="exponential")
+        message = rng.uniform(0.0, 0.4, n).astype(np.float32)
+        inference = np.float32(rng.uniform(0.0, 0.1) * (draw > 0))
+        learner_time = np.float32(rng.uniform(0.0, 2.0) * (draw != 1))
+        key = jax.random.key(draw)
+        state, batches, done = simulate(
+            tm, jnp.asarray(message), inference, key, learner_time,
+            horizon=horizon, batch=batch, updates=updates, history=updates + 1, link=link,
+        )  # fmt: skip
+        chex.assert_shape(batches.versions, (updates, batch, horizon))
+        K = 2 + updates * batch  # enough trajectories for any worker
+        want, want_done, totals = ref.simulate_steps(
+            compute_times(tm, key, K), message, inference, horizon, batch, updates,
+            learner_time, link,
+        )  # fmt: skip
+        msg = f"draw {draw}"
+        np.testing.assert_array_equal(
+            np.asarray(batches.worker), [[c["worker"] for c in b] for b in want], msg
+        )
+        np.testing.assert_array_equal(
+            np.asarray(batches.traj), [[c["traj"] for c in b] for b in want], msg
+        )
+        np.testing.assert_array_equal(
+            np.asarray(batches.versions), [[c["versions"] for c in b] for b in want], msg
+        )
+        np.testing.assert_allclose(
+            np.asarray(batches.time), [[c["time"] for c in b] for b in want], rtol=1e-6
+        )
+        np.testing.assert_allclose(np.asarray(done), want_done, rtol=1e-6)
+        assert float(state.messages) == totals["messages"]
+        np.testing.assert_allclose(float(state.link_busy), totals["link_busy"], rtol=1e-5)
+        np.testing.assert_allclose(float(state.time), totals["time"], rtol=1e-6)
+
+
+def hand_cluster():
+    """Two actors, H = 4, no exchange or inference time, B = 1, learner time 0. Actor 0's
+    steps take 1/4 (its trajectories end at 1, 2, 3, ...), actor 1's 0.55 (its first ends at
+    2.2): updates complete at 1 and 2, while actor 1 is mid-trajectory."""
+    tm = timing.make_time_model(2, h=[1.0, 2.2])
+    return tm, jnp.zeros((2,), jnp.float32)
+
+
+@pytest.mark.parametrize("link", ["shared", "independent"])
+def test_updates_mid_trajectory_give_each_step_its_version(link):
+    tm, message = hand_cluster()
+    state, b, done = simulate(
+        tm, message, 0.0, jax.random.key(0), 0.0,
+        horizon=4, batch=1, updates=4, history=4, link=link,
+    )  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(b.worker)[:, 0], [0, 0, 1, 0])
+    np.testing.assert_array_equal(np.asarray(b.traj)[:, 0], [0, 1, 0, 2])
+    np.testing.assert_allclose(np.asarray(b.time)[:, 0], [1.0, 2.0, 2.2, 3.0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(done), [1.0, 2.0, 2.2, 3.0], rtol=1e-6)
+    # actor 1 was served at 0.55 (no update yet), 1.1 and 1.65 (after the update done at 1)
+    # and 2.2 (after the one done at 2); actor 0's third trajectory starts after 2.2
+    np.testing.assert_array_equal(
+        np.asarray(b.versions)[:, 0], [[0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 1, 2], [3, 3, 3, 3]]
+    )
+    # four trajectories of 4 steps, and actor 1's second trajectory's first (at 2.75)
+    assert float(state.messages) == 4 * 4 + 1
+
+
+def test_shared_link_serializes_the_step_exchanges():
+    """Two identical actors whose exchanges take as long as their steps' compute: on one
+    shared link each step waits for the other's exchange; with independent links they
+    overlap."""
+    tm = timing.make_time_model(2, h=[1.0, 1.0])  # H = 2: each step computes 0.5
+    message = jnp.full((2,), 0.5, jnp.float32)
+    ends = {}
+    for link in ("shared", "independent"):
+        state, b, _ = simulate(
+            tm, message, 0.0, jax.random.key(0), 0.0,
+            horizon=2, batch=2, updates=1, history=1, link=link,
+        )  # fmt: skip
+        ends[link] = np.asarray(b.time)[0]
+        chex.assert_trees_all_close(float(state.link_busy), 2.0)
+    # independent: 0.5 + 0.5, then 0.5 + 0.5 -> both end at 2.0
+    np.testing.assert_allclose(ends["independent"], [2.0, 2.0])
+    # shared: actor 0 served [0.5, 1.0], actor 1 [1.0, 1.5]; actor 0's second step asks at
+    # 1.5 and is served [1.5, 2.0]; actor 1's asks at 2.0: [2.0, 2.5]
+    np.testing.assert_allclose(ends["shared"], [2.0, 2.5])
+
+
+def test_served_version_counts_updates_done_by_then():
+    done_at = jnp.array([3.0, 2.0, 1.0, -jnp.inf], jnp.float32)  # versions 7, 6, 5 done
+    got = [int(step_clock.served_version(jnp.float32(t), jnp.int32(7), done_at)) for t in
+           (0.5, 1.0, 2.5, 3.0, 9.0)]  # fmt: skip
+    assert got == [4, 5, 6, 7, 7]
+
+
+def test_unknown_link_is_refused():
+    tm, message = hand_cluster()
+    with pytest.raises(ValueError, match="unknown link 'fast'"):
+        step_clock.next_batch(
+            tm, message, 0.0, jax.random.key(0), step_clock.init(tm, jax.random.key(0), 2),
+            1, jnp.int32(0), jnp.full((1,), -jnp.inf), link="fast",
+        )  # fmt: skip
