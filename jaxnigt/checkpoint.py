@@ -23,6 +23,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,28 @@ def _quiet_failures():
         threading.excepthook = hook
 
 
+#: After a failed save, partial files are removed until none has appeared for this long:
+#: the save's other writes (tensorstore's threads) may still land after its exception.
+PARTIAL_SETTLE_S = 0.25
+_PARTIAL_LIMIT_S = 10.0
+
+
+def _remove_partials(root: Path, *, settle: float = 0.0) -> None:
+    """Removes the ``chunk_*.orbax-checkpoint-tmp*`` directories of unfinished saves under
+    ``root``; with ``settle``, again until none has reappeared for ``settle`` seconds (at
+    most :data:`_PARTIAL_LIMIT_S`)."""
+    start = quiet = time.monotonic()
+    while True:
+        found = list(root.glob("chunk_*.orbax-checkpoint-tmp*"))
+        for partial in found:
+            shutil.rmtree(partial, ignore_errors=True)
+        now = time.monotonic()
+        quiet = now if found else quiet
+        if now - quiet >= settle or now - start >= _PARTIAL_LIMIT_S:
+            return
+        time.sleep(0.02)
+
+
 class CheckpointError(RuntimeError):
     """No checkpoint of an algorithm could be read; the message names each and why."""
 
@@ -112,11 +135,11 @@ def save(
             _checkpointer().save(path.resolve(), payload, force=True)
         atomic_write_text(path.with_suffix(".sha256"), _digest(payload) + "\n")
     except Exception as e:  # orbax/tensorstore wrap OS errors (disk full, ...) in their own
+        _remove_partials(root, settle=PARTIAL_SETTLE_S)
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise RunDirError(f"checkpoint {str(path)!r}: {reason[:300]}", started=True) from None
-    finally:
-        for partial in root.glob("chunk_*.orbax-checkpoint-tmp*"):  # a killed or failed save
-            shutil.rmtree(partial, ignore_errors=True)
+    # after the save (every process is past it): what an earlier killed save left
+    _remove_partials(root)
     for old in _complete(root)[:-KEEP]:
         shutil.rmtree(old, ignore_errors=True)
         old.with_suffix(".sha256").unlink(missing_ok=True)
