@@ -36,7 +36,7 @@ def child_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "JAXNIGT_CACHE_DIR": cache}
     if cache:
         env["JAX_COMPILATION_CACHE_DIR"] = cache
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # as tests/conftest.py
     env.update(extra)
     return env
 
