@@ -6,10 +6,10 @@
 module of the analysis that reads files; ``jaxnigt compare``, ``jaxnigt tune`` and
 ``jaxnigt sweep``'s table start from it.
 
-A seed's *updates* are counted at its last step: ``comms / trajectories_per_update`` for the
-methods whose ``summary.json`` entry has ``trajectories_per_update`` (the per-arrival
-methods update every that many trajectories, and every trajectory is one exchange), the step
-count otherwise (a round is one update).  A seed is *diverged* when ``summary.json`` marks it
+A seed's *updates*: its trajectories that entered updates (the sum of ``grads``) over
+``trajectories_per_update`` for the methods whose ``summary.json`` entry has it (the
+per-arrival methods update every that many trajectories), the step count at its last step
+otherwise (a round is one update).  A seed is *diverged* when ``summary.json`` marks it
 (``on_nonfinite: mark``) or it stopped before the budget (and the step cap).
 """
 
@@ -155,9 +155,11 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Metho
     entry = summary.get(name, {})
     # an algorithm's fact: summary.json records it on its grid point 0 entry
     per_update = summary.get(algorithm, {}).get("trajectories_per_update")
-    updates = [
-        last[s]["round"] if per_update is None else last[s]["comms"] / per_update for s in order
-    ]
+    used = {s: 0.0 for s in order}
+    for r in rows:
+        if np.isfinite(r["grads"]):
+            used[r["seed"]] += r["grads"]
+    updates = [last[s]["round"] if per_update is None else used[s] / per_update for s in order]
     end = np.array([last[s]["sim_time"] for s in order])
     # a seed that stopped before the budget (and the step cap) did not finish: diverged
     capped = np.array([cfg.max_rounds is not None and last[s]["round"] >= cfg.max_rounds

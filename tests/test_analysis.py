@@ -196,7 +196,8 @@ def _write_run(path, curves, *, done=True, per_update=None):
             for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 ids = {"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5}
                 rows.append({**ids, "seed": s, "round": r, "sim_time": x, "eval_return": y,
-                             "env_steps": 10 * r, "comms": 4 * r})  # fmt: skip
+                             "env_steps": 10 * r, "comms": 4 * r,
+                             "grads": 4.0 if r else float("nan")})  # fmt: skip
         summary[algorithm] = {"seeds": len(seeds)}
         if per_update and algorithm in per_update:
             summary[algorithm]["trajectories_per_update"] = per_update[algorithm]
@@ -228,7 +229,8 @@ def test_load_run_reads_curves_updates_and_initial_returns(tmp_path):
     fast, slow = run.algorithms()["rennala_nigt"], run.algorithms()["afedpg"]
     assert fast.seeds == (0, 1, 2) and fast.diverged == ()
     np.testing.assert_array_equal(fast.initial(), [-10.0] * 3)
-    # rounds for a round-based method, comms / trajectories_per_update for a per-arrival one
+    # rounds for a round-based method, the trajectories used (4 per step, 5 steps) over
+    # trajectories_per_update for a per-arrival one
     np.testing.assert_array_equal(fast.updates, [5, 5, 5])
     np.testing.assert_array_equal(slow.updates, [10, 10, 10])
     # seed 0: -10·2 - 6·2 - 3·2 - 2·4 (over [0, 10]) / 10
