@@ -134,6 +134,10 @@ _R = ("rennala_nigt",)
 # IMPALA's and A3C's exchanges queue on a shared server link; an independent link lets them
 # overlap, which is where actor-learner designs are meant to shine: both are run.
 _AC_MODELS = (DEFAULT_MODEL, ("independent", "all"))
+# SEED RL (central inference): its own family, tuned as the actor-critic family is (Adam's
+# learning rate on the same grid and seeds), run beside IMPALA and Rennala NIGT with their
+# families' tuned values, under both links (its step exchanges queue on a shared one).
+SEED_RL = ("seed_rl",)
 
 FAMILIES = {
     f.name: f
@@ -147,6 +151,8 @@ FAMILIES = {
         Family("hopper", _base("hopper", _HOPPER), HOMOGENEOUS, 3100, (-10, -8, -6), eta=(0.1,)),
         Family("point_mass_ac", _base("point_mass"), ACTOR_CRITIC, 32000, _GRID, eta=(0.1,)),
         Family("reacher_ac", _base("reacher"), ACTOR_CRITIC, 32000, _GRID, eta=(0.1,)),
+        Family("point_mass_seed", _base("point_mass"), SEED_RL, 32000, _GRID, eta=(0.1,)),
+        Family("reacher_seed", _base("reacher"), SEED_RL, 32000, _GRID, eta=(0.1,)),
     )
 }
 
@@ -190,6 +196,18 @@ SCENARIOS = {
                 "actor_critic",
                 models=_AC_MODELS,
                 include=((env, _R),),
+            )
+            for env in ("point_mass", "reacher")
+        ),
+        *(
+            Scenario(
+                f"{env}_seed",
+                f"{env}_seed",
+                {},
+                32000,
+                "central_inference",
+                models=_AC_MODELS,
+                include=((env, _R), (f"{env}_ac", ("impala",))),
             )
             for env in ("point_mass", "reacher")
         ),
@@ -356,6 +374,8 @@ CLAIMS = {
     "fastest": ("rennala_nigt", "ahead", None),
     "hetero": ("malenia_nigt", "ahead", ("afedpg",)),
     "actor_critic": ("rennala_nigt", None, None),
+    # SEED RL against IMPALA (per-step messages against one per trajectory) and Rennala NIGT
+    "central_inference": ("seed_rl", None, None),
 }
 GAP_BASELINES = ("sync_nigt", "afedpg")
 
@@ -473,6 +493,7 @@ _CLUSTER = {
     "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
     "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
     "ac": "h = √i, κ = √i·d^{1/4}",
+    "seed": "h = √i, κ = √i·d^{1/4} (a step exchange: √i·(o + a)^{1/4})",
 }
 GAP_CLAIM = "bigger gap with more communication"
 
