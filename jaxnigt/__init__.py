@@ -19,6 +19,7 @@ from jaxnigt.nigt import (
     nigt,
     nigt_eval_params,
     scale_by_nigt,
+    scale_by_normalized_momentum,
 )
 
 __version__ = "0.1.0"
@@ -53,6 +54,7 @@ __all__ = [
     "nigt",
     "nigt_eval_params",
     "scale_by_nigt",
+    "scale_by_normalized_momentum",
     "schedules",
     "timing",
 ]

@@ -51,5 +51,6 @@ def malenia_weights(sched: RoundSchedule) -> jax.Array:
 
 
 def sync_weights(sched: RoundSchedule) -> jax.Array:
-    """``[S]`` float32 weights ``1 / (n b)`` (the plain mean)."""
+    """``[S]`` float32 weights ``1 / (n b)`` (the plain mean; an m-synchronous round's
+    ``1 / m``)."""
     return mean_weights(sched.slot_valid)

@@ -1,6 +1,7 @@
 """``jaxnigt clock``: simulate the simulated cluster's clock alone, no training.
 
-Round rules (``rennala``, ``malenia``, ``sync``) run ``--rounds`` rounds (``lax.scan``
+Round rules (``rennala``, ``malenia``, ``sync``, ``msync``: ``--M`` is then m, the workers a
+round waits for) run ``--rounds`` rounds (``lax.scan``
 inside one ``jax.jit``; round ``r`` uses ``fold_in(key(seed), r)``) and write one CSV row per
 round::
 
@@ -180,6 +181,8 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     rounds = _int("--rounds", args.rounds)
     seed = _int("--seed", args.seed, minimum=0)
     rule = _choice("--rule", args.rule, RULES)
+    if rule == "msync" and M > n:
+        raise FlagError("--M", f"got {M}; --rule msync waits for m = M <= n = {n} workers")
     inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
     allreduce = _choice("--allreduce", args.allreduce, schedules.ALLREDUCE)
     link = _choice("--link", args.link, events.LINKS)
@@ -407,8 +410,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
-    p.add_argument("--M", default="50", help="batch size (>= 1)")
-    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|async|seed")
+    p.add_argument("--M", default="50", help="batch size (>= 1; msync: m <= n)")
+    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|msync|async|seed")
     p.add_argument("--inflight", default="cancel", help="cancel|discard (round rules)")
     p.add_argument(
         "--allreduce", default="all", help="all|contributors: who joins a round's AllReduce"

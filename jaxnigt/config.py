@@ -200,6 +200,8 @@ class HParams:
         worker, a round lasts about the slowest worker's time); ``match_M``: max(1,
         ceil(M/n)), about M per round like Rennala (the sensitivity variant).
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
+      msync_m: ``msync_nigt``'s round waits for the fastest m workers' one gradient each
+        (default ceil(n/2); at most n; m = n is ``sync_nigt`` with one per worker).
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
       async_wave: the asynchronous methods roll out at most this many ready arrivals as one
@@ -238,6 +240,7 @@ class HParams:
     gamma: float = _opt(_float(0.0, 1.0), 0.99)
     per_worker_batch: int | str = _opt(_batch, 1)
     malenia_capacity: int | None = _opt(_optional(_int(1)))
+    msync_m: int | None = _opt(_optional(_int(1)))
     async_block: int | None = _opt(_optional(_int(1)))
     async_wave: int | None = _opt(_optional(_int(1)))
     admm_rho: float = _opt(_float(0.0), 1.0)

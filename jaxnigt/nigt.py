@@ -136,6 +136,34 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
+def scale_by_normalized_momentum(
+    eta: ArrayLike, *, eps: float = 1e-8
+) -> optax.GradientTransformationExtraArgs:
+    """Normalized momentum without NIGT's extrapolation (Cutkosky & Mehta, 2020): emits
+    ``n_t = d_t / max(‖d_t‖, ε)`` with ``d_0 = g_0``, ``d_t = (1 − η) d_{t−1} + η g_t``, to be
+    scaled by a learning rate; gradients are taken at the iterate itself.  ``η = 1`` is
+    normalized gradient descent.  (AFedPG without its lookahead point, ``afedpg_vanilla``.)
+
+    Returns:
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`ScaleByNigtState`
+      (``normalized`` holds ``n_t``).
+    """
+    _validate_eta(eta)
+
+    def init_fn(params: Params) -> ScaleByNigtState:
+        zeros = optax.tree.zeros_like(params)
+        return ScaleByNigtState(zeros, zeros, jnp.zeros([], jnp.int32))
+
+    def update_fn(updates, state, params=None, **extra_args):
+        del params, extra_args
+        direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
+        return normalized, ScaleByNigtState(
+            direction, normalized, optax.safe_increment(state.count)
+        )
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
 def nigt(
     learning_rate: optax.ScalarOrSchedule, eta: ArrayLike, *, eps: float = 1e-8
 ) -> optax.GradientTransformationExtraArgs:

@@ -223,6 +223,46 @@ def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
     return hi
 
 
+def msync_from_times(
+    kappa: jax.Array,
+    tau: jax.Array,
+    t0: jax.typing.ArrayLike,
+    busy_until: jax.Array,
+    *,
+    m: int,
+    inflight: str = "cancel",
+    allreduce: str = "all",
+) -> RoundSchedule:
+    """m-synchronous round (Begunov & Tyurin, 2026) from ``tau`` ``[n, K >= 1]``: every
+    worker computes one gradient at the round's point; ``T`` is the ``m``-th earliest
+    completion (ties: lower worker id), those ``m`` count and the others' gradients are in
+    flight at ``T`` (cancelled or discarded, ``inflight``); a worker that delivered waits
+    for the new point.  ``m = n`` is the synchronous round with one gradient per worker."""
+    m = check_static("m", m)
+    check_modes(inflight, allreduce)
+    n = tau.shape[0]
+    if m > n:
+        raise ValueError(f"msync needs m <= n, got m = {m} with n = {n}")
+    t0, tau, off, cum = _prologue("msync (one gradient)", tau, 1, t0, busy_until)
+    first = off + cum[:, 0]
+    _, rows = lax.top_k(-first, m)  # ascending completion; ties: lower worker id first
+    rows = lax.optimization_barrier(rows)
+    counts = jnp.zeros((n,), jnp.int32).at[rows].set(1)
+    coll = Collection(
+        t_rel=first[rows[m - 1]],
+        counts=counts,
+        slot_worker=rows,
+        slot_rank=jnp.zeros((m,), jnp.int32),
+        slot_valid=jnp.ones((m,), bool),
+        overflow=jnp.bool_(False),
+    )
+    work = worker_times(off, tau, cum, counts)
+    return finish_round(
+        kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce,
+        may_continue=counts == 0,
+    )  # fmt: skip
+
+
 def sync_from_times(
     kappa: jax.Array,
     tau: jax.Array,

@@ -200,8 +200,13 @@ def finish_round(
     inflight: str,
     allreduce: str,
     has_inflight: bool = True,
+    may_continue: jax.Array | None = None,
 ) -> RoundSchedule:
-    """Timing, waste and readiness bookkeeping shared by every round schedule."""
+    """Timing, waste and readiness bookkeeping shared by every round schedule.
+
+    A worker whose next gradient began before ``T`` has it in flight; ``may_continue``
+    (``[n]`` bool) limits that to the workers that go on computing after their used
+    gradients (the m-synchronous round: a worker that delivered its one gradient waits)."""
     t_rel = coll.t_rel
     t_collect_end = t0 + t_rel
     comm_time, ready = allreduce_times(kappa, coll.counts, t_collect_end, allreduce)
@@ -210,6 +215,8 @@ def finish_round(
     # In flight: its next gradient began strictly before T (a worker whose completion is
     # exactly at T would only begin one at T: it has done no work and is free at T).
     busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
+    if may_continue is not None:
+        busy = busy & may_continue
     if inflight == "cancel":
         wasted = jnp.where(busy, t_rel - last, 0.0)
         safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)

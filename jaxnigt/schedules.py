@@ -1,9 +1,10 @@
-"""Round schedules of the AllReduce methods: Rennala, Malenia and synchronous (SPEC §3-4).
+"""Round schedules of the AllReduce methods: Rennala, Malenia, synchronous (SPEC §3-4) and
+m-synchronous.
 
 A schedule is a pure function of sampled compute times: it decides *which* gradients count
 and when the round ends, before any trajectory is rolled out, so only the trajectories that
 count need to be simulated.  This module is the public face of the round rules:
-:func:`rennala`, :func:`malenia` and :func:`sync` draw a round's compute times from a
+:func:`rennala`, :func:`malenia`, :func:`sync` and :func:`msync` draw a round's compute times from a
 :class:`~jaxnigt.timing.TimeModel` and return its :class:`RoundSchedule`; :func:`run_rounds`
 chains rounds; :func:`sync_batch` and :func:`default_malenia_capacity` give the rules'
 static sizes.  What a round is, and the conventions every rule shares (start, end,
@@ -32,6 +33,7 @@ import jax.numpy as jnp
 from jaxnigt.round_kernels import (
     MALENIA_RTOL,
     malenia_from_times,
+    msync_from_times,
     rennala_candidates,
     rennala_from_times,
     rennala_round,
@@ -55,8 +57,11 @@ __all__ = [
     "MATCH_M",
     "RoundSchedule",
     "default_malenia_capacity",
+    "default_msync_m",
     "malenia",
     "malenia_from_times",
+    "msync",
+    "msync_from_times",
     "rennala",
     "rennala_from_times",
     "run_rounds",
@@ -212,6 +217,29 @@ def sync(
         inflight=inflight,
         allreduce=allreduce,
     )
+
+
+def msync(
+    tm: TimeModel,
+    key: jax.Array,
+    t0: jax.typing.ArrayLike,
+    busy_until: jax.Array,
+    *,
+    m: int,
+    inflight: str = "cancel",
+    allreduce: str = "all",
+) -> RoundSchedule:
+    """m-synchronous round, ``S = m`` slots (:func:`msync_from_times`): the compute times
+    of :func:`sync` with one gradient per worker, so ``m = n`` is that round."""
+    tau = sample_compute_times(tm, key, 1)
+    return msync_from_times(
+        tm.kappa, tau, t0, busy_until, m=m, inflight=inflight, allreduce=allreduce
+    )
+
+
+def default_msync_m(n: int) -> int:
+    """``ceil(n / 2)``: the round waits for the faster half of the workers."""
+    return -(-int(n) // 2)
 
 
 def run_rounds(schedule: Callable, tm: TimeModel, key: jax.Array, rounds: int) -> RoundSchedule:

@@ -22,7 +22,7 @@ import jax
 from jaxnigt import events, schedules, step_clock
 from jaxnigt.timing import TimeModel
 
-ROUND_RULES = ("rennala", "malenia", "sync")
+ROUND_RULES = ("rennala", "malenia", "sync", "msync")
 
 
 def _rule(rule: str, tm: TimeModel, M: int, capacity, per_worker, modes: dict):
@@ -35,6 +35,8 @@ def _rule(rule: str, tm: TimeModel, M: int, capacity, per_worker, modes: dict):
     if rule == "sync":
         b = schedules.sync_batch(M, tm.n, per_worker)
         return functools.partial(schedules.sync, per_worker=b, **modes)
+    if rule == "msync":  # M is m: the workers a round waits for
+        return functools.partial(schedules.msync, m=M, **modes)
     raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
 
 
@@ -60,7 +62,7 @@ def simulate_rule_rounds(
       tm: the cluster's time model.
       key: PRNG key of the whole run.
       rule: one of :data:`ROUND_RULES`.
-      M: the rule's batch size.
+      M: the rule's batch size (``msync``: m, the workers a round waits for).
       rounds: number of rounds (static).
       inflight, allreduce: the round modes (:data:`jaxnigt.schedules.INFLIGHT`,
         :data:`jaxnigt.schedules.ALLREDUCE`).

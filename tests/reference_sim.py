@@ -46,15 +46,18 @@ def simulate_round(
     M: int = 1,
     capacity: int = 1,
     per_worker: int = 1,
+    m: int = 1,
     inflight: str = "cancel",
     allreduce: str = "all",
 ) -> dict:
-    """One round of ``rule`` (rennala | malenia | sync) on compute times ``tau`` ``[n, K]``."""
+    """One round of ``rule`` (rennala | malenia | sync | msync) on compute times ``tau``
+    ``[n, K]``; ``msync``: each worker computes one gradient, the first ``m`` count, and a
+    worker that delivered waits (only the others have work in flight)."""
     n = tau.shape[0]
     t0 = f32(t0)
     off = [max(f32(f32(b) - t0), f32(0.0)) for b in busy_until]
     cum = [_prefix(tau[i]) for i in range(n)]
-    limit = {"rennala": M, "malenia": capacity, "sync": per_worker}[rule]
+    limit = {"rennala": M, "malenia": capacity, "sync": per_worker, "msync": 1}[rule]
 
     def completion(i, k):
         return f32(off[i] + cum[i][k])
@@ -74,8 +77,8 @@ def simulate_round(
             heapq.heappush(heap, (completion(i, k + 1), i, k + 1))
         return t
 
-    if rule == "rennala":
-        for _ in range(M):
+    if rule in ("rennala", "msync"):
+        for _ in range(M if rule == "rennala" else m):
             t_rel = pop()
     elif rule == "sync":
         while heap:
@@ -118,7 +121,8 @@ def simulate_round(
         if rule == "sync":
             busy.append(ready[i])  # nothing in flight; idle until the new point arrives
             continue
-        in_flight = off[i] < t_rel and last < t_rel  # its next gradient began before T
+        # its next gradient began before T (msync: only a worker that has not delivered)
+        in_flight = off[i] < t_rel and last < t_rel and (rule != "msync" or b == 0)
         if inflight == "cancel":
             busy.append(ready[i])
             if in_flight:

@@ -1,10 +1,13 @@
 """Tests for jaxnigt.algorithms: learning, hand-computed equivalences, heterogeneous bias."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from tasks import match_setup
 
@@ -227,3 +230,93 @@ def test_malenia_targets_average_objective_and_rennala_the_fast_worker():
     assert abs(np.mean(malenia)) < 0.15, malenia
     assert np.mean(rennala) > 0.5, rennala
     assert np.min(rennala) > np.max(malenia), (rennala, malenia)
+
+
+# --- afedpg_vanilla: AFedPG without its lookahead point --------------------------------------
+
+
+def _normalized_sgd(hyper):
+    """θ += α g/‖g‖: asynchronous normalized SGD, written without the momentum code."""
+
+    def update(updates, state, params=None):
+        del params
+        norm = optax.global_norm(updates)
+        return jax.tree.map(lambda u: -hyper["learning_rate"] * u / norm, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def test_afedpg_vanilla_with_eta_one_is_asynchronous_normalized_sgd():
+    """Two programs of one computation (normalized steps of 0.05 from params of order 1:
+    atol 1e-5); with η < 1 it is not AFedPG, whose rollouts are at the lookahead point."""
+    from jaxnigt.algorithms import async_engine, core
+
+    def cfg(eta):
+        return config_lib.from_dict({
+            "env": {"name": "timed_point_mass"},
+            "cluster": {"n": 3, "h": "sqrt", "kappa": 0.5},
+            "algorithms": ["afedpg_vanilla", "afedpg"],
+            "hparams": {"M": 4, "learning_rate": 0.05, "eta": eta, "async_block": 3},
+            "budget": 100.0,
+        })  # fmt: skip
+
+    def run(tr):
+        state = tr.init(jax.random.key(0), tr.hyper())
+        return jax.jit(lambda s: tr.run_chunk(s, 3))(state)[0].params
+
+    vanilla = make_trainer(cfg(1.0), "afedpg_vanilla")
+    reference = dataclasses.replace(
+        vanilla,
+        algorithm=async_engine.make(
+            vanilla.setup,
+            async_engine.AsyncOptions.resolve(vanilla.setup, vanilla.hparams),
+            update=core.Update(_normalized_sgd, core.held_params),
+        ),
+    )
+    chex.assert_trees_all_close(run(vanilla), run(reference), atol=1e-5)
+    lookahead = [run(make_trainer(cfg(0.5), name)) for name in ("afedpg_vanilla", "afedpg")]
+    assert not np.allclose(*(jax.flatten_util.ravel_pytree(p)[0] for p in lookahead), atol=1e-3)
+
+
+# --- msync_nigt: m-synchronous rounds ----------------------------------------------------------
+
+
+def test_msync_nigt_with_m_equal_n_is_sync_nigt_with_one_trajectory_per_worker():
+    """The same compute times, slots (in the same order), weights and update: the same run
+    (floats to rounding: two programs)."""
+    cfg = config_lib.from_dict({
+        "env": {"name": "timed_point_mass"},
+        "cluster": {"n": 3, "h": "sqrt", "noise": "exponential", "kappa": 0.5},
+        "algorithms": ["msync_nigt", "sync_nigt"],
+        "hparams": {"M": 4, "learning_rate": 0.05, "eta": 0.3, "msync_m": 3},
+        "budget": 100.0,
+    })  # fmt: skip
+    out = {}
+    for name in ("msync_nigt", "sync_nigt"):
+        tr = make_trainer(cfg, name)
+        state = tr.init(jax.random.key(0), tr.hyper())
+        out[name] = jax.jit(lambda s, tr=tr: tr.run_chunk(s, 4))(state)
+    (a, ma), (b, mb) = out["msync_nigt"], out["sync_nigt"]
+    chex.assert_trees_all_close(a.params, b.params, atol=1e-6)
+    for k in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads", "worker_counts"):
+        np.testing.assert_array_equal(ma[k], mb[k], k)
+
+
+def test_msync_nigt_waits_for_the_fastest_m_and_stops_the_others():
+    cfg = config_lib.from_dict({
+        "env": {"name": "timed_point_mass"},
+        "cluster": {"n": 4, "h": [1.0, 2.0, 3.0, 4.0], "kappa": 0.5},
+        "algorithms": ["msync_nigt"],
+        "hparams": {"M": 4, "learning_rate": 0.05, "eta": 0.3},
+        "budget": 100.0,
+    })  # fmt: skip
+    tr = make_trainer(cfg, "msync_nigt")
+    assert tr.algorithm.traits.cluster_options == ("inflight", "allreduce")
+    _, m = jax.jit(lambda s: tr.run_chunk(s, 2))(tr.init(jax.random.key(0), tr.hyper()))
+    # default m = ceil(4/2) = 2: a round is the second-fastest worker's 2 plus the AllReduce
+    np.testing.assert_allclose(m["round_time"], [2.5, 2.5])
+    np.testing.assert_array_equal(m["worker_counts"], [[1, 1, 0, 0]] * 2)
+    assert float(m["env_steps_wasted"][0]) > 0  # workers 2 and 3 stopped mid-trajectory
+    with pytest.raises(ValueError, match=r"msync_m \(5\) must be at most cluster.n \(4\)"):
+        make_trainer(dataclasses.replace(cfg, hparams=dataclasses.replace(cfg.hparams, msync_m=5)),
+                     "msync_nigt")  # fmt: skip

@@ -64,7 +64,7 @@ def test_theory_times():
 
 def test_simulation_names_the_round_rules():
     tm = timing.make_time_model(2)
-    with pytest.raises(ValueError, match="rennala, malenia, sync"):
+    with pytest.raises(ValueError, match="rennala, malenia, sync, msync"):
         simulation.simulate_rule_rounds(tm, jax.random.key(0), rule="async", M=2, rounds=1)
 
 
@@ -74,6 +74,7 @@ def test_simulation_names_the_round_rules():
         ["--rule", "malenia", "--noise", "exponential", "--inflight", "discard"],
         ["--rule", "sync", "--noise", "lognormal:0.5", "--h", "sqrt", "--kappa", "sqrt"],
         ["--rule", "sync", "--per-worker", "match_M"],
+        ["--rule", "msync", "--M", "2", "--h", "sqrt", "--inflight", "discard"],
         ["--noise", "straggler:0.2:5", "--dim", "16", "--kappa", "equal", "--per-step",
          "--horizon", "10"],
     ],
@@ -91,6 +92,9 @@ def test_rules_and_options(tmp_path, capsys, extra):
         np.testing.assert_array_equal(a[:, 7:], 2 if "match_M" in extra else 1)
     if "--dim" in extra:
         np.testing.assert_allclose(a[:, 3] - a[:, 2], 2.0, rtol=1e-6)  # kappa = 1 * 16^(1/4)
+    if "msync" in extra:  # the fastest m = 2 of 3 workers, one gradient each
+        np.testing.assert_array_equal(a[:, 4], 2)
+        assert np.all(a[:, 7:].max(axis=1) == 1)
 
 
 @pytest.mark.parametrize(
@@ -120,6 +124,7 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--bogus", "1"], "--bogus"),
         (["--n"], "--n"),
         (["--rule", "seed"], "--horizon"),
+        (["--rule", "msync", "--n", "3", "--M", "4"], "--M"),
         (["--rule", "seed", "--horizon", "3", "--message-time", "-1"], "--message-time"),
         (["--rule", "seed", "--horizon", "3", "--batch", "0"], "--batch"),
         (["--rule", "seed", "--horizon", "3", "--learner-time", "soon"], "--learner-time"),
@@ -139,7 +144,7 @@ def test_bad_flags(tmp_path, capsys, argv, flag):
 
 def test_unknown_values_list_allowed_ones(tmp_path, capsys):
     _, _, err = _run([*BASE, "--rule", "x", "--out", str(tmp_path / "c.csv")], capsys)
-    assert "rennala, malenia, sync, async" in err
+    assert "rennala, malenia, sync, msync, async, seed" in err
     _, _, err = _run([*BASE, "--h", "x", "--out", str(tmp_path / "c.csv")], capsys)
     assert "equal" in err and "decreasing" in err
     _, _, err = _run([*BASE, "--noise", "x", "--out", str(tmp_path / "c.csv")], capsys)

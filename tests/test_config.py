@@ -116,7 +116,11 @@ def test_bad_values_name_field_and_allowed(changes, field, allowed):
     "changes, field, readers",
     [
         ({"hparams__impala_batch": 4}, "hparams.impala_batch", "impala"),
-        ({"hparams__async_block": 5}, "hparams.async_block", "afedpg, asgd, a3c, impala"),
+        (
+            {"hparams__async_block": 5},
+            "hparams.async_block",
+            "afedpg, afedpg_vanilla, asgd, a3c, impala, seed_rl",
+        ),
         ({"hparams__value_coef": 1.0}, "hparams.value_coef", "a2c, a3c, impala"),
         ({"hparams__gae_lambda": 0.9}, "hparams.gae_lambda", "a2c, a3c"),
         ({"hparams__admm_rho": 3.0}, "hparams.admm_rho", "admm_pg"),

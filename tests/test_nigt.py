@@ -82,6 +82,25 @@ class NigtRecurrenceTest(chex.TestCase):
             pa, pb = optax.apply_updates(pa, da), optax.apply_updates(pb, db)
         chex.assert_trees_all_close(pa, pb, atol=1e-5)
 
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_normalized_momentum_matches_its_unrolled_recurrence(self):
+        """d_0 = g_0, d_t = (1 − η) d_{t−1} + η g_t, x_{t+1} = x_t − α d_t/‖d_t‖, by hand
+        in float64 over the flattened params; gradients at x itself (no extrapolation)."""
+        lr, eta = 0.07, 0.25
+        opt = optax.chain(
+            jaxnigt.scale_by_normalized_momentum(eta), optax.scale_by_learning_rate(lr)
+        )
+        params = jax.tree.map(jnp.asarray, _PARAMS)
+        state, update = opt.init(params), self.variant(opt.update)
+        x, d = _flat(_PARAMS).astype(np.float64), None
+        for g in _GRADS:
+            step, state = update(jax.tree.map(jnp.asarray, g), state, params)
+            params = optax.apply_updates(params, step)
+            gv = _flat(g).astype(np.float64)
+            d = gv if d is None else (1 - eta) * d + eta * gv
+            x = x - lr * d / np.linalg.norm(d)
+            np.testing.assert_allclose(_flat(params), x, rtol=1e-5, atol=1e-6)
+
 
 def test_first_update_uses_gradient_and_y0_equals_x0():
     params = jax.tree.map(jnp.asarray, _PARAMS)

@@ -36,6 +36,7 @@ SAME_CLOCK = {
     "a2c": "sync_nigt",
     "asgd": "afedpg",
     "a3c": "afedpg",
+    "afedpg_vanilla": "afedpg",
 }
 REPRESENTATIVES = [a for a in algorithms.NAMES if a not in SAME_CLOCK]
 

@@ -25,11 +25,13 @@ except ImportError:
 ROUNDS, SEEDS = 3, 4
 
 
-RULES = ("rennala", "malenia", "sync")
+RULES = ("rennala", "malenia", "sync", "msync")
 MODES = [(inflight, allreduce) for inflight in S.INFLIGHT for allreduce in S.ALLREDUCE]
 
 
-def _from_times(rule, tm, tau, t0, busy, *, M, capacity, per_worker, **modes):
+def _from_times(rule, tm, tau, t0, busy, *, M, capacity, per_worker, m=1, **modes):
+    if rule == "msync":
+        return S.msync_from_times(tm.kappa, tau, t0, busy, m=m, **modes)
     if rule == "rennala":
         return S.rennala_from_times(tm.kappa, tau, t0, busy, M=M, **modes)
     if rule == "malenia":
@@ -37,13 +39,13 @@ def _from_times(rule, tm, tau, t0, busy, *, M, capacity, per_worker, **modes):
     return S.sync_from_times(tm.kappa, tau, t0, busy, per_worker=per_worker, **modes)
 
 
-@functools.partial(jax.jit, static_argnames=("M", "capacity", "per_worker"))
-def _run_all_rules(tm, keys, *, M, capacity, per_worker):
+@functools.partial(jax.jit, static_argnames=("M", "capacity", "per_worker", "m"))
+def _run_all_rules(tm, keys, *, M, capacity, per_worker, m=1):
     """Every (rule, inflight, allreduce) over [seeds, rounds] from one shared tau matrix per
     round.  The ``*_from_times`` functions accept more columns than they need, so one draw of
     ``capacity + 1`` columns serves every rule (and one compile serves the whole config).
     """
-    sizes = {"M": M, "capacity": capacity, "per_worker": per_worker}
+    sizes = {"M": M, "capacity": capacity, "per_worker": per_worker, "m": m}
     combos = [(rule, *mode) for rule in RULES for mode in MODES]
 
     def one_seed(key):
@@ -82,8 +84,9 @@ def test_matches_reference_simulator(config):
     tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
     capacity = S.default_malenia_capacity(M, n)
     per_worker = S.sync_batch(M, n)
+    m = S.default_msync_m(n)
     keys = jax.random.split(jax.random.key(100 + n + M), SEEDS)
-    taus, results = _run_all_rules(tm, keys, M=M, capacity=capacity, per_worker=per_worker)
+    taus, results = _run_all_rules(tm, keys, M=M, capacity=capacity, per_worker=per_worker, m=m)
     taus, results = jax.tree.map(np.asarray, (taus, results))
     kappa = np.asarray(tm.kappa)
     for (rule, inflight, allreduce), sched in results.items():
@@ -95,6 +98,7 @@ def test_matches_reference_simulator(config):
                 M=M,
                 capacity=capacity,
                 per_worker=per_worker,
+                m=m,
                 inflight=inflight,
                 allreduce=allreduce,
             )

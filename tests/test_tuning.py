@@ -112,10 +112,11 @@ def test_search_is_bounded():
 def test_traits_live_with_the_algorithms():
     t = {name: algorithms.traits(name) for name in algorithms.NAMES}
     link = {a for a, x in t.items() if "link" in x.cluster_options}
-    assert link == {"afedpg", "asgd", "a3c", "impala", "seed_rl"}
+    assert link == {"afedpg", "afedpg_vanilla", "asgd", "a3c", "impala", "seed_rl"}
     assert {a for a, x in t.items() if "allreduce" in x.cluster_options} == {
         "rennala_nigt",
         "rennala_pg",
+        "msync_nigt",
     }
     assert {a for a, x in t.items() if "M" in x.tuned_shapes} == {
         "rennala_nigt",
@@ -126,7 +127,9 @@ def test_traits_live_with_the_algorithms():
         "rennala_nigt",
         "malenia_nigt",
         "sync_nigt",
+        "msync_nigt",
         "afedpg",
+        "afedpg_vanilla",
     }
     overflow = {a for a, x in t.items() if x.overflow}
     assert overflow == {"malenia_nigt", "impala", "seed_rl"}

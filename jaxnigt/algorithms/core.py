@@ -26,7 +26,7 @@ import numpy as np
 import optax
 
 from jaxnigt import schedules
-from jaxnigt.nigt import nigt, nigt_eval_params
+from jaxnigt.nigt import nigt, nigt_eval_params, scale_by_normalized_momentum
 from jaxnigt.timing import TimeModel
 
 # Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
@@ -288,8 +288,17 @@ class Update(NamedTuple):
     step_sizes: tuple[str, ...] = ("learning_rate",)
 
 
+def normalized_momentum_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
+    """Normalized momentum at the held params (NIGT without its extrapolation)."""
+    return optax.chain(
+        scale_by_normalized_momentum(hyper["eta"]),
+        optax.scale_by_learning_rate(hyper["learning_rate"]),
+    )
+
+
 NIGT = Update(nigt_optimizer, nigt_iterate, ("learning_rate", "eta"))
 SGD = Update(sgd_optimizer, held_params)
+NORMALIZED_MOMENTUM = Update(normalized_momentum_optimizer, held_params, ("learning_rate", "eta"))
 
 
 # ------------------------------------------------------------------------------ helpers

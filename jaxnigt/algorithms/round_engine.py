@@ -34,18 +34,25 @@ class RoundOptions(NamedTuple):
         sync_batch`).
       malenia_capacity: Malenia's per-worker capacity of a round (resolved: the config's
         value or :func:`jaxnigt.schedules.default_malenia_capacity` of M and n).
+      msync_m: the workers an m-synchronous round waits for (resolved: the config's value
+        or :func:`jaxnigt.schedules.default_msync_m` of n).
     """
 
     per_worker_batch: int | str = 1
     malenia_capacity: int = 0
+    msync_m: int = 1
 
     @classmethod
     def resolve(cls, setup: Setup, hparams: Any) -> RoundOptions:
         """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
         capacity = hparams.malenia_capacity
+        m = hparams.msync_m or schedules.default_msync_m(setup.n)
+        if m > setup.n:
+            raise ValueError(f"hparams.msync_m ({m}) must be at most cluster.n ({setup.n})")
         return cls(
             per_worker_batch=hparams.per_worker_batch,
             malenia_capacity=capacity or schedules.default_malenia_capacity(setup.M, setup.n),
+            msync_m=m,
         )
 
 
@@ -62,6 +69,9 @@ MALENIA = core.Traits(
     options=("malenia_capacity",),
 )
 SYNC = core.Traits(options=("per_worker_batch",))
+# An m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may
+# be over the m contributors only: both options change it.
+MSYNC = core.Traits(cluster_options=("inflight", "allreduce"), options=("msync_m",))
 
 
 def _modes(setup: Setup) -> dict[str, str]:
@@ -86,6 +96,13 @@ def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     ``match_M``, ``max(1, ceil(M/n))``)."""
     b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
     return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
+
+
+def msync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+    """The m-synchronous collection: one gradient per worker, the fastest ``msync_m``
+    count (``M`` is not read)."""
+    del M
+    return functools.partial(schedules.msync, m=options.msync_m, **_modes(setup))
 
 
 ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
