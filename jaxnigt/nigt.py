@@ -119,10 +119,6 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
     """
     _validate_eta(eta)
 
-    def init_fn(params: Params) -> ScaleByNigtState:
-        zeros = optax.tree.zeros_like(params)
-        return ScaleByNigtState(zeros, zeros, jnp.zeros([], jnp.int32))
-
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
         direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
@@ -133,7 +129,7 @@ def scale_by_nigt(eta: ArrayLike, *, eps: float = 1e-8) -> optax.GradientTransfo
         )
         return out, ScaleByNigtState(direction, normalized, optax.safe_increment(state.count))
 
-    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(_init_scale_state, update_fn)
 
 
 def scale_by_normalized_momentum(
@@ -150,10 +146,6 @@ def scale_by_normalized_momentum(
     """
     _validate_eta(eta)
 
-    def init_fn(params: Params) -> ScaleByNigtState:
-        zeros = optax.tree.zeros_like(params)
-        return ScaleByNigtState(zeros, zeros, jnp.zeros([], jnp.int32))
-
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
         direction, normalized = _momentum_step(updates, state.direction, state.count, eta, eps)
@@ -161,7 +153,12 @@ def scale_by_normalized_momentum(
             direction, normalized, optax.safe_increment(state.count)
         )
 
-    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(_init_scale_state, update_fn)
+
+
+def _init_scale_state(params: Params) -> ScaleByNigtState:
+    zeros = optax.tree.zeros_like(params)
+    return ScaleByNigtState(zeros, zeros, jnp.zeros([], jnp.int32))
 
 
 def nigt(
