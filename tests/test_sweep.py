@@ -135,11 +135,12 @@ def test_sweep_refuses_a_used_directory(tmp_path, capsys):
 
 def test_resume_after_a_kill_skips_finished_points(tmp_path):
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(BASE.replace("[2, 4], hparams.eta: [0.3, 0.5]", "[2, 3]"))
+    # the fixture's shapes (n = 2, 4): the child loads their programs from the suite's cache
+    cfg.write_text(BASE.replace(", hparams.eta: [0.3, 0.5]", ""))
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "jaxnigt.cli", "sweep", str(cfg), "--out", str(out)]
     proc = Child([*argv, "--no-progress"], tmp_path / "logs", env=child_env())
-    second = out / "cluster.n=3"  # the first point is done once the second starts
+    second = out / "cluster.n=4"  # the first point is done once the second starts
     deadline = time.time() + TIMEOUT
     while time.time() < deadline and proc.poll() is None and not second.is_dir():
         time.sleep(0.05)
@@ -149,7 +150,7 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
     logs = []
     code = sweep.run_sweep(
         config_lib.read_yaml(cfg),
-        {"cluster.n": [2, 3]},
+        {"cluster.n": [2, 4]},
         out,
         resume=True,
         progress=False,
@@ -158,5 +159,5 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
     assert [r["status"] for r in code] == ["done"] * 4, code
     assert any("cluster.n=2: finished earlier; kept" in line for line in logs)
     assert [r["point"] for r in _rows(out / "sweep.csv")] == ["cluster.n=2"] * 2 + [
-        "cluster.n=3"
+        "cluster.n=4"
     ] * 2
