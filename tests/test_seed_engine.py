@@ -68,7 +68,9 @@ def test_with_instant_exchanges_and_b_equal_n_it_is_impala():
     trajectory k is served wholly with version k and all complete together, as IMPALA's
     actors arrive together and receive the new parameters; the same keys give the same
     trajectories, V-trace weights and updates (to float32 rounding: the behaviour
-    log-probabilities are computed in another batch shape)."""
+    log-probabilities are computed in another batch shape). Against a synchronous A2C
+    round the difference is the loss (on-policy V-trace, i.e. λ = 1 returns, not
+    GAE(gae_lambda)) and the trajectories' keys (per worker and trajectory, not per round)."""
     runs = {}
     for name in ("seed_rl", "impala"):
         tr = make_trainer(_config(name), name)
