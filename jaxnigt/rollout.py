@@ -96,8 +96,8 @@ def _slot_step(task: Any, policy: GaussianPolicy, deterministic: bool):
 
 
 def _run_steps(step, carry0, xs: Any, block: int):
-    """The ``[H, ...]`` step outputs of ``lax.scan(step)`` over ``xs`` (each leaf ``[H, S]``:
-    the step keys, and the parameter versions of a per-step rollout).
+    """The ``[H, ...]`` step outputs of ``lax.scan(step)`` over ``xs`` (leaves with a leading
+    ``[H]`` axis: the step keys ``[H, S]`` and the step index).
 
     With ``block < H`` the scan runs in blocks of ``block`` steps inside a ``while_loop``
     that stops once every slot has terminated (the remaining steps would only record zeros):
@@ -184,7 +184,7 @@ def rollout(
             *_refill(slot_step, task, state0, step_keys, types, params_at, params, lanes)
         )
     block = _block_size(horizon, getattr(task, "terminates", True))
-    ts = jnp.broadcast_to(jnp.arange(horizon, dtype=jnp.int32)[:, None], (horizon, num_slots))
+    ts = jnp.arange(horizon, dtype=jnp.int32)
     carry0 = (state0, jnp.ones((num_slots,), jnp.float32))  # every slot alive
     bufs = _run_steps(step, carry0, (jnp.swapaxes(step_keys, 0, 1), ts), block)
     return _trajectories(*(jnp.swapaxes(x, 0, 1) for x in bufs))
