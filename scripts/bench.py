@@ -12,7 +12,7 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, gpu
+Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, central, gpu
 (``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
@@ -95,6 +95,13 @@ def _seeds(args):
     return rows, seeds.format_rows(rows)
 
 
+def _central(args):
+    from benchmarks import central
+
+    rows = central.run(args.quick)
+    return rows, central.format_rows(rows)
+
+
 def _compile(args):
     from benchmarks import compile as compile_bench
 
@@ -159,9 +166,12 @@ BENCHMARKS = {
     "compile": (_compile, "cold compile time of the first round per env"),
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
+    "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
     "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
 }
-ALL = ("schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory")
+ALL = (
+    "schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory", "central",
+)  # fmt: skip
 
 
 def _ratios(name: str, rows: list[dict]) -> list[str]:
@@ -226,6 +236,11 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
                 f"memory: {r['kb_per_traj_xla_round']:.2f} KB/trajectory (XLA round), "
                 f"{r['kb_per_traj_peak_rss']:.2f} KB/trajectory (peak RSS of the run) "
                 f"vs d*4 = {r['kb_per_traj_d4']:.2f} KB"
+            )
+        elif name == "central":
+            out.append(
+                f"central {r['env']} n={r['n']}: seed_rl / impala per update = "
+                f"{r['seed_over_impala']:.2f}; clock share {r['clock_share']:.2f}"
             )
         elif name == "gpu" and "rounds_per_s" in r:
             out.append(f"gpu {r['algorithm']} seeds={r['seeds']}: {r['rounds_per_s']:.3f} rounds/s")
