@@ -85,14 +85,18 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
 
 
 def tuning_table(report: Mapping[str, Any]) -> str:
-    """:func:`jaxnigt.tuning.tune`'s report as the printed table: per algorithm (and M), the
-    score of every α × η, the winner marked."""
+    """:func:`jaxnigt.tuning.tune`'s report as the printed table: per algorithm (and value of
+    each tuned shape: M, msync_m, ringmaster_R), the score of every α × η, the winner
+    marked."""
     lines = []
     for a, r in report["algorithms"].items():
         chosen = r["chosen"]
-        for M in r["M"]:
-            mine = [p for p in r["points"] if p["M"] == M]
-            head = f"{a}" + (f" (M = {M})" if r["M_tuned"] else "")
+        names = r.get("tuned_shapes", ["M"] if r["M_tuned"] else [])
+        shape_of = lambda p, names=names: tuple(p[s] for s in names)
+        for values in dict.fromkeys(shape_of(p) for p in r["points"]):
+            mine = [p for p in r["points"] if shape_of(p) == values]
+            shapes = ", ".join(f"{s} = {v}" for s, v in zip(names, values, strict=True))
+            head = f"{a}" + (f" ({shapes})" if names else "")
             lines += ["", f"{head}: {report['score']}", "  α \\ η  " + "".join(
                 f"{e:>11g}" for e in r["eta"])]  # fmt: skip
             for e in r["lr_exp"]:
@@ -108,9 +112,9 @@ def tuning_table(report: Mapping[str, Any]) -> str:
             lines.append("  chosen: none (every point diverged or is not finite)")
         else:
             where = "interior" if r["interior"] else "AT AN EDGE of the grid run"
-            M = f", M = {chosen['M']}" if r["M_tuned"] else ""
+            shapes = "".join(f", {s} = {chosen[s]}" for s in names)
             lines.append(
-                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{M} (score "
+                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{shapes} (score "
                 f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
             )
     return "\n".join(lines).strip("\n")

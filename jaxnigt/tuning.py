@@ -1,4 +1,5 @@
-"""``jaxnigt tune``: step sizes (and M) chosen on seeds that no reported run uses.
+"""``jaxnigt tune``: step sizes (and shape hyperparameters) chosen on seeds that no reported
+run uses.
 
 Protocol (SPEC §8), per algorithm:
 
@@ -7,34 +8,41 @@ Protocol (SPEC §8), per algorithm:
   not start at the config's own ``seed``, whose runs are the reported ones.
 * **Grid.** α = 2^e for e in the ``--lr-exp`` grid (default −10 … −1) × the ``--eta`` values
   (default 0.001, 0.01, 0.1; only for the algorithms whose update reads η,
-  ``Traits.step_sizes``), one vmapped program per value of the shape-changing ``--M``
-  (M = M_init; only for the algorithms whose ``Traits.tuned_shapes`` has ``M``, the others
-  keep the config's M).  Each program is a normal run directory ``DIR/runs/<name>/`` at the
-  config's budget, with ``on_nonfinite: mark``.
+  ``Traits.step_sizes``), one vmapped program per combination of the values of the
+  shape-changing hyperparameters requested (:data:`SHAPES`): ``--M`` (M = M_init; Rennala's
+  and Malenia's collections), ``--msync-m`` (the workers an m-synchronous round waits for)
+  and ``--ringmaster-R`` (Ringmaster's delay threshold).  An algorithm tunes those in its
+  ``Traits.tuned_shapes`` and keeps the config's value of the others.  Each program is a
+  normal run directory ``DIR/runs/<algorithm>[_M<M>][_msync_m<m>][_ringmaster_R<R>]_lr<A>..<B>/``
+  at the config's budget, with ``on_nonfinite: mark``.
 * **Score.** The mean over the tuning seeds of the per-seed statistic the verdict compares
   (:mod:`jaxnigt.stats`: ``average`` return over the budget by default, or
   ``second_half``).  A grid point with a diverged seed (or a non-finite score) is out.
 * **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; the tie goes to the
-  smaller α, then the larger η, then the smaller M (the most conservative step, the least
-  momentum, the cheapest round).
+  smaller α, then the larger η, then the smaller value of each tuned shape in the order M,
+  msync_m, ringmaster_R (the most conservative step, the least momentum, the cheapest round
+  or the least staleness).
 * **Extension.** While the winner's α sits at an edge of the grid run so far, two more
-  exponents on that side (at the grid's spacing there) run for every η and M, at most
+  exponents on that side (at the grid's spacing there) run for every η and shape, at most
   ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
   reported as not interior.  A grid of one α is not extended.
 
 Writes ``DIR/tuning.json`` (every point, the winners, the grids run) and ``DIR/tuned.yaml``:
-the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``,
-and ``M`` = ``M_init`` where tuned); the algorithms not tuned keep their values.
+the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``, and
+each tuned shape's keys: ``M`` = ``M_init``, ``msync_m``, ``ringmaster_R``); the algorithms not
+tuned keep their values.  A scored point carries ``M`` (the config's where not tuned) and each
+other tuned shape under its name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,7 +58,8 @@ SCORED = {"average": "the average return over [0, budget]",
           "second_half": "the return averaged over [budget/2, budget]"}  # fmt: skip
 TUNED, TABLE, RECORD = "tuned.yaml", "tuning.json", "tune.json"
 TIE_RULE = (
-    "scores within 1e-6·max(1, |best|) tie: the smaller α, then the larger η, then the smaller M"
+    "scores within 1e-6·max(1, |best|) tie: the smaller α, then the larger η, then the smaller "
+    "value of each tuned shape (M, msync_m, ringmaster_R)"
 )
 #: The printed table of a report (``jaxnigt tune``, ``scripts/results.py``).
 table = report_text.tuning_table
@@ -67,14 +76,46 @@ class TuningError(ValueError):
         self.param, self.reason = param, reason
 
 
+class Shape(NamedTuple):
+    """A shape-changing hyperparameter ``jaxnigt tune`` can tune (a ``Traits.tuned_shapes``
+    name): each value is its own compiled program."""
+
+    keys: tuple[str, ...]  # the ``hparams`` keys one value sets
+    flag: str  # its ``jaxnigt tune`` flag
+    help: str
+
+
+#: The shape hyperparameters, in the tie rule's order.
+SHAPES: dict[str, Shape] = {
+    "M": Shape(("M", "M_init"), "--M", "M = M_init values for Rennala/Malenia"),
+    "msync_m": Shape(
+        ("msync_m",), "--msync-m", "workers an m-synchronous round waits for (msync_nigt)"
+    ),
+    "ringmaster_R": Shape(
+        ("ringmaster_R",), "--ringmaster-R", "Ringmaster's delay threshold R (ringmaster_pg)"
+    ),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Grid:
-    """The requested grid: α exponents, η values, M values (None: each algorithm's own M)."""
+    """The requested grid: α exponents, η values and ``shapes``, the values of each shape
+    hyperparameter to tune (a :data:`SHAPES` name; one not given: each algorithm's own)."""
 
     lr_exp: tuple[int, ...] = DEFAULT_LR_EXP
     eta: tuple[float, ...] = DEFAULT_ETA
-    M: tuple[int, ...] | None = None
+    shapes: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
     max_extensions: int = MAX_EXTENSIONS
+
+    def __post_init__(self):
+        object.__setattr__(self, "shapes", dict(self.shapes))
+
+    def record(self) -> dict[str, Any]:
+        """The grid as ``tune.json`` and ``tuning.json`` hold it: ``M`` (null: not tuned) and
+        each other shape given under its name."""
+        shapes = {k: list(v) for k, v in self.shapes.items()}
+        return {"lr_exp": list(self.lr_exp), "eta": list(self.eta), "M": shapes.pop("M", None),
+                "max_extensions": self.max_extensions, **shapes}  # fmt: skip
 
 
 # --------------------------------------------------------------------------------- parsing
@@ -138,7 +179,11 @@ def choose(points: Sequence[Mapping[str, Any]]) -> dict | None:
         return None
     best = max(p["score"] for p in ok)
     tied = [p for p in ok if p["score"] >= best - TIE_TOL * max(1.0, abs(best))]
-    return dict(min(tied, key=lambda p: (p["lr_exp"], -p["eta"], p["M"])))
+    return dict(min(tied, key=lambda p: (p["lr_exp"], -p["eta"], *_shape_values(p))))
+
+
+def _shape_values(point: Mapping[str, Any]) -> list:
+    return [point[s] for s in SHAPES if s in point]
 
 
 def edge(best: Mapping[str, Any] | None, lr_exp: Sequence[int]) -> str | None:
@@ -161,9 +206,9 @@ def extension(lr_exp: Sequence[int], side: str) -> list[int]:
 
 
 def search(
-    run_points: Callable[[int, list[int]], list[dict]],
+    run_points: Callable[[Any, list[int]], list[dict]],
     lr_exp: Sequence[int],
-    Ms: Sequence[int],
+    programs: Sequence[Any],
     *,
     max_extensions: int = MAX_EXTENSIONS,
     log: Callable[[str], None] = print,
@@ -172,16 +217,17 @@ def search(
     """Runs the grid and extends it while the winner's α sits at an edge.
 
     Args:
-      run_points: ``(M, exponents) -> scored points`` (each with ``lr_exp``, ``eta``, ``M``,
-        ``score``, ``diverged_seeds``): one program per call.
-      lr_exp: the initial exponents; Ms: the M values (one program each).
+      run_points: ``(program, exponents) -> scored points`` (each with ``lr_exp``, ``eta``,
+        its shape values such as ``M``, ``score``, ``diverged_seeds``): one program per call.
+      lr_exp: the initial exponents; programs: what ``run_points`` takes for each program
+        (in :func:`tune_algorithm`, its shape values ``{name: value}``).
       max_extensions: at most this many extensions.
 
     Returns:
       ``{"points", "chosen", "lr_exp" (every exponent run), "interior", "extensions"}``.
     """
     exps = sorted(lr_exp)
-    points = [p for M in Ms for p in run_points(M, exps)]
+    points = [p for prog in programs for p in run_points(prog, exps)]
     done = 0
     while True:
         best = choose(points)
@@ -194,7 +240,7 @@ def search(
             f"[tune] {name}: the winner α = 2^{best['lr_exp']} is at the {side} edge; "
             f"extension {done} (at most {max_extensions}): α = " + ", ".join(f"2^{e}" for e in new)
         )
-        points += [p for M in Ms for p in run_points(M, new)]
+        points += [p for prog in programs for p in run_points(prog, new)]
         exps = sorted({*exps, *new})
     interior = best is not None and min(exps) < best["lr_exp"] < max(exps)
     return {"points": points, "chosen": best, "lr_exp": exps, "interior": interior,
@@ -204,24 +250,27 @@ def search(
 # --------------------------------------------------------------------------------- running
 
 
-def program_raw(raw: Mapping[str, Any], algorithm: str, M: int | None, exps, etas, seeds) -> dict:
-    """The raw config of one tuning program: one algorithm, one M, the (α × η) grid."""
+def program_raw(
+    raw: Mapping[str, Any], algorithm: str, shapes: Mapping[str, int], exps, etas, seeds
+) -> dict:
+    """The raw config of one tuning program: one algorithm, its ``shapes`` values
+    (``{name: value}``, :data:`SHAPES` names; none: the config's), the (α × η) grid."""
     out = json.loads(json.dumps(_runnable(raw)))
-    tag = "" if M is None else f"_M{M}"
-    out.update(name=f"tune_{algorithm}{tag}", algorithms=[algorithm], seed=seeds[0])
+    out.update(name=f"tune_{algorithm}{_tag(shapes)}", algorithms=[algorithm], seed=seeds[0])
     out.update(seeds=len(seeds), on_nonfinite="mark", target_return=None)
     per = dict(out.get("per_algorithm") or {})
     own = {k: v for k, v in dict(per.get(algorithm) or {}).items()
            if k not in ("learning_rate", "eta")}  # fmt: skip
-    if M is not None:
-        own.update(M=int(M), M_init=int(M))
+    for name, value in shapes.items():
+        own.update(dict.fromkeys(SHAPES[name].keys, int(value)))
     out["per_algorithm"] = {algorithm: own} if own else {}
     out["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": [float(e) for e in etas]}
     return out
 
 
-def score_run(run_dir: Path, statistic: str, exps, etas, M: int | None) -> list[dict]:
-    """Every grid point of one finished tuning program, scored (the module's score)."""
+def score_run(run_dir: Path, statistic: str, exps, etas, shapes: Mapping[str, Any]) -> list[dict]:
+    """Every grid point of one finished tuning program, scored (the module's score); each
+    point carries the program's ``shapes`` values (``{name: value}``)."""
     run = run_data.load_run(run_dir)
     points = []
     for m in run.methods.values():
@@ -231,7 +280,7 @@ def score_run(run_dir: Path, statistic: str, exps, etas, M: int | None) -> list[
         eta = min(etas, key=lambda x: abs(x - m.eta))
         score = float(np.mean(values))
         points.append({
-            "lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), "M": M,
+            "lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes,
             "score": score if math.isfinite(score) else math.nan,
             "seed_values": [float(v) for v in values], "diverged_seeds": list(m.diverged),
         })  # fmt: skip
@@ -273,12 +322,38 @@ def _runnable(raw: Mapping[str, Any]) -> dict:
     return {k: v for k, v in raw.items() if k != "sweep"}
 
 
-def _Ms(algorithm: str, grid: Grid) -> tuple[int | None, ...]:
+def tuned_shapes(algorithm: str, grid: Grid) -> tuple[str, ...]:
+    """The shapes of ``grid`` that ``algorithm`` tunes (its ``Traits.tuned_shapes``), in
+    :data:`SHAPES` order."""
     from jaxnigt.algorithms import traits
 
-    if grid.M is None or "M" not in traits(algorithm).tuned_shapes:
-        return (None,)
-    return grid.M
+    own = traits(algorithm).tuned_shapes
+    return tuple(s for s in SHAPES if s in grid.shapes and s in own)
+
+
+def _programs(algorithm: str, grid: Grid) -> list[dict[str, int]]:
+    """The shape values ``{name: value}`` of each of ``algorithm``'s programs: the product of
+    the values of the shapes it tunes (``[{}]``: one program, the config's values)."""
+    names = tuned_shapes(algorithm, grid)
+    values = itertools.product(*(grid.shapes[s] for s in names))
+    return [dict(zip(names, v, strict=True)) for v in values]
+
+
+def _tag(shapes: Mapping[str, int]) -> str:
+    """The program's name suffix: ``_M20``, ``_msync_m3``, ``_ringmaster_R10``, ..."""
+    return "".join(f"_{name}{value}" for name, value in shapes.items())
+
+
+def _check_shapes(grid: Grid) -> None:
+    for name, values in grid.shapes.items():
+        if name not in SHAPES:
+            raise TuningError(f"unknown {name!r}; expected some of {list(SHAPES)}",
+                              param="shapes")  # fmt: skip
+        ints = isinstance(values, (tuple, list)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values
+        )
+        if not ints or not values or min(values) < 1:
+            raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
 def tune_algorithm(
@@ -288,26 +363,27 @@ def tune_algorithm(
     from jaxnigt import config as config_lib
 
     hp = config_lib.from_dict(_runnable(raw)).hparams_for(algorithm)
-    etas, Ms = _etas(algorithm, hp, grid), _Ms(algorithm, grid)
+    etas, names = _etas(algorithm, hp, grid), tuned_shapes(algorithm, grid)
     runs = []
 
-    def run_points(M, exps):
-        cfg = config_lib.from_dict(program_raw(raw, algorithm, M, exps, etas, seeds))
-        tag = "" if M is None else f"_M{M}"
-        run_dir = out / "runs" / f"{algorithm}{tag}_lr{min(exps)}..{max(exps)}"
+    def run_points(shapes, exps):
+        cfg = config_lib.from_dict(program_raw(raw, algorithm, shapes, exps, etas, seeds))
+        run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
+        values = "".join(f" {name}={value}" for name, value in shapes.items())
         log(
-            f"[tune] {algorithm}{'' if M is None else f' M={M}'}: α = 2^{min(exps)} … "
+            f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
             f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
             f"{len(seeds)} seeds -> {run_dir}"
         )
         run_program(cfg, run_dir, progress=progress, log=log, stop=stop)
         runs.append(str(run_dir))
-        return score_run(run_dir, statistic, exps, etas, hp.M if M is None else M)
+        return score_run(run_dir, statistic, exps, etas, {"M": hp.M, **shapes})
 
-    result = search(run_points, grid.lr_exp, Ms, max_extensions=grid.max_extensions,
-                    log=log, name=algorithm)  # fmt: skip
-    result.update(eta=list(etas), M=[hp.M if M is None else M for M in Ms], runs=runs)
-    result["M_tuned"] = Ms != (None,)
+    result = search(run_points, grid.lr_exp, _programs(algorithm, grid),
+                    max_extensions=grid.max_extensions, log=log, name=algorithm)  # fmt: skip
+    result.update(eta=list(etas), M=list(grid.shapes["M"]) if "M" in names else [hp.M])
+    result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
+    result.update(runs=runs, M_tuned="M" in names, tuned_shapes=list(names))
     return result
 
 
@@ -340,10 +416,13 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
         )
     if grid.max_extensions < 0:
         raise TuningError(f"got {grid.max_extensions}; expected >= 0", param="max_extensions")
+    _check_shapes(grid)
     for a in algorithms:  # every program's config, before any runs
         hp = cfg.hparams_for(a)
-        for M in _Ms(a, grid):
-            config_lib.from_dict(program_raw(raw, a, M, grid.lr_exp, _etas(a, hp, grid), seeds))
+        for shapes in _programs(a, grid):
+            config_lib.from_dict(
+                program_raw(raw, a, shapes, grid.lr_exp, _etas(a, hp, grid), seeds)
+            )
     return algorithms
 
 
@@ -358,8 +437,8 @@ def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
             continue
         own = dict(per.get(a) or {})
         own.update(learning_rate=best["learning_rate"], eta=best["eta"])
-        if r["M_tuned"]:
-            own.update(M=best["M"], M_init=best["M"])
+        for name in r["tuned_shapes"]:
+            own.update(dict.fromkeys(SHAPES[name].keys, best[name]))
         per[a] = own
     out["per_algorithm"] = per
     return out
@@ -390,7 +469,7 @@ def tune(
 
     algorithms = check_request(raw, algorithms, grid, tuple(seeds), statistic)
     out = Path(out)
-    record = {"config": dict(raw), "algorithms": algorithms, "grid": dataclasses.asdict(grid),
+    record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
               "seeds": list(seeds), "statistic": statistic}  # fmt: skip
     record = json.loads(json.dumps(record))
     if resume:
@@ -407,7 +486,7 @@ def tune(
         "config": source, "command": command,
         "statistic": statistic, "score": f"mean over the tuning seeds of {SCORED[statistic]}",
         "tie_rule": TIE_RULE,
-        "budget": cfg.budget, "tune_seeds": list(seeds), "grid": dataclasses.asdict(grid),
+        "budget": cfg.budget, "tune_seeds": list(seeds), "grid": grid.record(),
         "algorithms": {},
     }  # fmt: skip
     for a in algorithms:

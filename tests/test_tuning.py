@@ -1,5 +1,7 @@
 """Tests for jaxnigt.tuning and ``jaxnigt tune``: parsing, the tie rule, the self-extending
-grid (on a scorer by hand), algorithm traits, bad requests, and two tiny point_mass tunings.
+grid (on a scorer by hand), algorithm traits, bad requests, the shape hyperparameters (M,
+msync_m, ringmaster_R: their programs, tie rule and write-back, the runs faked) and two tiny
+point_mass tunings.
 
 The point_mass tunings share one program shape (6 = grid points × seeds, one η, one M), so
 the three programs they run compile once.
@@ -112,7 +114,7 @@ def test_search_is_bounded():
 def test_traits_live_with_the_algorithms():
     t = {name: algorithms.traits(name) for name in algorithms.NAMES}
     link = {a for a, x in t.items() if "link" in x.cluster_options}
-    assert link == {"afedpg", "afedpg_vanilla", "asgd", "a3c", "impala", "seed_rl"}
+    assert link == {"afedpg", "afedpg_vanilla", "asgd", "ringmaster_pg", "a3c", "impala", "seed_rl"}
     assert {a for a, x in t.items() if "allreduce" in x.cluster_options} == {
         "rennala_nigt",
         "rennala_pg",
@@ -123,6 +125,10 @@ def test_traits_live_with_the_algorithms():
         "rennala_pg",
         "malenia_nigt",
     }
+    shapes = {
+        a: x.tuned_shapes for a, x in t.items() if x.tuned_shapes and "M" not in x.tuned_shapes
+    }
+    assert shapes == {"msync_nigt": ("msync_m",), "ringmaster_pg": ("ringmaster_R",)}
     assert {a for a, x in t.items() if "eta" in x.step_sizes} == {
         "rennala_nigt",
         "malenia_nigt",
@@ -174,6 +180,11 @@ def tiny(tmp_path):
         (["--eta", "0"], "--eta"),
         (["--eta", "0.1,-1"], "--eta"),
         (["--M", "0"], "--M"),
+        (["--msync-m", "2,0"], "--msync-m: got 0; every value must be > 0"),
+        (["--msync-m", "1.5"], "--msync-m: got '1.5'; expected comma-separated integers"),
+        (["--msync-m", ","], "--msync-m: got ','; the grid is empty"),
+        (["--ringmaster-R", "-3"], "--ringmaster-R: got -3; every value must be > 0"),
+        (["--ringmaster-R", "x"], "--ringmaster-R: got 'x'; expected comma-separated integers"),
         (["--lr-exp=-2:-14"], "--lr-exp"),
         (["--lr-exp="], "--lr-exp"),
         (["--tune-seeds", "0,1"], "--tune-seeds: starts at 0, the config's own seed"),
@@ -238,3 +249,151 @@ def test_tune_extends_the_grid_when_the_winner_sits_at_an_edge(tiny, tmp_path):
     assert r["chosen"]["lr_exp"] in (-6, -3) and r["interior"]
     assert len(r["runs"]) == 1 + r["extensions"]
     assert np.isfinite([p["score"] for p in r["points"]]).all()
+
+
+# ------------------------------------------------------- shape hyperparameters, no compiles
+
+
+@pytest.fixture
+def shaped(monkeypatch):
+    """``algorithms.traits`` with the ``tuned_shapes`` of the given algorithms replaced."""
+
+    def use(**shapes):
+        real = algorithms.traits
+
+        def fake(name):
+            t = real(name)
+            return t._replace(tuned_shapes=shapes[name]) if name in shapes else t
+
+        monkeypatch.setattr(algorithms, "traits", fake)
+
+    return use
+
+
+def test_each_combination_of_the_tuned_shapes_is_one_program(shaped):
+    # a made-up algorithm tuning all three shapes (ringmaster_R needs no algorithm of its own)
+    shaped(msync_nigt=("ringmaster_R", "msync_m", "M"))
+    grid = tuning.Grid(shapes={"ringmaster_R": (10, 40), "M": (6,), "msync_m": (1, 2, 3)})
+    programs = tuning._programs("msync_nigt", grid)
+    assert len(programs) == 6 and tuning.tuned_shapes("msync_nigt", grid) == (
+        "M", "msync_m", "ringmaster_R")  # fmt: skip
+    raw = yaml.safe_load(TINY)
+    raw["per_algorithm"] = {"msync_nigt": {"msync_m": 2, "learning_rate": 0.3, "M": 4}}
+    seen = set()
+    for shapes in programs:
+        out = tuning.program_raw(raw, "msync_nigt", shapes, [-3], [0.5], (100, 101))
+        m, R = shapes["msync_m"], shapes["ringmaster_R"]
+        assert out["name"] == f"tune_msync_nigt_M6_msync_m{m}_ringmaster_R{R}"
+        assert out["per_algorithm"] == {
+            "msync_nigt": {"msync_m": m, "M": 6, "M_init": 6, "ringmaster_R": R}
+        }
+        seen.add((m, R))
+    assert seen == {(m, R) for m in (1, 2, 3) for R in (10, 40)}
+    # an algorithm that tunes none of them: one program, the config's values, no tag
+    assert tuning._programs("sync_pg", grid) == [{}]
+    out = tuning.program_raw(raw, "sync_pg", {}, [-3], [0.5], (100, 101))
+    assert out["name"] == "tune_sync_pg" and out["per_algorithm"] == {}
+    assert tuning.program_raw(raw, "rennala_nigt", {"M": 20}, [-3], [0.5], (100,))["name"] == (
+        "tune_rennala_nigt_M20"  # the tag of M as before: earlier run directories resume
+    )
+
+
+def test_choose_breaks_a_tie_by_the_smaller_shape_values():
+    def point(score, **shapes):
+        return {"lr_exp": -6, "eta": 0.1, "M": 20, **shapes, "score": score,
+                "diverged_seeds": []}  # fmt: skip
+
+    assert tuning.choose([point(1.0, msync_m=3), point(1.0, msync_m=1)])["msync_m"] == 1
+    assert tuning.choose([point(1.0, msync_m=3), point(0.5, msync_m=1)])["msync_m"] == 3
+    tied = [point(1.0, msync_m=1, ringmaster_R=40), point(1.0, msync_m=2, ringmaster_R=10)]
+    assert tuning.choose(tied)["msync_m"] == 1  # msync_m before ringmaster_R
+    tied = [point(1.0, M=30, ringmaster_R=10), point(1.0, M=20, ringmaster_R=40)]
+    assert tuning.choose(tied)["M"] == 20  # M first
+    tied = [point(1.0, ringmaster_R=40), point(1.0, ringmaster_R=10)]
+    assert tuning.choose(tied)["ringmaster_R"] == 10
+
+
+def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, capsys):
+    """``--M`` and ``--msync-m`` through the command line: the programs, their configs, the
+    scored points, the winners written back (the runs and their scores are made up)."""
+    shaped(msync_nigt=("msync_m",))
+    tiny.write_text(TINY.replace("[rennala_nigt, sync_pg]", "[rennala_nigt, sync_pg, msync_nigt]"))
+    ran = {}
+
+    def run_program(cfg, run_dir, **_):
+        ran[run_dir.name] = cfg
+
+    def score_run(run_dir, statistic, exps, etas, shapes):
+        # α = 2^-3 wins; msync_m: a tie (the smaller goes); M: 8 is strictly better
+        bonus = 0.5 if shapes["M"] == 8 and "rennala" in run_dir.name else 0.0
+        return [{"lr_exp": e, "learning_rate": 2.0**e, "eta": eta, **shapes,
+                 "score": -abs(e + 3) + bonus, "seed_values": [], "diverged_seeds": []}
+                for e in exps for eta in etas]  # fmt: skip
+
+    monkeypatch.setattr(tuning, "run_program", run_program)
+    monkeypatch.setattr(tuning, "score_run", score_run)
+    out = tiny.parent / "out"
+    argv = ["tune", str(tiny), "--out", str(out), "--lr-exp=-6:0:3", "--eta", "0.5"]
+    assert cli.main([*argv, "--msync-m", "2,1", "--M", "8,6", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "[tune] msync_nigt msync_m=2: α = 2^-6" in printed
+    assert "[tune] rennala_nigt M=6: α = 2^-6" in printed
+    assert sorted(ran) == ["msync_nigt_msync_m1_lr-6..0", "msync_nigt_msync_m2_lr-6..0",
+                           "rennala_nigt_M6_lr-6..0", "rennala_nigt_M8_lr-6..0",
+                           "sync_pg_lr-6..0"]  # fmt: skip
+    hp = {k: cfg.hparams_for(cfg.algorithms[0]) for k, cfg in ran.items()}
+    assert [hp[f"msync_nigt_msync_m{m}_lr-6..0"].msync_m for m in (1, 2)] == [1, 2]
+    assert [hp[f"rennala_nigt_M{M}_lr-6..0"].M_init for M in (6, 8)] == [6, 8]
+    # the algorithms that tune neither keep the config's M (4) and msync_m (its default)
+    assert hp["sync_pg_lr-6..0"].M == 4 and hp["msync_nigt_msync_m1_lr-6..0"].M == 4
+    assert hp["rennala_nigt_M6_lr-6..0"].msync_m is None
+    report = json.loads((out / "tuning.json").read_text())
+    assert report["grid"]["M"] == [6, 8] and report["grid"]["msync_m"] == [1, 2]
+    assert "ringmaster_R" not in report["grid"] and "msync_m" in report["tie_rule"]
+    r = report["algorithms"]
+    assert r["msync_nigt"]["tuned_shapes"] == ["msync_m"] and not r["msync_nigt"]["M_tuned"]
+    assert r["msync_nigt"]["msync_m"] == [1, 2] and r["msync_nigt"]["M"] == [4]
+    assert {(p["M"], p["msync_m"]) for p in r["msync_nigt"]["points"]} == {(4, 1), (4, 2)}
+    assert r["rennala_nigt"]["tuned_shapes"] == ["M"] and r["rennala_nigt"]["M"] == [6, 8]
+    assert "msync_m" not in r["rennala_nigt"] and r["sync_pg"]["tuned_shapes"] == []
+    assert "msync_m" not in r["sync_pg"]["points"][0]
+    assert r["msync_nigt"]["chosen"]["msync_m"] == 1 and r["rennala_nigt"]["chosen"]["M"] == 8
+    tuned = yaml.safe_load((out / "tuned.yaml").read_text())["per_algorithm"]
+    assert tuned["msync_nigt"] == {"learning_rate": 0.125, "eta": 0.5, "msync_m": 1}
+    assert tuned["rennala_nigt"] == {"learning_rate": 0.125, "eta": 0.5, "M": 8, "M_init": 8}
+    assert tuned["sync_pg"] == {"learning_rate": 0.125, "eta": 0.5}
+    # the request is recorded as before: the same flags resume, another grid does not
+    assert cli.main([*argv, "--msync-m", "1,2", "--M", "6,8", "--resume"]) == 0
+    capsys.readouterr()
+    assert cli.main([*argv, "--msync-m", "2", "--M", "6,8", "--resume"]) == 2
+    assert "--resume: " in capsys.readouterr().err
+    # m above the workers: stopped on load, before any program runs
+    assert cli.main([*argv, "--msync-m", "1,3", "--M", "6,8"]) == 2
+    assert "msync_m: got 3" in capsys.readouterr().err
+
+
+def test_the_grid_record_of_M_alone_is_unchanged():
+    """``tune.json`` compares the request on ``--resume``: a tuning of M from before the
+    other shapes existed still resumes."""
+    assert tuning.Grid(shapes={"M": (20, 30)}).record() == {
+        "lr_exp": list(tuning.DEFAULT_LR_EXP), "eta": list(tuning.DEFAULT_ETA),
+        "M": [20, 30], "max_extensions": tuning.MAX_EXTENSIONS,
+    }  # fmt: skip
+    assert tuning.Grid().record()["M"] is None
+    assert tuning.Grid(shapes={"ringmaster_R": (5,)}).record()["ringmaster_R"] == [5]
+
+
+@pytest.mark.parametrize(
+    "shapes, param, what",
+    [
+        ({"msync_m": (0, 2)}, "msync_m", "integers >= 1"),
+        ({"ringmaster_R": ()}, "ringmaster_R", "integers >= 1"),
+        ({"M": (2.5,)}, "M", "integers >= 1"),
+        ({"bogus": (1,)}, "shapes", "unknown 'bogus'"),
+    ],
+)
+def test_a_bad_shape_grid_names_the_shape(tiny, shapes, param, what):
+    raw = config_lib.read_yaml(tiny)
+    with pytest.raises(tuning.TuningError, match=what) as caught:
+        tuning.check_request(raw, [], tuning.Grid(shapes=shapes), (100, 101), "average")
+    assert caught.value.param == param

@@ -71,7 +71,9 @@ MALENIA = core.Traits(
 SYNC = core.Traits(options=("per_worker_batch",))
 # An m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may
 # be over the m contributors only: both options change it.
-MSYNC = core.Traits(cluster_options=("inflight", "allreduce"), options=("msync_m",))
+MSYNC = core.Traits(
+    cluster_options=("inflight", "allreduce"), tuned_shapes=("msync_m",), options=("msync_m",)
+)
 
 
 def _modes(setup: Setup) -> dict[str, str]:

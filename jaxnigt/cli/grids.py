@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxnigt import tuning
 from jaxnigt.cli.common import add_set, announce, error, flagged, stopped
 
-#: The tune flag of each parameter a ``tuning.TuningError`` names (``Grid`` fields and
-#: ``tuning.tune``'s parameters; ``budget``, a config field, has none).
+#: The tune flag of each parameter a ``tuning.TuningError`` names (``Grid`` fields, the
+#: shape hyperparameters of ``tuning.SHAPES`` and ``tuning.tune``'s parameters; ``budget``,
+#: a config field, has none).
 TUNE_FLAGS = {
-    "lr_exp": "--lr-exp", "eta": "--eta", "M": "--M", "max_extensions": "--max-extensions",
+    "lr_exp": "--lr-exp", "eta": "--eta", "max_extensions": "--max-extensions",
+    **{name: shape.flag for name, shape in tuning.SHAPES.items()},
     "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
     "resume": "--resume",
 }  # fmt: skip
@@ -40,10 +43,10 @@ def add_sweep_parser(sub) -> None:
 
 
 def add_tune_parser(sub) -> None:
-    from jaxnigt import tuning
-
     tu = sub.add_parser(
-        "tune", help="choose step sizes (and M) on held-out seeds; write a tuned config"
+        "tune",
+        help="choose step sizes (and M, msync_m, ringmaster_R) on held-out seeds; write a "
+        "tuned config",
     )
     tu.add_argument("config", help="YAML config to tune (its budget and cluster)")
     tu.add_argument("--out", required=True, help="tuning directory (tuned.yaml, tuning.json)")
@@ -51,9 +54,9 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2 "
                     "(default -10:-1; extended while the winner sits at an edge)")  # fmt: skip
     tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
-    tu.add_argument(
-        "--M", metavar="M1,M2", help="M = M_init values for Rennala/Malenia (default: the config's)"
-    )
+    for name, shape in tuning.SHAPES.items():  # --M, --msync-m, --ringmaster-R
+        tu.add_argument(shape.flag, dest=name, metavar=f"{name.split('_')[-1]}1,...",
+                        help=f"{shape.help}, integers >= 1 (default: the config's)")  # fmt: skip
     tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
                     help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
     tu.add_argument("--statistic", default="average", choices=tuning.STATISTICS,
@@ -143,7 +146,6 @@ def sweep_command(args: argparse.Namespace) -> int:
 def _tune_request(args: argparse.Namespace):
     """``(raw config, Grid, seeds, algorithms)`` from the flags (raises on a bad value)."""
     from jaxnigt import config as config_lib
-    from jaxnigt import tuning
 
     raw = config_lib.apply_overrides(config_lib.read_yaml(args.config), args.set or [])
     grid = tuning.Grid(
@@ -151,7 +153,11 @@ def _tune_request(args: argparse.Namespace):
         eta=tuning.DEFAULT_ETA
         if args.eta is None
         else tuning.parse_numbers(args.eta, "eta", float, 0.0, 1.0),
-        M=None if args.M is None else tuning.parse_numbers(args.M, "M", int, 0, math.inf),
+        shapes={
+            name: tuning.parse_numbers(getattr(args, name), name, int, 0, math.inf)
+            for name in tuning.SHAPES
+            if getattr(args, name) is not None
+        },
         max_extensions=args.max_extensions,
     )
     seeds = tuning.parse_seeds(args.tune_seeds)
@@ -163,7 +169,7 @@ def _tune_request(args: argparse.Namespace):
 
 
 def tune_command(args: argparse.Namespace) -> int:
-    from jaxnigt import checkpoint, files, runner, signals, tuning
+    from jaxnigt import checkpoint, files, runner, signals
     from jaxnigt import config as config_lib
 
     try:
