@@ -24,6 +24,13 @@ with a summary of arrivals per time unit, mean staleness and the server link's u
 (exchange time served / elapsed time; above 1 means overlapping exchanges, possible only with
 ``--link independent``).
 
+``--rule ringmaster`` runs the same engine under Ringmaster's bounded delay
+(:func:`jaxnigt.events.bounded_next`; keys as ``--rule async``): a gradient whose delay is at
+least ``--R`` (default n) is discarded, and with ``--stops`` cancelled as soon as its delay
+reaches R.  Its rows add two columns, ``accepted`` (1: a server update) and ``wasted`` (the
+trajectories' worth of discarded or cancelled work), and its summary the updates per time unit
+and the discarded and cancelled gradients.
+
 ``--rule seed`` runs central inference's per-step clock (SEED RL, :mod:`jaxnigt.step_clock`)
 for ``--rounds`` learner updates of ``--batch`` trajectories (default n) of ``--horizon``
 steps: every step exchanges an observation and an action with the learner, costing
@@ -63,11 +70,17 @@ import numpy as np
 
 from jaxnigt import checks, events, schedules, timing
 from jaxnigt.files import atomic_write_text
-from jaxnigt.simulation import ROUND_RULES, simulate_async, simulate_rule_rounds, simulate_seed
+from jaxnigt.simulation import (
+    ROUND_RULES,
+    simulate_async,
+    simulate_ringmaster,
+    simulate_rule_rounds,
+    simulate_seed,
+)
 from jaxnigt.theory import rennala_theory_time, shared_link_rate_bound
 from jaxnigt.timing import TimeModel
 
-RULES = (*ROUND_RULES, "async", "seed")
+RULES = (*ROUND_RULES, "async", "ringmaster", "seed")
 
 
 class FlagError(ValueError):
@@ -99,6 +112,7 @@ class ClockConfig:
       batch: trajectories per learner update (``--rule seed``).
       message: each worker's step exchange time (``--rule seed``).
       inference_time, learner_time: ``--rule seed``'s per-step and per-update times.
+      R, stops: ``--rule ringmaster``'s delay threshold and calculation stops.
     """
 
     n: int
@@ -118,6 +132,8 @@ class ClockConfig:
     message: tuple[float, ...] = ()
     inference_time: float = 0.0
     learner_time: float = 0.0
+    R: int = 1
+    stops: bool = False
 
 
 def _int(flag: str, raw, minimum: int | None = 1) -> int:
@@ -210,6 +226,9 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     )
     per_worker = schedules.sync_batch(M, n, _per_worker(args.per_worker))
     central = _seed_options(args, n, kappa, horizon)
+    R = n if args.R is None else _int("--R", args.R)
+    if args.stops and rule != "ringmaster":
+        raise FlagError("--stops", "only with --rule ringmaster")
     out = str(args.out)
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
@@ -226,7 +245,7 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     )
     cfg = ClockConfig(
         n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind, allreduce,
-        link, horizon, **central,
+        link, horizon, **central, R=R, stops=bool(args.stops),
     )  # fmt: skip
     return cfg, tm
 
@@ -267,6 +286,39 @@ def _write_async_csv(path: str, arr: events.Arrival) -> None:
         row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
         lines.append(",".join(row))
     _write_lines(path, lines)
+
+
+def _write_ringmaster_csv(path: str, ev: events.Event) -> None:
+    arr = ev.arrival
+    lines = [",".join((*ASYNC_COLUMNS, "accepted", "wasted"))]
+    for j in range(arr.worker.shape[0]):
+        times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
+        row = [str(j), str(int(arr.worker[j]))] + [f"{float(t):.9g}" for t in times]
+        row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
+        row += [str(int(ev.accepted[j])), f"{float(ev.wasted[j]):.9g}"]
+        lines.append(",".join(row))
+    _write_lines(path, lines)
+
+
+def _ringmaster_summary(cfg: ClockConfig, final, ev: events.Event) -> str:
+    elapsed = float(ev.arrival.time[-1])  # the run starts at 0
+    accepted = ev.accepted.astype(bool)
+    refused = ~accepted & (ev.wasted >= 1.0)  # a whole gradient: discarded (or stopped late)
+    delays = ev.arrival.staleness[accepted]
+    parts = [
+        f"clock: rule=ringmaster n={cfg.n} R={cfg.R} stops={str(cfg.stops).lower()}",
+        f"link={cfg.link} exchanges={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"updates={int(accepted.sum())}",
+        f"updates_per_time={accepted.sum() / max(elapsed, 1e-30):.6g}",
+        f"refused_whole={int(refused.sum())}",
+        f"refused_partial={int((~accepted & ~refused).sum())}",
+        f"wasted_trajectories={float(ev.wasted.sum()):.6g}",
+        f"mean_delay={float(delays.mean()) if delays.size else float('nan'):.6g}",
+        f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
+        f"-> {cfg.out}",
+    ]
+    return " ".join(parts)
 
 
 def _summary(cfg: ClockConfig, tm: TimeModel, res: dict[str, np.ndarray]) -> str:
@@ -367,6 +419,14 @@ def run(args: argparse.Namespace) -> int:
         _write_lines(cfg.out, lines)
         print(_seed_summary(cfg, final, batches, lag))
         return 0
+    if cfg.rule == "ringmaster":
+        final, ev = simulate_ringmaster(
+            tm, key, arrivals=cfg.rounds, R=cfg.R, link=cfg.link, stops=cfg.stops
+        )
+        final, ev = jax.tree.map(np.asarray, (final, ev))
+        _write_ringmaster_csv(cfg.out, ev)
+        print(_ringmaster_summary(cfg, final, ev))
+        return 0
     if cfg.rule == "async":
         final, arr = simulate_async(tm, key, arrivals=cfg.rounds, link=cfg.link)
         final, arr = jax.tree.map(np.asarray, (final, arr))
@@ -411,17 +471,25 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
     p.add_argument("--M", default="50", help="batch size (>= 1; msync: m <= n)")
-    p.add_argument("--rule", default="rennala", help="rennala|malenia|sync|msync|async|seed")
+    p.add_argument(
+        "--rule", default="rennala", help="rennala|malenia|sync|msync|async|ringmaster|seed"
+    )
     p.add_argument("--inflight", default="cancel", help="cancel|discard (round rules)")
     p.add_argument(
         "--allreduce", default="all", help="all|contributors: who joins a round's AllReduce"
     )
     p.add_argument(
-        "--link", default="shared", help="shared|independent (server link: async and seed)"
+        "--link", default="shared",
+        help="shared|independent (server link: async, ringmaster and seed)",
+    )  # fmt: skip
+    p.add_argument("--R", default=None, help="ringmaster: delay threshold R (>= 1; default n)")
+    p.add_argument(
+        "--stops", action="store_true", help="ringmaster: cancel a gradient when its delay is R"
     )
     p.add_argument(
         "--rounds", default="10",
-        help="rounds (arrivals with --rule async, learner updates with --rule seed) (>= 1)",
+        help="rounds (arrivals with --rule async, exchanges with --rule ringmaster, learner "
+        "updates with --rule seed) (>= 1)",
     )  # fmt: skip
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
     p.add_argument("--out", default="clock.csv", help="CSV output path")

@@ -202,6 +202,10 @@ class HParams:
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
       msync_m: ``msync_nigt``'s round waits for the fastest m workers' one gradient each
         (default ceil(n/2); at most n; m = n is ``sync_nigt`` with one per worker).
+      ringmaster_R: ``ringmaster_pg``'s delay threshold R (default n): a gradient whose delay
+        (server updates since its worker was dispatched) is at least R is not applied.
+      ringmaster_stops: ``ringmaster_pg`` cancels a gradient as soon as its delay reaches R
+        (the variant with calculation stops; default false: it is discarded on arrival).
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
       async_wave: the asynchronous methods roll out at most this many ready arrivals as one
@@ -241,6 +245,8 @@ class HParams:
     per_worker_batch: int | str = _opt(_batch, 1)
     malenia_capacity: int | None = _opt(_optional(_int(1)))
     msync_m: int | None = _opt(_optional(_int(1)))
+    ringmaster_R: int | None = _opt(_optional(_int(1)))
+    ringmaster_stops: bool = _opt(_bool, False)
     async_block: int | None = _opt(_optional(_int(1)))
     async_wave: int | None = _opt(_optional(_int(1)))
     admm_rho: float = _opt(_float(0.0), 1.0)
@@ -377,6 +383,14 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             "budget: got null and max_rounds is null; set at least one stop criterion"
         )
+    for path, hp in [("hparams", cfg.hparams)] + [
+        (f"per_algorithm.{a}", h) for a, h in cfg.per_algorithm.items()
+    ]:
+        if hp.msync_m is not None and hp.msync_m > n:
+            raise ConfigError(
+                f"{path}.msync_m: got {hp.msync_m}; an m-synchronous round waits for at most "
+                f"cluster.n = {n} workers"
+            )
     if env.types is not None and len(env.types) != n:
         raise ConfigError(
             f"env.types: got {len(env.types)} entries; expected one per worker (cluster.n = {n})"

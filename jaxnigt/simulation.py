@@ -5,9 +5,10 @@ engine's arrivals, from time 0.
 :mod:`jaxnigt.schedules` (``rennala``, ``malenia``, ``sync``; ``lax.scan`` inside one
 ``jax.jit``, round ``r`` keyed ``fold_in(key, r)``) and returns per-round arrays.
 :func:`simulate_async` runs the per-arrival engine of AFedPG / asynchronous SGD
-(:mod:`jaxnigt.events`), and :func:`simulate_seed` central inference's per-step clock (SEED
-RL, :mod:`jaxnigt.step_clock`).  ``jaxnigt clock`` (:mod:`jaxnigt.clock`) is the command
-around these; :mod:`jaxnigt.theory` gives the closed-form values to compare them with.
+(:mod:`jaxnigt.events`), :func:`simulate_ringmaster` its bounded-delay rule, and
+:func:`simulate_seed` central inference's per-step clock (SEED RL,
+:mod:`jaxnigt.step_clock`).  ``jaxnigt clock`` (:mod:`jaxnigt.clock`) is the command around
+these; :mod:`jaxnigt.theory` gives the closed-form values to compare them with.
 
 (An algorithm's own clock, the trajectories and end time of each of its steps, is its
 ``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
@@ -107,6 +108,25 @@ def simulate_async(
     """
     state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
     return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)
+
+
+@functools.partial(jax.jit, static_argnames=("arrivals", "link", "stops"))
+def simulate_ringmaster(
+    tm: TimeModel,
+    key: jax.Array,
+    *,
+    arrivals: int,
+    R: jax.typing.ArrayLike,
+    link: str = "shared",
+    stops: bool = False,
+) -> tuple[events.BoundedState, events.Event]:
+    """``arrivals`` exchanges of Ringmaster's bounded-delay rule from time 0
+    (:func:`jaxnigt.events.bounded_next`), keyed as :func:`simulate_async` (the first
+    compute times from ``fold_in(key, 0)``, exchange ``e``'s redispatch from
+    ``fold_in(fold_in(key, 1), e)``): with ``R`` above every delay, the same arrivals."""
+    state = events.bounded_init(events.async_init(tm, jax.random.fold_in(key, 0), 0.0), R)
+    run_key = jax.random.fold_in(key, 1)
+    return events.bounded_events(tm, run_key, state, arrivals, link=link, stops=stops)
 
 
 @functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates", "link"))

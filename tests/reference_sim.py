@@ -227,6 +227,70 @@ def simulate_async(
     return arrivals
 
 
+def simulate_ringmaster(
+    first_tau: np.ndarray,
+    next_tau: np.ndarray,
+    h: np.ndarray,
+    kappa: np.ndarray,
+    t0: float,
+    *,
+    R: int,
+    stops: bool,
+    link: str = "shared",
+) -> list[dict]:
+    """Ringmaster's bounded delay over the asynchronous exchanges, one event at a time.
+
+    A worker is computing, waiting for the link, or exchanging; it joins the link at its
+    compute end (the link takes the earliest, ties: lower id).  The exchange of a gradient
+    of delay ``version - dispatch_version >= R`` is not an update (1 trajectory wasted);
+    every exchange re-dispatches its worker at the version after it with compute time
+    ``h_w * next_tau[e]`` (``e``: the exchange's index).  With ``stops``, after every update
+    each worker whose gradient's delay has reached ``R`` is cut at that moment: it joins the
+    link then (if it was still computing), its exchange only fetches the point, and the
+    fraction it had computed is wasted.  No heap: every event scans the workers (keys change
+    when a worker is cut).
+    """
+    n = first_tau.shape[0]
+    t0 = f32(t0)
+    k32 = [f32(k) for k in kappa]
+    end = [f32(t0 + f32(first_tau[i])) for i in range(n)]
+    tau_now = [f32(t) for t in first_tau]
+    disp_time = [t0] * n
+    disp_version = [0] * n
+    cut = [None] * n  # fraction computed when cancelled
+    link_free = t0
+    version = 0
+    out = []
+    for e in range(next_tau.shape[0]):
+        if link == "independent":
+            w = min(range(n), key=lambda i: (f32(end[i] + k32[i]), i))
+            start = end[w]
+        else:
+            w = min(range(n), key=lambda i: (end[i], i))
+            start = max(link_free, end[w])
+        t = f32(start + k32[w])
+        link_free = t
+        delay = version - disp_version[w]
+        if cut[w] is not None:
+            accepted, wasted = False, float(cut[w])
+        else:
+            accepted = delay < R
+            wasted = 0.0 if accepted else 1.0
+        out.append({"worker": w, "time": float(t), "staleness": delay,
+                    "accepted": accepted, "wasted": wasted})  # fmt: skip
+        version += int(accepted)
+        disp_version[w], disp_time[w], cut[w] = version, t, None
+        tau_now[w] = f32(f32(h[w]) * f32(next_tau[e]))
+        end[w] = f32(t + tau_now[w])
+        if stops and accepted:
+            for i in range(n):
+                if cut[i] is None and version - disp_version[i] >= R:
+                    done = f32(f32(t - disp_time[i]) / tau_now[i]) if tau_now[i] > 0 else f32(1)
+                    cut[i] = min(max(done, f32(0)), f32(1))
+                    end[i] = min(end[i], t)
+    return out
+
+
 def simulate_steps(
     tau: np.ndarray,
     message: np.ndarray,

@@ -279,6 +279,56 @@ def test_afedpg_vanilla_with_eta_one_is_asynchronous_normalized_sgd():
     assert not np.allclose(*(jax.flatten_util.ravel_pytree(p)[0] for p in lookahead), atol=1e-3)
 
 
+# --- ringmaster_pg: asynchronous SGD with a bounded delay ---------------------------------------
+
+
+def _ring_cfg(link="shared", **hparams):
+    return config_lib.from_dict({
+        "env": {"name": "timed_point_mass"},
+        "cluster": {"n": 4, "h": "sqrt", "noise": "exponential", "kappa": 0.3, "link": link},
+        "algorithms": ["ringmaster_pg", "asgd"],
+        "hparams": {"learning_rate": 1e-3, "async_block": 4, **hparams},
+        "budget": 100.0,
+    })  # fmt: skip
+
+
+def _chunk(cfg, name, steps=5):
+    tr = make_trainer(cfg, name)
+    state = tr.init(jax.random.key(0), tr.hyper())
+    return jax.jit(lambda s: tr.run_chunk(s, steps))(state)
+
+
+_EXACT = ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads", "worker_counts",
+          "staleness_max")  # fmt: skip
+
+
+@pytest.mark.parametrize("stops", [False, True], ids=["discard", "stops"])
+def test_ringmaster_bounds_the_delay_and_is_asgd_with_R_above_every_delay(stops):
+    """R is data in the run's state: the program compiled with R = 2 runs R = 10^6 too.
+    R = 10^6 > every delay of 20 exchanges: no gradient refused, the same arrivals, keys and
+    updates as asgd (floats to rounding: two programs). R = 2 refuses stale gradients."""
+    asgd_state, asgd_m = _chunk(_ring_cfg(), "asgd")
+    assert float(np.max(asgd_m["staleness_max"])) >= 3  # R = 2 below bites
+    tr = make_trainer(_ring_cfg(ringmaster_R=2, ringmaster_stops=stops), "ringmaster_pg")
+    assert tr.algorithm.traits.tuned_shapes == ("ringmaster_R",)
+    assert tr.algorithm.traits.cluster_options == ("link",)
+    run = jax.jit(lambda s: tr.run_chunk(s, 5))
+    wide = make_trainer(_ring_cfg(ringmaster_R=10**6, ringmaster_stops=stops), "ringmaster_pg")
+    state, m = run(wide.init(jax.random.key(0), wide.hyper()))
+    chex.assert_trees_all_close(state.params, asgd_state.params, rtol=1e-5, atol=1e-6)
+    for k in _EXACT:
+        np.testing.assert_array_equal(m[k], asgd_m[k], k)
+    _, m = run(tr.init(jax.random.key(0), tr.hyper()))
+    grads, comms = np.asarray(m["grads"]), np.diff(np.asarray(m["comms"]), prepend=0)
+    np.testing.assert_array_equal(comms, 4)  # every exchange crosses the link
+    assert np.all(grads <= 4) and grads.sum() < 20  # some refused
+    np.testing.assert_array_equal(np.asarray(m["worker_counts"]).sum(axis=1), grads)
+    assert float(np.nanmax(m["staleness_max"])) <= 1  # applied delays < R = 2
+    wasted = float(np.asarray(m["env_steps_wasted"])[-1])
+    # H = 30 per discarded trajectory; a cancelled one wastes its computed part
+    assert wasted > 0 and (stops or wasted == 30 * (20 - grads.sum()))
+
+
 # --- msync_nigt: m-synchronous rounds ----------------------------------------------------------
 
 

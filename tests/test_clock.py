@@ -129,6 +129,8 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--rule", "seed", "--horizon", "3", "--batch", "0"], "--batch"),
         (["--rule", "seed", "--horizon", "3", "--learner-time", "soon"], "--learner-time"),
         (["--rule", "seed", "--horizon", "3", "--message-size", "0"], "--message-size"),
+        (["--rule", "ringmaster", "--R", "0"], "--R"),
+        (["--rule", "async", "--stops"], "--stops"),
     ],
 )
 def test_bad_flags(tmp_path, capsys, argv, flag):
@@ -144,7 +146,7 @@ def test_bad_flags(tmp_path, capsys, argv, flag):
 
 def test_unknown_values_list_allowed_ones(tmp_path, capsys):
     _, _, err = _run([*BASE, "--rule", "x", "--out", str(tmp_path / "c.csv")], capsys)
-    assert "rennala, malenia, sync, msync, async, seed" in err
+    assert "rennala, malenia, sync, msync, async, ringmaster, seed" in err
     _, _, err = _run([*BASE, "--h", "x", "--out", str(tmp_path / "c.csv")], capsys)
     assert "equal" in err and "decreasing" in err
     _, _, err = _run([*BASE, "--noise", "x", "--out", str(tmp_path / "c.csv")], capsys)
@@ -216,6 +218,27 @@ def test_async_rule_writes_one_row_per_arrival(tmp_path, capsys, link):
         a[:, 4] - a[:, 3], np.array([1.0, 3.0])[a[:, 1].astype(int)] + a[:, 6]
     )
     assert len(stdout.strip().splitlines()) == 1 and f"link={link}" in stdout
+
+
+def test_ringmaster_rule_marks_refused_exchanges(tmp_path, capsys):
+    """The hand case of tests/test_events.py (h = (1, 10), kappa 0, R = 2): with stops worker
+    1 is cut at t = 2 after computing a fifth of its gradient; without them its gradient
+    arrives at 10 with delay 10 (worker 0 first in the tie) and is discarded."""
+    out = tmp_path / "r.csv"
+    argv = ["--n", "2", "--h", "1,10", "--rule", "ringmaster", "--R", "2", "--out", str(out)]
+    status, stdout, err = _run([*argv, "--rounds", "4", "--stops"], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    assert header[-2:] == ["accepted", "wasted"] and len(header) == 9
+    a = np.array(rows)
+    np.testing.assert_array_equal(a[:, 1], [0, 0, 1, 0])
+    np.testing.assert_allclose(a[:, 4], [1, 2, 2, 3])
+    np.testing.assert_allclose(a[:, 7:], [[1, 0], [1, 0], [0, 0.2], [1, 0]], rtol=1e-6)
+    assert "updates=3 " in stdout and "refused_partial=1 " in stdout and "stops=true" in stdout
+    status, stdout, err = _run([*argv, "--rounds", "11"], capsys)
+    a = np.array(_read(out)[1])
+    np.testing.assert_allclose(a[10, [1, 4, 5, 7, 8]], [1, 10, 10, 0, 1])  # after w0 at 10
+    assert "updates=10 " in stdout and "refused_whole=1 " in stdout
 
 
 def test_seed_rule_writes_one_row_per_trajectory_with_its_lag_over_steps(tmp_path, capsys):

@@ -119,8 +119,9 @@ def test_bad_values_name_field_and_allowed(changes, field, allowed):
         (
             {"hparams__async_block": 5},
             "hparams.async_block",
-            "afedpg, afedpg_vanilla, asgd, a3c, impala, seed_rl",
+            "afedpg, afedpg_vanilla, asgd, ringmaster_pg, a3c, impala, seed_rl",
         ),
+        ({"hparams__ringmaster_R": 3}, "hparams.ringmaster_R", "ringmaster_pg"),
         ({"hparams__value_coef": 1.0}, "hparams.value_coef", "a2c, a3c, impala"),
         ({"hparams__gae_lambda": 0.9}, "hparams.gae_lambda", "a2c, a3c"),
         ({"hparams__admm_rho": 3.0}, "hparams.admm_rho", "admm_pg"),
@@ -170,6 +171,16 @@ def test_synchronous_batch_default_named_variant_and_legacy_null():
         assert (hp.per_worker_batch, hp.admm_local_batch) == (want, want)
     with pytest.raises(ConfigError, match=r"hparams.per_worker_batch: got 'half'; expected"):
         config_lib.from_dict(_with(algorithms=["sync_pg"], hparams={"per_worker_batch": "half"}))
+
+
+def test_msync_m_above_the_workers_is_an_error_on_load():
+    config_lib.from_dict(_with(algorithms=["msync_nigt"], hparams={"msync_m": 4}))
+    for raw in (
+        _with(algorithms=["msync_nigt"], hparams={"msync_m": 5}),
+        _with(algorithms=["msync_nigt"], per_algorithm={"msync_nigt": {"msync_m": 5}}),
+    ):
+        with pytest.raises(ConfigError, match=r"msync_m: got 5; .* at most cluster.n = 4"):
+            config_lib.from_dict(raw)
 
 
 @pytest.mark.parametrize("text", ["budget", "=3", "a..b=1", "budget=[1,"])

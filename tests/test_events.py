@@ -136,3 +136,73 @@ def test_bad_link():
     tm = make_time_model(2)
     with pytest.raises(ValueError, match="link"):
         E.async_next(tm, jax.random.key(0), E.async_init(tm, jax.random.key(0), 0.0), link="x")
+
+
+# --- the bounded-delay rule (Ringmaster) ------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("link", "stops"))
+def _bounded(tm, init_key, run_key, R, *, link, stops):
+    state = E.bounded_init(E.async_init(tm, init_key, 0.5), R)
+    final, ev = E.bounded_events(tm, run_key, state, NUM, link=link, stops=stops)
+    xi = jax.vmap(lambda j: sample_noise(tm, jax.random.fold_in(run_key, j), ()))(jnp.arange(NUM))
+    return sample_compute_times(tm, init_key, 1)[:, 0], xi, final, ev
+
+
+@pytest.mark.parametrize("stops", [False, True], ids=["discard", "stops"])
+@pytest.mark.parametrize("link", E.LINKS)
+@pytest.mark.parametrize("config", CONFIGS[1:4], ids=lambda c: f"n{c[0]}-{c[2]}")
+def test_bounded_delay_matches_the_reference(config, link, stops):
+    n, h, noise, kappa = config
+    tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
+    init_key, run_key = jax.random.split(jax.random.key(5 + n))
+    R = max(1, n // 2)
+    first, xi, final, ev = jax.tree.map(
+        np.asarray, _bounded(tm, init_key, run_key, R, link=link, stops=stops)
+    )
+    expected = ref.simulate_ringmaster(
+        first, xi, np.asarray(tm.h), np.asarray(tm.kappa), 0.5, R=R, stops=stops, link=link
+    )
+    for j, e in enumerate(expected):
+        where = f"{link} stops={stops} exchange {j}"
+        assert int(ev.arrival.worker[j]) == e["worker"], where
+        assert bool(ev.accepted[j]) == e["accepted"], where
+        assert int(ev.arrival.staleness[j]) == e["staleness"], where
+        np.testing.assert_allclose(ev.arrival.time[j], e["time"], rtol=1e-6, err_msg=where)
+        np.testing.assert_allclose(ev.wasted[j], e["wasted"], rtol=1e-5, atol=1e-6, err_msg=where)
+    accepted = ev.accepted.astype(bool)
+    # the case exercises the rule: some gradients refused, every applied one under R
+    assert 0 < accepted.sum() < NUM and ev.arrival.staleness[accepted].max() < R
+    assert int(final.clock.version) == accepted.sum() and int(final.events) == NUM
+
+
+def test_bounded_delay_above_every_delay_is_the_plain_engine():
+    tm = make_time_model(6, h="sqrt", noise="exponential", kappa="sqrt")
+    init_key, run_key = jax.random.split(jax.random.key(3))
+    for link in E.LINKS:
+        _, _, plain_final, arr = _arrivals(tm, init_key, run_key, link=link)
+        for stops in (False, True):
+            _, _, final, ev = _bounded(tm, init_key, run_key, NUM + 1, link=link, stops=stops)
+            chex.assert_trees_all_equal(ev.arrival, arr)
+            chex.assert_trees_all_equal(final.clock, plain_final)
+            assert bool(ev.accepted.all()) and float(ev.wasted.sum()) == 0.0
+
+
+def test_stops_cancel_a_stale_gradient_at_once():
+    """h = (1, 10), kappa 0, R = 2: worker 0 arrives at 1 and 2, and at 2 worker 1's delay
+    reaches 2: with stops it is cut at t = 2 (20 % computed) and restarts from version 2
+    (wasted 0.2), without them it finishes at 10 and is discarded (wasted 1)."""
+    tm = make_time_model(2, h=[1.0, 10.0])
+    state = E.bounded_init(E.async_init(tm, jax.random.key(0), 0.0), 2)
+    for stops, (workers, times, wasted) in {
+        True: ([0, 0, 1, 0], [1, 2, 2, 3], [0, 0, 0.2, 0]),
+        False: ([0, 0, 0, 0], [1, 2, 3, 4], [0] * 4),
+    }.items():
+        _, ev = E.bounded_events(tm, jax.random.key(1), state, 4, stops=stops)
+        np.testing.assert_array_equal(ev.arrival.worker, workers)
+        np.testing.assert_allclose(ev.arrival.time, times)
+        np.testing.assert_allclose(ev.wasted, wasted, rtol=1e-6)
+        np.testing.assert_array_equal(ev.accepted, [True, True, not stops, True])
+    _, ev = E.bounded_events(tm, jax.random.key(1), state, 11, stops=False)
+    assert int(ev.arrival.worker[10]) == 1 and not bool(ev.accepted[10])  # at 10: discarded
+    assert float(ev.wasted[10]) == 1.0 and float(ev.arrival.time[10]) == 10.0

@@ -27,6 +27,7 @@ _BUILTIN = (
     "afedpg",
     "afedpg_vanilla",
     "asgd",
+    "ringmaster_pg",
     "admm_pg",
     "a2c",
     "a3c",

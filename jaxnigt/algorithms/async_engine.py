@@ -19,13 +19,22 @@ arrivals of the most frequent worker.  The results are those of rolling out one 
 time (``W = 1``): the same trajectory keys, arrival order and updates.  Memory: the block's
 gradients, ``async_block × d`` floats per run.
 
+**Rules.**  An :class:`EventRule` says how exchanges become server updates: :data:`PLAIN`
+applies every arrival; a bounded-delay rule (Ringmaster, :mod:`~jaxnigt.algorithms.
+ringmaster_pg`) refuses some, and a refused exchange is neither rolled out nor applied: its
+worker only takes the current point.  Readiness is counted in exchanges (an arrival's point is
+known once the exchange that dispatched its worker is processed), so both rules share the
+waves.
+
 Keys: a worker's trajectory for its k-th gradient uses ``fold_in(fold_in(roll_key, worker),
-k)``; the compute time drawn at server version v uses ``fold_in(time_key, v)``.
+k)``; the compute time drawn at the e-th exchange uses ``fold_in(time_key, e)`` (with
+:data:`PLAIN`, e is the server version).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -39,11 +48,46 @@ from jaxnigt.collect import slot_keys
 from jaxnigt.rollout import rollout
 
 
+class EventRule(NamedTuple):
+    """How the event engine's exchanges become server updates.
+
+    Attributes:
+      init: ``AsyncState -> state``: the rule's state from the engine's initial one.
+      next: ``(tm, time_key, state, link) -> (state, events.Event)``: the next exchange, its
+        compute time drawn from ``fold_in(time_key, exchanges processed)``.
+      clock: ``state -> AsyncState``.
+      exchanges: ``state -> []`` int32 exchanges processed.
+      refuses: static: some exchanges are not server updates (False: every one is).
+    """
+
+    init: Callable[[events.AsyncState], Any]
+    next: Callable[..., tuple[Any, events.Event]]
+    clock: Callable[[Any], events.AsyncState]
+    exchanges: Callable[[Any], jax.Array]
+    refuses: bool
+
+
+def _plain_next(tm, time_key, state: events.AsyncState, link: str):
+    key = jax.random.fold_in(time_key, state.version)
+    new, arr = events.async_next(tm, key, state, link=link)
+    return new, events.Event(arr, jnp.bool_(True), jnp.float32(0.0), arr.dispatch_version)
+
+
+# Every arrival is a server update (AFedPG, asynchronous SGD, A3C).
+PLAIN = EventRule(
+    init=lambda clock: clock,
+    next=_plain_next,
+    clock=lambda state: state,
+    exchanges=lambda state: state.version,
+    refuses=False,
+)
+
+
 class AsyncExtra(NamedTuple):
     """Engine state kept in ``TrainState.extra``.
 
     Attributes:
-      event_state: the :class:`~jaxnigt.events.AsyncState`.
+      event_state: the rule's state (:data:`PLAIN`: the :class:`~jaxnigt.events.AsyncState`).
       worker_params: ``[n, ...]`` the point each worker was dispatched with.
       time_key: key of the compute times.
       roll_key: key of the trajectories.
@@ -142,22 +186,34 @@ def make(
     update: core.Update,
     estimator: core.Estimator = core.reinforce,
     traits: core.Traits = TRAITS,
+    rule: EventRule = PLAIN,
 ) -> Algorithm:
-    """An asynchronous algorithm from the server's update on each arrival."""
+    """An asynchronous algorithm from the server's update on each accepted arrival."""
     return Algorithm(
-        init=functools.partial(_init, setup, update.optimizer),
-        step=functools.partial(_block, setup, options, update.optimizer, estimator),
+        init=functools.partial(_init, setup, update.optimizer, rule),
+        step=functools.partial(_block, setup, options, update.optimizer, estimator, rule),
         eval_params=update.eval_params,
-        simulate_clock=functools.partial(_simulate_clock, setup, options.block),
+        simulate_clock=functools.partial(_simulate_clock, setup, options.block, rule),
         trajectories_per_update=1,
         traits=traits.using(update),
     )
 
 
-def _simulate_clock(setup: Setup, block_size: int, key: jax.Array, steps: int):
-    """Blocks of ``block_size`` arrivals: trajectories per block and the block's end."""
-    arr = events.arrival_blocks(setup.tm, key, steps, block_size, link=setup.link)
-    return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
+def _simulate_clock(setup: Setup, block_size: int, rule: EventRule, key: jax.Array, steps: int):
+    """Blocks of ``block_size`` exchanges: the trajectories each block rolls out (its
+    accepted arrivals) and the block's end (keys as :func:`events.arrival_blocks`)."""
+    if not rule.refuses:
+        arr = events.arrival_blocks(setup.tm, key, steps, block_size, link=setup.link)
+        return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
+    state = rule.init(events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0))
+
+    def block(s, b):
+        run_key = jax.random.fold_in(key, 1 + b)
+        one = lambda s, _: rule.next(setup.tm, run_key, s, setup.link)
+        s, ev = jax.lax.scan(one, s, None, length=block_size)
+        return s, (jnp.sum(ev.accepted.astype(jnp.int32)), ev.arrival.time[-1])
+
+    return jax.lax.scan(block, state, jnp.arange(steps))[1]
 
 
 def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
@@ -169,41 +225,46 @@ def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
     return params, optimizer(hyper).init(params), event_state, k_time, k_roll
 
 
-def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
+def _init(setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
+          ) -> TrainState:  # fmt: skip
     """Every worker dispatched at x_0 (server version 0) at time 0."""
     params, opt_state, event_state, k_time, k_roll = start(setup, optimizer, key, hyper)
-    extra = AsyncExtra(event_state, core.stack_workers(params, setup.n), k_time, k_roll)
+    workers = core.stack_workers(params, setup.n)
+    extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll)
     return core.initial_state(setup, params, opt_state, key, hyper, extra)
 
 
 class _Plan(NamedTuple):
-    """A block's arrivals, known before any rollout (leading axis ``[A]``)."""
+    """A block's exchanges, known before any rollout (leading axis ``[A]``)."""
 
     worker: jax.Array
     grad_index: jax.Array
-    dispatch_version: jax.Array
+    dispatch_event: jax.Array  # exchanges processed when the worker was dispatched
     staleness: jax.Array
-    live: jax.Array  # applied: the previous arrival came before the budget
-    num_live: jax.Array  # [] the applied arrivals are a prefix of this length
+    accepted: jax.Array  # a server update (else only the worker's restart)
+    wasted: jax.Array  # trajectories' worth of discarded or cancelled work
+    live: jax.Array  # processed: the previous exchange came before the budget
+    num_live: jax.Array  # [] the processed exchanges are a prefix of this length
 
 
-def _plan(setup: Setup, block: int, ex: AsyncExtra, budget: jax.Array):
-    """``(event state, plan)``: the block's arrival sequence and the event state after its
-    applied arrivals.
+def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array):
+    """``(event state, plan)``: the block's exchange sequence and the rule's state after its
+    processed exchanges.
 
-    An arrival is applied only while the previous one came before ``budget``: the first
-    arrival past the budget is the last one (later ones change nothing and count nothing).
+    An exchange is processed only while the previous one came before ``budget``: the first
+    one past the budget is the last one (later ones change nothing and count nothing).
     """
 
     def step(s, _):
-        live = s.time < budget
-        key = jax.random.fold_in(ex.time_key, s.version)
-        nxt, arr = events.async_next(setup.tm, key, s, link=setup.link)
-        return core.select(live, nxt, s), (arr, live)
+        live = rule.clock(s).time < budget
+        nxt, ev = rule.next(setup.tm, ex.time_key, s, setup.link)
+        return core.select(live, nxt, s), (ev, live)
 
-    final, (arr, live) = jax.lax.scan(step, ex.event_state, None, length=block)
+    final, (ev, live) = jax.lax.scan(step, ex.event_state, None, length=block)
     num_live = jnp.sum(live.astype(jnp.int32))
-    plan = _Plan(arr.worker, arr.grad_index, arr.dispatch_version, arr.staleness, live, num_live)
+    arr = ev.arrival
+    plan = _Plan(arr.worker, arr.grad_index, ev.dispatch_event, arr.staleness, ev.accepted,
+                 ev.wasted, live, num_live)  # fmt: skip
     return final, plan
 
 
@@ -218,12 +279,13 @@ class _Carry(NamedTuple):
     worker_params: Any
 
 
-def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, version0,
+def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, event0,
              carry: _Carry):  # fmt: skip
-    """Rolls out, as one batch, up to ``wave`` arrivals whose points are known; keeps their
-    gradients, returns and lengths in the block's buffers."""
+    """Rolls out, as one batch, up to ``wave`` accepted arrivals whose points are known; keeps
+    their gradients, returns and lengths in the block's buffers."""
     A = plan.worker.shape[0]
-    ready = ~carry.rolled & plan.live & (plan.dispatch_version <= version0 + carry.applied)
+    known = plan.dispatch_event <= event0 + carry.applied
+    ready = ~carry.rolled & plan.live & plan.accepted & known
     (idx,) = jnp.nonzero(ready, size=wave, fill_value=A)
     valid = idx < A
     idx = jnp.minimum(idx, A - 1)
@@ -244,18 +306,25 @@ def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _
     )
 
 
-def _apply_ready(opt, plan: _Plan, carry: _Carry) -> _Carry:
-    """Server updates in arrival order while the next arrival's gradient is computed."""
+def _apply_ready(opt, refuses: bool, plan: _Plan, carry: _Carry) -> _Carry:
+    """Server updates in arrival order while the next arrival's gradient is computed (or
+    the next exchange is refused: its worker only takes the current point)."""
     last = plan.worker.shape[0] - 1
 
     def can(c):
-        return (c.applied < plan.num_live) & c.rolled[jnp.minimum(c.applied, last)]
+        j = jnp.minimum(c.applied, last)
+        return (c.applied < plan.num_live) & (c.rolled[j] | ~plan.accepted[j])
 
     def one(c):
         j = c.applied
         g = jax.tree.map(lambda b: b[j], c.grads)
-        params, opt_state = core.descend(opt, g, c.opt_state, c.params)
-        # The arriving worker is re-dispatched with the new server point.
+        descend = lambda: core.descend(opt, g, c.opt_state, c.params)
+        if refuses:
+            params, opt_state = jax.lax.cond(plan.accepted[j], descend,
+                                             lambda: (c.params, c.opt_state))  # fmt: skip
+        else:
+            params, opt_state = descend()
+        # The exchange's worker is re-dispatched with the (new) server point.
         w = plan.worker[j]
         workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, params)
         return c._replace(applied=j + 1, params=params, opt_state=opt_state, worker_params=workers)
@@ -263,17 +332,18 @@ def _apply_ready(opt, plan: _Plan, carry: _Carry) -> _Carry:
     return jax.lax.while_loop(can, one, carry)
 
 
-def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, state: TrainState,
-           budget: jax.Array):  # fmt: skip
-    """Up to ``options.block`` arrivals, each one server update, stopping after the first
-    arrival past ``budget``: ``(state, budget) -> (state, metrics)``."""
+def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, rule: EventRule,
+           state: TrainState, budget: jax.Array):  # fmt: skip
+    """Up to ``options.block`` exchanges, each accepted one a server update, stopping after
+    the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
-    event_state, plan = _plan(setup, options.block, ex, budget)
+    event_state, plan = _plan(setup, rule, options.block, ex, budget)
     opt = optimizer(state.hyper)
+    event0 = rule.exchanges(ex.event_state)
     roll = functools.partial(
-        _roll_out, setup, options.wave, estimator, state.hyper, ex, plan, ex.event_state.version
+        _roll_out, setup, options.wave, estimator, state.hyper, ex, plan, event0
     )
-    apply = functools.partial(_apply_ready, opt, plan)
+    apply = functools.partial(_apply_ready, opt, rule.refuses, plan)
     A = options.block
     zeros = jnp.zeros((A,), jnp.float32)
     carry = _Carry(
@@ -287,36 +357,44 @@ def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, state: Tra
         worker_params=ex.worker_params,
     )
     carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
-    return _finish_block(setup, state, event_state, plan, carry)
+    return _finish_block(setup, rule, state, event_state, plan, carry)
 
 
-def _finish_block(setup, state: TrainState, event_state, plan: _Plan, carry: _Carry):
-    """The new state and the step's metrics after a block's applied arrivals."""
+def _finish_block(setup, rule: EventRule, state: TrainState, event_state, plan: _Plan,
+                  carry: _Carry):  # fmt: skip
+    """The new state and the step's metrics after a block's processed exchanges."""
     ex: AsyncExtra = state.extra
-    applied = plan.num_live.astype(jnp.float32)
+    exchanges = plan.num_live.astype(jnp.float32)
     live = plan.live.astype(jnp.float32)
+    used = live * plan.accepted.astype(jnp.float32)
+    grads = jnp.sum(used) if rule.refuses else exchanges
+    before, after = rule.clock(ex.event_state), rule.clock(event_state)
     new = state._replace(
         params=carry.params,
         opt_state=carry.opt_state,
         steps=state.steps + 1,
         counters=core.advance(
             state.counters,
-            time=event_state.time,
+            time=after.time,
             env_steps=jnp.sum(live * carry.lengths),
-            comms=applied,
+            env_steps_wasted=jnp.sum(live * plan.wasted) * setup.horizon,
+            comms=exchanges,
         ),
         extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
     )
-    before = ex.event_state
-    stale = jnp.where(plan.live, plan.staleness.astype(jnp.float32), jnp.nan)
+    if rule.refuses:  # gradients used per worker
+        counts = jax.ops.segment_sum(used.astype(jnp.int32), plan.worker, num_segments=setup.n)
+    else:
+        counts = after.dispatch_count - before.dispatch_count
+    stale = jnp.where(used > 0, plan.staleness.astype(jnp.float32), jnp.nan)
     grads_finite = jax.vmap(core.all_finite)(carry.grads) | ~plan.live
     return new, core.step_metrics(
         new,
-        round_time=event_state.time - before.time,
-        grads=applied,
-        train_return=core.mean_return(jnp.sum(live * carry.returns), applied),
-        counts=event_state.dispatch_count - before.dispatch_count,
+        round_time=after.time - before.time,
+        grads=grads,
+        train_return=core.mean_return(jnp.sum(live * carry.returns), grads),
+        counts=counts,
         finite=jnp.all(grads_finite) & core.all_finite(carry.params),
         staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
-        link_util=core.link_utilisation(before, event_state),
+        link_util=core.link_utilisation(before, after),
     )
