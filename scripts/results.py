@@ -81,6 +81,12 @@ class Family:
     lr_exp: tuple[int, ...]
     eta: tuple[float, ...] = (0.01, 0.1)
     tune_seeds: int = 2
+    # shape hyperparameters tuned too (``jaxnigt tune --M/--msync-m/--ringmaster-R``), each
+    # for the algorithms whose ``Traits.tuned_shapes`` name it: ((name, values), ...)
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # algorithms whose tuning is one column of another's grid, by an exact equivalence:
+    # ((algorithm, source algorithm, shape, value), ...); they run beside the family's own
+    derived: tuple[tuple[str, str, str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,9 +105,9 @@ class Scenario:
 
     @property
     def algorithms(self) -> list[str]:
-        return [a for _, algs in self.include for a in algs] + list(
-            FAMILIES[self.family].algorithms
-        )
+        fam = FAMILIES[self.family]
+        derived = [d[0] for d in fam.derived]
+        return [a for _, algs in self.include for a in algs] + [*fam.algorithms, *derived]
 
     def model_dir(self, model: tuple[str, str]) -> str:
         return self.name if model == DEFAULT_MODEL else f"{self.name}__{model[0]}_{model[1]}"
@@ -138,6 +144,17 @@ _AC_MODELS = (DEFAULT_MODEL, ("independent", "all"))
 # learning rate on the same grid and seeds), run beside IMPALA and Rennala NIGT with their
 # families' tuned values, under both links (its step exchanges queue on a shared one).
 SEED_RL = ("seed_rl",)
+# The asynchronous baselines beyond the paper (issue 33): bounded delay, m-synchronous rounds,
+# AFedPG without its lookahead; run beside Rennala NIGT (its family's tuned values) under
+# both links. R = 40 is above every delay of these clusters (`jaxnigt clock --rule async`:
+# at most 31 over 3,000 arrivals), so the grid's top is plain asynchronous SGD; m = 10 = n
+# is Sync NIGT with one trajectory per worker (m = 8 won point_mass's first grid, which
+# ended there: the grid runs up to n).
+BEYOND = ("ringmaster_pg", "msync_nigt", "afedpg_vanilla")
+_BEYOND_SHAPES = (("ringmaster_R", (5, 10, 20, 40)), ("msync_m", (2, 4, 6, 8, 10)))
+# asgd (what bounding the delay is measured against) is Ringmaster with R above every delay,
+# exactly (tests/test_algorithms.py): its tuning is the R = 40 column of Ringmaster's grid.
+_ASGD = (("asgd", "ringmaster_pg", "ringmaster_R", 40),)
 
 FAMILIES = {
     f.name: f
@@ -153,6 +170,18 @@ FAMILIES = {
         Family("reacher_ac", _base("reacher"), ACTOR_CRITIC, 32000, _GRID, eta=(0.1,)),
         Family("point_mass_seed", _base("point_mass"), SEED_RL, 32000, _GRID, eta=(0.1,)),
         Family("reacher_seed", _base("reacher"), SEED_RL, 32000, _GRID, eta=(0.1,)),
+        *(
+            Family(
+                f"{env}_beyond",
+                _base(env),
+                BEYOND,
+                32000,
+                _GRID,
+                shapes=_BEYOND_SHAPES,
+                derived=_ASGD,
+            )
+            for env in ("point_mass", "reacher")
+        ),
     )
 }
 
@@ -211,6 +240,19 @@ SCENARIOS = {
             )
             for env in ("point_mass", "reacher")
         ),
+        *(
+            Scenario(
+                f"{env}_beyond{tag}",
+                f"{env}_beyond",
+                overrides,
+                32000,
+                "beyond_paper",
+                models=_AC_MODELS,
+                include=((env, _R),),
+            )
+            for env in ("point_mass", "reacher")
+            for tag, overrides in (("", {}), ("_straggler", _STRAGGLER))
+        ),
     )
 }
 
@@ -268,7 +310,7 @@ def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) 
     raw.update(budget=float(fam.budget), target_return=None)
     raw["eval"] = {**raw["eval"], "every_time": fam.budget / EVALS}
     seeds = tuple(range(TUNE_SEED, TUNE_SEED + fam.tune_seeds))
-    grid = tuning.Grid(lr_exp=fam.lr_exp, eta=fam.eta)
+    grid = tuning.Grid(lr_exp=fam.lr_exp, eta=fam.eta, shapes=dict(fam.shapes))
     tag = f"__{variant}" if variant else ""
     where = out / "tune" / f"{fam.name}{tag}"
     report = tuning.tune(
@@ -283,6 +325,23 @@ def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) 
     family["lr_exp"] = {a: r["lr_exp"] for a, r in per.items()}
     family["interior"] = {a: r["interior"] for a, r in per.items()}
     family["points"] = {a: r["points"] for a, r in per.items()}
+    for name, source, shape, value in fam.derived:
+        if source not in per:  # a variant that does not retune the source
+            continue
+        points = [p for p in per[source]["points"] if p[shape] == value]
+        best, exps = tuning.choose(points), sorted({p["lr_exp"] for p in points})
+        family["chosen"][name] = best and {k: v for k, v in best.items() if k != shape}
+        family["lr_exp"][name] = exps
+        family["interior"][name] = best is not None and exps[0] < best["lr_exp"] < exps[-1]
+        family["points"][name] = points
+        family.setdefault("derived", {})[name] = f"{source} at {shape} = {value}"
+    if fam.shapes:  # the hparams each algorithm's tuned shapes set (as tuned.yaml has them)
+        family["shapes"] = {name: list(values) for name, values in fam.shapes}
+        family["shape_hparams"] = {
+            a: {k: r["chosen"][s] for s in r["tuned_shapes"] for k in tuning.SHAPES[s].keys}
+            for a, r in per.items()
+            if r["chosen"] is not None
+        }
     family.update(command=report["command"], tie_rule=report["tie_rule"], score=report["score"])
     docs.mkdir(parents=True, exist_ok=True)
     (docs / _tuning_file(fam.name, variant)).write_text(json.dumps(family, indent=2) + "\n")
@@ -300,14 +359,21 @@ def tuned_values(docs: Path, family: str, model=DEFAULT_MODEL) -> dict:
     path = docs / _tuning_file(family)
     if not path.is_file():
         raise SystemExit(f"results: tune family {family!r} first ({path} missing)")
-    chosen = dict(json.loads(path.read_text())["chosen"])
+    chosen = _chosen(path)
     for variant in (model[0], model[1]):
         if variant in VARIANTS:
             path = docs / _tuning_file(family, variant)
             if not path.is_file():
                 raise SystemExit(f"results: tune {family!r} under {variant!r} first ({path})")
-            chosen.update(json.loads(path.read_text())["chosen"])
+            chosen.update(_chosen(path))
     return chosen
+
+
+def _chosen(path: Path) -> dict:
+    """A tuning file's winners, each with the hparams of its tuned shapes (``hparams``)."""
+    t = json.loads(path.read_text())
+    shapes = t.get("shape_hparams", {})
+    return {a: c and {**c, "hparams": shapes.get(a, {})} for a, c in t["chosen"].items()}
 
 
 # --------------------------------------------------------------------------------- runs
@@ -323,7 +389,7 @@ def scenario_raw(sc: Scenario, chosen: dict, model=DEFAULT_MODEL, quick: bool = 
     per = {}
     for a, c in chosen.items():
         if c is not None:
-            per[a] = {"learning_rate": c["learning_rate"], "eta": c["eta"]}
+            per[a] = {"learning_rate": c["learning_rate"], "eta": c["eta"], **c.get("hparams", {})}
     raw["per_algorithm"] = per
     return second_edition(raw, per_algorithm=True)
 
@@ -376,6 +442,8 @@ CLAIMS = {
     "actor_critic": ("rennala_nigt", None, None),
     # SEED RL against IMPALA (per-step messages against one per trajectory) and Rennala NIGT
     "central_inference": ("seed_rl", None, None),
+    # the asynchronous baselines beyond the paper, each against Rennala NIGT (issue 33)
+    "beyond_paper": ("rennala_nigt", None, None),
 }
 GAP_BASELINES = ("sync_nigt", "afedpg")
 
@@ -423,11 +491,15 @@ def gap_growth(small: tuple, large: tuple, baseline: str) -> dict:
     return verdicts.lead_growth(groups(*small), groups(*large))
 
 
-def analyze_all(out: Path, docs: Path) -> None:
+def analyze_all(out: Path, docs: Path, names: list[str] | None = None) -> None:
+    """Analyzes the finished runs of the scenarios ``names`` (default every one), then
+    rewrites the tables from every analysis JSON in ``docs``."""
     from jaxnigt.plotting import plot_runs
 
     analyses = {}
     for sc in SCENARIOS.values():
+        if names and sc.name not in names:
+            continue
         for model in sc.models:
             name, run_dir = sc.model_dir(model), out / sc.model_dir(model)
             if not (run_dir / "summary.json").is_file():
@@ -494,6 +566,8 @@ _CLUSTER = {
     "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
     "ac": "h = √i, κ = √i·d^{1/4}",
     "seed": "h = √i, κ = √i·d^{1/4} (a step exchange: √i·(o + a)^{1/4})",
+    "beyond": "h = √i, κ = √i·d^{1/4}",
+    "beyond_straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
 }
 GAP_CLAIM = "bigger gap with more communication"
 
@@ -692,7 +766,9 @@ def _scenario_rows(docs: Path) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["tune", "run", "analyze", "page", "all", "list"])
-    p.add_argument("names", nargs="*", help="families (tune) or scenarios (run); default all")
+    p.add_argument(
+        "names", nargs="*", help="families (tune) or scenarios (run, analyze); default all"
+    )
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results")
     p.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--quick", action="store_true", help="tiny budgets: a smoke test")
@@ -734,7 +810,7 @@ def main(argv=None) -> int:
         for name in names:
             run_scenario(SCENARIOS[name], args.out, args.docs, args.quick, args.models)
     if args.command in ("analyze", "all"):
-        analyze_all(args.out, args.docs)
+        analyze_all(args.out, args.docs, args.names if args.command == "analyze" else None)
     if args.command in ("page", "all"):
         write_tables(args.docs)
         target = args.docs.parent / "results.md"
