@@ -81,19 +81,15 @@ class Shape(NamedTuple):
     name): each value is its own compiled program."""
 
     keys: tuple[str, ...]  # the ``hparams`` keys one value sets
-    flag: str  # its ``jaxnigt tune`` flag
-    help: str
+    what: str  # what it is, for the command line's help
 
 
-#: The shape hyperparameters, in the tie rule's order.
+#: The shape hyperparameters, in the tie rule's order (the command line's flags:
+#: ``jaxnigt.cli.grids``).
 SHAPES: dict[str, Shape] = {
-    "M": Shape(("M", "M_init"), "--M", "M = M_init values for Rennala/Malenia"),
-    "msync_m": Shape(
-        ("msync_m",), "--msync-m", "workers an m-synchronous round waits for (msync_nigt)"
-    ),
-    "ringmaster_R": Shape(
-        ("ringmaster_R",), "--ringmaster-R", "Ringmaster's delay threshold R (ringmaster_pg)"
-    ),
+    "M": Shape(("M", "M_init"), "M = M_init values for Rennala/Malenia"),
+    "msync_m": Shape(("msync_m",), "workers an m-synchronous round waits for (msync_nigt)"),
+    "ringmaster_R": Shape(("ringmaster_R",), "Ringmaster's delay threshold R (ringmaster_pg)"),
 }
 
 

@@ -13,12 +13,15 @@ from typing import Any
 from jaxnigt import tuning
 from jaxnigt.cli.common import add_set, announce, error, flagged, stopped
 
+#: The flag of each shape hyperparameter of ``tuning.SHAPES``.
+SHAPE_FLAGS = {"M": "--M", "msync_m": "--msync-m", "ringmaster_R": "--ringmaster-R"}
+
 #: The tune flag of each parameter a ``tuning.TuningError`` names (``Grid`` fields, the
 #: shape hyperparameters of ``tuning.SHAPES`` and ``tuning.tune``'s parameters; ``budget``,
 #: a config field, has none).
 TUNE_FLAGS = {
     "lr_exp": "--lr-exp", "eta": "--eta", "max_extensions": "--max-extensions",
-    **{name: shape.flag for name, shape in tuning.SHAPES.items()},
+    **SHAPE_FLAGS,
     "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
     "resume": "--resume",
 }  # fmt: skip
@@ -54,9 +57,9 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2 "
                     "(default -10:-1; extended while the winner sits at an edge)")  # fmt: skip
     tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
-    for name, shape in tuning.SHAPES.items():  # --M, --msync-m, --ringmaster-R
-        tu.add_argument(shape.flag, dest=name, metavar=f"{name.split('_')[-1]}1,...",
-                        help=f"{shape.help}, integers >= 1 (default: the config's)")  # fmt: skip
+    for name, shape in tuning.SHAPES.items():
+        tu.add_argument(SHAPE_FLAGS[name], dest=name, metavar=f"{name.split('_')[-1]}1,...",
+                        help=f"{shape.what}, integers >= 1 (default: the config's)")  # fmt: skip
     tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
                     help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
     tu.add_argument("--statistic", default="average", choices=tuning.STATISTICS,
