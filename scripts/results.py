@@ -145,9 +145,10 @@ _AC_MODELS = (DEFAULT_MODEL, ("independent", "all"))
 # families' tuned values, under both links (its step exchanges queue on a shared one).
 SEED_RL = ("seed_rl",)
 # The asynchronous baselines beyond the paper (issue 33): bounded delay, m-synchronous rounds,
-# AFedPG without its lookahead; run beside Rennala NIGT (its family's tuned values) under
-# both links. R = 40 is above every delay of these clusters (`jaxnigt clock --rule async`:
-# at most 31 over 3,000 arrivals), so the grid's top is plain asynchronous SGD; m = 10 = n
+# AFedPG without its lookahead; run beside Rennala NIGT and AFedPG (their family's tuned
+# values) under both links. R = 40 is above every delay of these clusters (`jaxnigt clock
+# --rule async`: at most 31 over 3,000 arrivals), so the grid's top is plain asynchronous
+# SGD; m = 10 = n
 # is Sync NIGT with one trajectory per worker (m = 8 won point_mass's first grid, which
 # ended there: the grid runs up to n).
 BEYOND = ("ringmaster_pg", "msync_nigt", "afedpg_vanilla")
@@ -248,7 +249,7 @@ SCENARIOS = {
                 32000,
                 "beyond_paper",
                 models=_AC_MODELS,
-                include=((env, _R),),
+                include=((env, ("rennala_nigt", "afedpg")),),
             )
             for env in ("point_mass", "reacher")
             for tag, overrides in (("", {}), ("_straggler", _STRAGGLER))

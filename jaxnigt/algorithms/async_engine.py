@@ -269,7 +269,7 @@ def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax
 
 
 class _Carry(NamedTuple):
-    applied: jax.Array  # [] int32 arrivals applied so far in the block
+    applied: jax.Array  # [] int32 exchanges processed so far in the block
     rolled: jax.Array  # [A] bool: gradient computed
     grads: Any  # [A, ...] the computed gradients, waiting for their turn
     returns: jax.Array  # [A] their trajectories' returns
