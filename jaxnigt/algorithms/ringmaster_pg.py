@@ -5,7 +5,8 @@ delay: a gradient whose delay δ (server updates since its worker was dispatched
 ``ringmaster_R`` is discarded, and its worker restarts from the current point, which the
 exchange brought down (:func:`jaxnigt.events.bounded_next`).  With ``ringmaster_stops`` (the
 variant with calculation stops) a gradient is cancelled as soon as its delay reaches R, and
-its worker fetches the current point with one exchange on its link and starts again at once.
+its worker fetches the current point with one exchange on its link (κ_i, queued on a shared
+link; with κ = 0 it restarts at once) and starts again when that exchange ends.
 Discarded and cancelled work is counted in ``env_steps_wasted`` (H steps per discarded
 trajectory, the computed fraction of a cancelled one); ``comms`` counts every exchange,
 ``grads`` only the accepted gradients.
