@@ -173,6 +173,28 @@ def test_lead_growth():
     assert shrunk["verdict"] == "refuted"
 
 
+def test_speed_lead_growth_is_the_growth_of_the_log_time_ratio():
+    ref = np.array([1.0, 1.0, 1.0])
+    # the baseline takes 2x the reference's time, then 4x: the log lead grows by log 2
+    grown = verdicts.speed_lead_growth((ref, 2 * ref), (3 * ref, 12 * ref), reps=300)
+    assert grown["log_lead_difference"]["estimate"] == pytest.approx(math.log(2))
+    assert grown["verdict"] == "confirmed" and grown["needed_seeds"] is None
+    shrunk = verdicts.speed_lead_growth((ref, 4 * ref), (ref, 2 * ref), reps=300)
+    assert shrunk["log_lead_difference"]["estimate"] == pytest.approx(-math.log(2))
+    assert shrunk["verdict"] == "refuted"
+    # a baseline that never reaches the target in the large scenario (censored): the lead
+    # there is infinite, the growth too
+    censored = verdicts.speed_lead_growth((ref, 2 * ref), (ref, np.full(3, np.inf)), reps=300)
+    assert censored["log_lead_difference"]["estimate"] == math.inf
+    assert censored["verdict"] == "confirmed"
+    # noisy times that overlap: undecided
+    rng = np.random.default_rng(0)
+    noisy = [rng.uniform(1.0, 3.0, 5) for _ in range(4)]
+    tie = verdicts.speed_lead_growth((noisy[0], noisy[1]), (noisy[2], noisy[3]), reps=300)
+    assert tie["verdict"] == "inconclusive"
+    assert tie["log_lead_difference"]["low"] < 0 < tie["log_lead_difference"]["high"]
+
+
 # --------------------------------------------------------------------- run directories
 
 CONFIG = {
