@@ -182,12 +182,17 @@ def lead_growth(
     def growth(rs, bs, rl, bl):
         return mean_difference(rl, bl) / scale_l - mean_difference(rs, bs) / scale_s
 
-    iv = interval(growth, r_s, b_s, r_l, b_l, **kw)
+    return _growth("lead_difference", interval(growth, r_s, b_s, r_l, b_l, **kw),
+                   r_s, b_s, r_l, b_l)  # fmt: skip
+
+
+def _growth(name: str, iv: dict, *groups: np.ndarray) -> dict[str, Any]:
+    """A growth's interval ``iv`` (under ``name``), its verdict and the seeds it needs."""
     decided = iv["low"] > 0 or iv["high"] < 0
     result = "confirmed" if iv["low"] > 0 else "refuted" if iv["high"] < 0 else "inconclusive"
-    seeds = min(len(r_s), len(b_s), len(r_l), len(b_l))
+    seeds = min(len(g) for g in groups)
     return {
-        "lead_difference": iv,
+        name: iv,
         "needed_seeds": None if decided else needed_seeds(iv, seeds),
         "verdict": result,
     }
@@ -216,12 +221,5 @@ def speed_lead_growth(
         with np.errstate(divide="ignore", invalid="ignore"):
             return float(np.log(time_ratio(rl, bl)) - np.log(time_ratio(rs, bs)))
 
-    iv = interval(growth, r_s, b_s, r_l, b_l, **kw)
-    decided = iv["low"] > 0 or iv["high"] < 0
-    result = "confirmed" if iv["low"] > 0 else "refuted" if iv["high"] < 0 else "inconclusive"
-    seeds = min(len(r_s), len(b_s), len(r_l), len(b_l))
-    return {
-        "log_lead_difference": iv,
-        "needed_seeds": None if decided else needed_seeds(iv, seeds),
-        "verdict": result,
-    }
+    return _growth("log_lead_difference", interval(growth, r_s, b_s, r_l, b_l, **kw),
+                   r_s, b_s, r_l, b_l)  # fmt: skip
