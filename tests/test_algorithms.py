@@ -298,8 +298,8 @@ def _chunk(cfg, name, steps=5):
     return jax.jit(lambda s: tr.run_chunk(s, steps))(state)
 
 
-_EXACT = ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads", "worker_counts",
-          "staleness_max")  # fmt: skip
+# Counts (integers in float32) are exact across the two programs; times to float32 rounding.
+_EXACT = ("env_steps", "env_steps_wasted", "comms", "grads", "worker_counts", "staleness_max")
 
 
 @pytest.mark.parametrize("stops", [False, True], ids=["discard", "stops"])
@@ -318,6 +318,7 @@ def test_ringmaster_bounds_the_delay_and_is_asgd_with_R_above_every_delay(stops)
     chex.assert_trees_all_close(state.params, asgd_state.params, rtol=1e-5, atol=1e-6)
     for k in _EXACT:
         np.testing.assert_array_equal(m[k], asgd_m[k], k)
+    np.testing.assert_allclose(m["sim_time"], asgd_m["sim_time"], rtol=1e-6)
     _, m = run(tr.init(jax.random.key(0), tr.hyper()))
     grads, comms = np.asarray(m["grads"]), np.diff(np.asarray(m["comms"]), prepend=0)
     np.testing.assert_array_equal(comms, 4)  # every exchange crosses the link
