@@ -35,8 +35,10 @@ from jaxnigt.run_data import AnalysisError, Method, Run, UnfinishedRunError, loa
 from jaxnigt.stats import (
     FRACTIONS,
     RETURN_STATISTICS,
+    TIME_STATISTICS,
     average_return,
     first_time,
+    fraction,
     improvement_over_spread,
     median_time,
     second_half,
@@ -61,7 +63,7 @@ from jaxnigt.verdicts import (
 
 #: :func:`compare`'s ``statistic`` values: the return statistics (difference of means) and
 #: the times to 50 % / 80 % of the improvement (ratio of median times).
-STATISTICS = ("average", "second_half", "time_to_50", "time_to_80")
+STATISTICS = RETURN_STATISTICS + TIME_STATISTICS
 
 __all__ = [
     "CLAIMS",
@@ -86,11 +88,7 @@ __all__ = [
 def _statistic_values(m: Method, statistic: str, budget: float, tg: dict) -> np.ndarray:
     if statistic in RETURN_STATISTICS:
         return m.statistic(statistic, budget)
-    return m.statistic("time", budget, tg[_fraction(statistic)])
-
-
-def _fraction(statistic: str) -> float:
-    return int(statistic.removeprefix("time_to_")) / 100
+    return m.statistic("time", budget, tg[fraction(statistic)])
 
 
 def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: str, kw) -> dict:
@@ -183,7 +181,7 @@ def compare(
     methods, baselines = _check_compare(run, reference, statistic, baselines)
     budget = run.budget
     if statistic not in RETURN_STATISTICS:
-        fractions = sorted({*fractions, _fraction(statistic)})
+        fractions = sorted({*fractions, fraction(statistic)})
     initial = np.concatenate([m.initial() for m in methods.values()])
     levels = {a: m.statistic("second_half", budget) for a, m in methods.items()}
     tg = targets(initial, [float(np.median(v)) for v in levels.values()], fractions)

@@ -87,8 +87,14 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
 def tuning_table(report: Mapping[str, Any]) -> str:
     """:func:`jaxnigt.tuning.tune`'s report as the printed table: per algorithm (and value of
     each tuned shape: M, msync_m, ringmaster_R), the score of every α × η, the winner
-    marked."""
+    marked (and a time statistic's target first)."""
     lines = []
+    if report.get("target"):
+        t = report["target"]
+        lines.append(
+            f"{report['statistic']}: target {t['value']:.4g} = R0 + {t['fraction']:g} (R_best − R0)"
+            f", R0 = {t['R0']:.4g}, R_best = {t['R_best']:.4g} (every initial grid pooled)"
+        )
     for a, r in report["algorithms"].items():
         chosen = r["chosen"]
         names = r.get("tuned_shapes", ["M"] if r["M_tuned"] else [])

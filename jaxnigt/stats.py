@@ -31,6 +31,14 @@ NaN: never reached.  A method's time to target is the *upper median*
 over its seeds of the per-seed times (:func:`median_time`): the first time by which more
 than half of the seeds have reached the target (the median for an odd number of seeds);
 ``inf`` when no majority reaches it within the budget.
+
+**Time statistics by name.** ``time_to_50`` / ``time_to_80`` (:data:`TIME_STATISTICS`): the
+time to the target of that fraction (:func:`fraction`).  Compared between methods by the
+ratio of median times (:mod:`jaxnigt.verdicts`); scored in tuning, on two or three seeds, by
+the *restricted mean time* (:func:`restricted_mean_time`): the mean over seeds of
+``min(time, B)``, a censored seed counting as the budget (the restricted mean survival time of
+survival analysis: unlike a median of two seeds it still ranks a point that one seed of two
+brings to the target).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ FRACTIONS = (0.5, 0.8)
 #: The return statistics by name (``Method.statistic`` of :mod:`jaxnigt.run_data`): the
 #: average return over ``[0, B]`` and the second-half return over ``[B/2, B]``.
 RETURN_STATISTICS = ("average", "second_half")
+#: The time statistics by name: the time to the target of each fraction of :data:`FRACTIONS`.
+TIME_STATISTICS = tuple(f"time_to_{round(100 * f)}" for f in FRACTIONS)
 
 Curve = tuple[np.ndarray, np.ndarray]  # (times, returns) of one seed's evaluations
 
@@ -93,6 +103,18 @@ def median_time(times: np.ndarray) -> float:
     time by which more than half the seeds have reached the target."""
     times = np.sort(np.asarray(times, np.float64), axis=-1)
     return times[..., times.shape[-1] // 2]
+
+
+def restricted_mean_time(times: np.ndarray, budget: float) -> float:
+    """The mean over seeds of ``min(time, budget)`` (``inf`` = censored counts as the budget)."""
+    return float(np.mean(np.minimum(np.asarray(times, np.float64), budget)))
+
+
+def fraction(statistic: str) -> float:
+    """The target fraction of a time statistic: ``time_to_80`` -> 0.8."""
+    if statistic not in TIME_STATISTICS:
+        raise ValueError(f"got {statistic!r}; expected one of {TIME_STATISTICS}")
+    return int(statistic.removeprefix("time_to_")) / 100
 
 
 def targets(

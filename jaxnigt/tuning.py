@@ -15,13 +15,22 @@ Protocol (SPEC §8), per algorithm:
   ``Traits.tuned_shapes`` and keeps the config's value of the others.  Each program is a
   normal run directory ``DIR/runs/<algorithm>[_M<M>][_msync_m<m>][_ringmaster_R<R>]_lr<A>..<B>/``
   at the config's budget, with ``on_nonfinite: mark``.
-* **Score.** The mean over the tuning seeds of the per-seed statistic the verdict compares
-  (:mod:`jaxnigt.stats`: ``average`` return over the budget by default, or
-  ``second_half``).  A grid point with a diverged seed (or a non-finite score) is out.
-* **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; the tie goes to the
-  smaller α, then the larger η, then the smaller value of each tuned shape in the order M,
-  msync_m, ringmaster_R (the most conservative step, the least momentum, the cheapest round
-  or the least staleness).
+* **Score.** The per-seed statistic the verdict compares (:mod:`jaxnigt.stats`), over the
+  tuning seeds: the mean of the ``average`` return over the budget (the default) or of
+  ``second_half``; for ``time_to_50`` / ``time_to_80``, minus the restricted mean time to the
+  target (a seed that does not reach it by the budget counts as the budget).  A grid point
+  with a diverged seed (or a non-finite score) is out.
+* **Target of a time statistic** (:func:`pooled_target`): the target rule of
+  :mod:`jaxnigt.stats` on the pool of every grid point of every algorithm tuned together, as
+  run on the *initial* grid (before any extension, so the target is fixed before the search
+  goes on and does not move with it): ``R0`` the median return at time 0, ``R_best`` the best
+  median second-half return of a point.  Those programs run first, every algorithm's, then the
+  searches.
+* **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; with a time statistic the
+  tie goes first to the higher average return (many points reach a target at the same
+  evaluation, or none does); then to the smaller α, then the larger η, then the smaller value
+  of each tuned shape in the order M, msync_m, ringmaster_R (the most conservative step, the
+  least momentum, the cheapest round or the least staleness).
 * **Extension.** While the winner's α sits at an edge of the grid run so far, two more
   exponents on that side (at the grid's spacing there) run for every η and shape, at most
   ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
@@ -53,13 +62,17 @@ DEFAULT_ETA = (0.001, 0.01, 0.1)
 DEFAULT_TUNE_SEEDS = (100, 101)
 MAX_EXTENSIONS = 4
 TIE_TOL = 1e-6
-STATISTICS = stats.RETURN_STATISTICS
+STATISTICS = stats.RETURN_STATISTICS + stats.TIME_STATISTICS
 SCORED = {"average": "the average return over [0, budget]",
-          "second_half": "the return averaged over [budget/2, budget]"}  # fmt: skip
+          "second_half": "the return averaged over [budget/2, budget]",
+          **{s: f"the time to the {round(100 * stats.fraction(s))} % target (pooled over the "
+                "initial grids), a seed that does not reach it counting as the budget"
+             for s in stats.TIME_STATISTICS}}  # fmt: skip
 TUNED, TABLE, RECORD = "tuned.yaml", "tuning.json", "tune.json"
 TIE_RULE = (
-    "scores within 1e-6·max(1, |best|) tie: the smaller α, then the larger η, then the smaller "
-    "value of each tuned shape (M, msync_m, ringmaster_R)"
+    "scores within 1e-6·max(1, |best|) tie: (time statistics: the higher average return, then) "
+    "the smaller α, then the larger η, then the smaller value of each tuned shape (M, msync_m, "
+    "ringmaster_R)"
 )
 #: The printed table of a report (``jaxnigt tune``, ``scripts/results.py``).
 table = report_text.tuning_table
@@ -175,6 +188,11 @@ def choose(points: Sequence[Mapping[str, Any]]) -> dict | None:
         return None
     best = max(p["score"] for p in ok)
     tied = [p for p in ok if p["score"] >= best - TIE_TOL * max(1.0, abs(best))]
+    if any("secondary" in p for p in tied):  # a time score: the higher average return first
+        top = max(p.get("secondary", -math.inf) for p in tied)
+        tied = [
+            p for p in tied if p.get("secondary", -math.inf) >= top - TIE_TOL * max(1.0, abs(top))
+        ]
     return dict(min(tied, key=lambda p: (p["lr_exp"], -p["eta"], *_shape_values(p))))
 
 
@@ -264,23 +282,53 @@ def program_raw(
     return out
 
 
-def score_run(run_dir: Path, statistic: str, exps, etas, shapes: Mapping[str, Any]) -> list[dict]:
+def score_run(
+    run_dir: Path, statistic: str, exps, etas, shapes: Mapping[str, Any], target=None
+) -> list[dict]:
     """Every grid point of one finished tuning program, scored (the module's score); each
-    point carries the program's ``shapes`` values (``{name: value}``)."""
+    point carries the program's ``shapes`` values (``{name: value}``).  A time statistic
+    needs its ``target`` (:func:`pooled_target`); its points carry the average return as
+    ``secondary`` (the tie rule) and the per-seed times (``inf``: not reached)."""
     run = run_data.load_run(run_dir)
+    timed = statistic in stats.TIME_STATISTICS
+    if timed and target is None:
+        raise TuningError(f"{statistic} needs a target", param="statistic")
     points = []
     for m in run.methods.values():
-        values = m.statistic(statistic, run.budget)
         # metrics hold float32 values: report the requested grid values
         e = min(exps, key=lambda x: abs(2.0**x - m.learning_rate))
         eta = min(etas, key=lambda x: abs(x - m.eta))
-        score = float(np.mean(values))
-        points.append({
-            "lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes,
-            "score": score if math.isfinite(score) else math.nan,
-            "seed_values": [float(v) for v in values], "diverged_seeds": list(m.diverged),
-        })  # fmt: skip
+        point = {"lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes}
+        if timed:
+            values = m.statistic("time", run.budget, target)
+            score = -stats.restricted_mean_time(values, run.budget)
+            secondary = float(np.mean(m.statistic("average", run.budget)))
+            point["secondary"] = secondary if math.isfinite(secondary) else -math.inf
+        else:
+            values = m.statistic(statistic, run.budget)
+            score = float(np.mean(values))
+        point.update(
+            score=score if math.isfinite(score) else math.nan,
+            seed_values=[float(v) for v in values], diverged_seeds=list(m.diverged),
+        )  # fmt: skip
+        points.append(point)
     return sorted(points, key=lambda p: (p["lr_exp"], p["eta"]))
+
+
+def pooled_target(run_dirs: Sequence[Path], fraction: float) -> dict[str, Any]:
+    """The target of a time statistic (the module's rule) on the pool of every grid point of
+    the finished programs ``run_dirs``: ``{"fraction", "value", "R0", "R_best", "pool"}``
+    (``value`` NaN: no point improved on the initial return)."""
+    initial, levels = [], []
+    for run_dir in run_dirs:
+        run = run_data.load_run(run_dir)
+        for m in run.methods.values():
+            initial.append(m.initial())
+            levels.append(float(np.nanmedian(m.statistic("second_half", run.budget))))
+    initial = np.concatenate(initial)
+    value = stats.targets(initial, levels, (fraction,))[fraction]
+    return {"fraction": fraction, "value": value, "R0": float(np.nanmedian(initial)),
+            "R_best": float(np.nanmax(levels)), "pool": [str(d) for d in run_dirs]}  # fmt: skip
 
 
 def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
@@ -352,10 +400,30 @@ def _check_shapes(grid: Grid) -> None:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
+def _program(raw, algorithm, out: Path, grid: Grid, shapes, exps, seeds, *, progress, log,
+             stop) -> Path:  # fmt: skip
+    """Runs (or keeps) one tuning program of ``algorithm``; returns its run directory."""
+    from jaxnigt import config as config_lib
+
+    etas = _etas(algorithm, config_lib.from_dict(_runnable(raw)).hparams_for(algorithm), grid)
+    cfg = config_lib.from_dict(program_raw(raw, algorithm, shapes, exps, etas, seeds))
+    run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
+    values = "".join(f" {name}={value}" for name, value in shapes.items())
+    log(
+        f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
+        f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
+        f"{len(seeds)} seeds -> {run_dir}"
+    )
+    run_program(cfg, run_dir, progress=progress, log=log, stop=stop)
+    return run_dir
+
+
 def tune_algorithm(
-    raw, algorithm, out: Path, grid: Grid, seeds, statistic, *, progress, log, stop=None
-):
-    """The tuning of one algorithm (:func:`search` over its programs)."""
+    raw, algorithm, out: Path, grid: Grid, seeds, statistic, *, progress, log, stop=None,
+    target=None,
+):  # fmt: skip
+    """The tuning of one algorithm (:func:`search` over its programs); ``target``: a time
+    statistic's (:func:`pooled_target`)."""
     from jaxnigt import config as config_lib
 
     hp = config_lib.from_dict(_runnable(raw)).hparams_for(algorithm)
@@ -363,17 +431,10 @@ def tune_algorithm(
     runs = []
 
     def run_points(shapes, exps):
-        cfg = config_lib.from_dict(program_raw(raw, algorithm, shapes, exps, etas, seeds))
-        run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
-        values = "".join(f" {name}={value}" for name, value in shapes.items())
-        log(
-            f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
-            f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
-            f"{len(seeds)} seeds -> {run_dir}"
-        )
-        run_program(cfg, run_dir, progress=progress, log=log, stop=stop)
+        run_dir = _program(raw, algorithm, out, grid, shapes, exps, seeds,
+                           progress=progress, log=log, stop=stop)  # fmt: skip
         runs.append(str(run_dir))
-        return score_run(run_dir, statistic, exps, etas, {"M": hp.M, **shapes})
+        return score_run(run_dir, statistic, exps, etas, {"M": hp.M, **shapes}, target)
 
     result = search(run_points, grid.lr_exp, _programs(algorithm, grid),
                     max_extensions=grid.max_extensions, log=log, name=algorithm)  # fmt: skip
@@ -440,6 +501,51 @@ def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
     return out
 
 
+def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
+    """Prepares ``out`` (or checks that it holds the same request, to resume) and records it."""
+    from jaxnigt import files
+
+    if resume:
+        if not (out / RECORD).is_file():
+            raise TuningError(f"{str(out)!r} is not a tuning directory (no {RECORD})",
+                              param="resume")  # fmt: skip
+        if json.loads((out / RECORD).read_text()) != record:
+            raise TuningError(f"{str(out)!r} holds a different tuning request", param="resume")
+    else:
+        files.prepare_run_dir(out, overwrite)
+    files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
+
+
+def _time_target(raw, algorithms, out: Path, grid: Grid, seeds, statistic, **run) -> dict:
+    """Runs every algorithm's initial grid and returns the pooled target (:func:`pooled_target`)."""
+    pool = [_program(raw, a, out, grid, shapes, sorted(grid.lr_exp), seeds, **run)
+            for a in algorithms for shapes in _programs(a, grid)]  # fmt: skip
+    target = pooled_target(pool, stats.fraction(statistic))
+    run["log"](
+        f"[tune] {statistic} target: {target['value']:.6g} = R0 + {target['fraction']:g} "
+        f"(R_best - R0), R0 = {target['R0']:.6g}, R_best = {target['R_best']:.6g} (pool: "
+        f"the {len(pool)} initial programs)"
+    )
+    return target
+
+
+def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
+    """Writes ``tuning.json`` and ``tuned.yaml`` (checked as a config first)."""
+    import yaml
+
+    from jaxnigt import config as config_lib
+    from jaxnigt import files
+
+    files.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
+    written = tuned_raw(raw, report)
+    config_lib.from_dict(_runnable(written))
+    header = (
+        f"# Tuned by: {report['command']}\n# Grid searched on seeds {', '.join(map(str, seeds))} "
+        f"(never reported), score: {report['score']}; every point in {TABLE}.\n"
+    )
+    files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
+
+
 def tune(
     raw: Mapping[str, Any],
     out: str | Path,
@@ -461,42 +567,29 @@ def tune(
     there and returns the report.  ``stop`` (``signals.stop_on_signals``) ends it after the
     current chunk (``signals.Interrupted``); ``resume`` continues it."""
     from jaxnigt import config as config_lib
-    from jaxnigt import files
 
-    algorithms = check_request(raw, algorithms, grid, tuple(seeds), statistic)
+    seeds = tuple(seeds)
+    algorithms = check_request(raw, algorithms, grid, seeds, statistic)
     out = Path(out)
     record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
               "seeds": list(seeds), "statistic": statistic}  # fmt: skip
-    record = json.loads(json.dumps(record))
-    if resume:
-        if not (out / RECORD).is_file():
-            raise TuningError(f"{str(out)!r} is not a tuning directory (no {RECORD})",
-                              param="resume")  # fmt: skip
-        if json.loads((out / RECORD).read_text()) != record:
-            raise TuningError(f"{str(out)!r} holds a different tuning request", param="resume")
-    else:
-        files.prepare_run_dir(out, overwrite)
-    files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
-    cfg = config_lib.from_dict(_runnable(raw))
+    _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite)
+    timed = statistic in stats.TIME_STATISTICS
     report = {
-        "config": source, "command": command,
-        "statistic": statistic, "score": f"mean over the tuning seeds of {SCORED[statistic]}",
+        "config": source, "command": command, "statistic": statistic,
+        "score": ("minus the mean over the tuning seeds of " if timed else
+                  "mean over the tuning seeds of ") + SCORED[statistic],
         "tie_rule": TIE_RULE,
-        "budget": cfg.budget, "tune_seeds": list(seeds), "grid": grid.record(),
-        "algorithms": {},
+        "budget": config_lib.from_dict(_runnable(raw)).budget, "tune_seeds": list(seeds),
+        "grid": grid.record(), "algorithms": {},
     }  # fmt: skip
+    run = {"progress": progress, "log": log, "stop": stop}
+    if timed:  # every initial grid first: the pool of the target
+        report["target"] = _time_target(raw, algorithms, out, grid, seeds, statistic, **run)
+    target = report.get("target", {}).get("value")
     for a in algorithms:
         report["algorithms"][a] = tune_algorithm(
-            raw, a, out, grid, tuple(seeds), statistic, progress=progress, log=log, stop=stop
+            raw, a, out, grid, seeds, statistic, **run, target=target
         )
-    files.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
-    written = tuned_raw(raw, report)
-    config_lib.from_dict(_runnable(written))
-    header = (
-        f"# Tuned by: {report['command']}\n# Grid searched on seeds {', '.join(map(str, seeds))} "
-        f"(never reported), score: {report['score']}; every point in {TABLE}.\n"
-    )
-    import yaml
-
-    files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
+    _write(out, raw, report, seeds)
     return report

@@ -55,6 +55,19 @@ def test_time_to_target_censors_a_seed_that_never_reaches_it():
     assert stats.median_time(np.array([4.0, 6.0, np.inf, np.inf])) == np.inf
     assert stats.median_time(np.array([4.0, 6.0, 8.0, np.inf])) == 8.0
     chex.assert_shape(stats.median_time(np.ones((3, 5))), (3,))
+    # tuning's restricted mean: a censored seed counts as the budget, so [4, 6, inf] over a
+    # budget of 10 is 20/3 and a point one seed of two brings there still ranks ahead of none
+    assert stats.restricted_mean_time(times, budget) == pytest.approx(20 / 3)
+    assert stats.restricted_mean_time(np.array([4.0, np.inf]), budget) == 7.0
+    assert stats.restricted_mean_time(np.array([np.inf, np.inf]), budget) == budget
+
+
+def test_time_statistics_by_name():
+    assert stats.TIME_STATISTICS == ("time_to_50", "time_to_80")
+    assert [stats.fraction(s) for s in stats.TIME_STATISTICS] == list(stats.FRACTIONS)
+    assert analysis.STATISTICS == ("average", "second_half", "time_to_50", "time_to_80")
+    with pytest.raises(ValueError, match="'average'; expected one of"):
+        stats.fraction("average")
 
 
 def test_target_rule():

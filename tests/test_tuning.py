@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from jaxnigt import algorithms, cli, tuning
+from jaxnigt import algorithms, cli, run_data, tuning
 from jaxnigt import config as config_lib
 
 # ---------------------------------------------------------------------------- parsing
@@ -251,6 +251,75 @@ def test_tune_extends_the_grid_when_the_winner_sits_at_an_edge(tiny, tmp_path):
     assert np.isfinite([p["score"] for p in r["points"]]).all()
 
 
+def test_tune_to_a_time_target_scores_the_restricted_mean_time(tiny, tmp_path):
+    """``--statistic time_to_80``: the target from the pooled initial grid, each point's score
+    minus the mean of its seeds' first times (the budget for a seed that never gets there),
+    recomputed here by a plain loop over the evaluations."""
+    raw = config_lib.read_yaml(tiny)
+    grid = tuning.Grid(lr_exp=(-6, -3, 0), eta=(0.5,))  # the interior test's program
+    logs = []
+    report = tuning.tune(raw, tmp_path / "t", algorithms=["rennala_nigt"], grid=grid,
+                         statistic="time_to_80", progress=False, log=logs.append)  # fmt: skip
+    run = run_data.load_run(tmp_path / "t" / "runs" / "rennala_nigt_lr-6..0")
+    r0 = np.median([y[0] for m in run.methods.values() for _, y in m.curves])
+    best = max(np.median(m.statistic("second_half", run.budget)) for m in run.methods.values())
+    t = report["target"]
+    assert t["fraction"] == 0.8 and t["pool"] == [str(run.path)]
+    assert t["value"] == pytest.approx(r0 + 0.8 * (best - r0)) and r0 < t["value"] < best
+    assert any(line.startswith("[tune] time_to_80 target: ") for line in logs), logs
+    points = report["algorithms"]["rennala_nigt"]["points"]
+    for p, m in zip(points, sorted(run.methods.values(), key=lambda m: m.learning_rate),
+                    strict=True):  # fmt: skip
+        times = []
+        for xs, ys in m.curves:
+            reached = [
+                x for x, y in zip(xs, ys, strict=True) if y >= t["value"] and x <= run.budget
+            ]
+            times.append(min(reached) if reached else run.budget)
+        assert p["score"] == pytest.approx(-sum(times) / len(times))
+        assert p["secondary"] == pytest.approx(np.mean(m.statistic("average", run.budget)))
+    chosen = report["algorithms"]["rennala_nigt"]["chosen"]
+    assert chosen["score"] == max(p["score"] for p in points) > -run.budget
+    assert "target" in tuning.table(report).splitlines()[0]
+    # a target needs its statistic's pool: scoring one program alone without it is refused
+    with pytest.raises(tuning.TuningError, match="time_to_80 needs a target"):
+        tuning.score_run(run.path, "time_to_80", [-6, -3, 0], [0.5], {"M": 4})
+
+
+def test_choose_with_a_time_score_breaks_a_tie_by_the_average_return():
+    def point(e, score, secondary):
+        return {**_point(e, score), "secondary": secondary}
+
+    # the same evaluation reached the target (or none did): the higher average return wins,
+    # before the smaller α
+    assert tuning.choose([point(-8, -5.0, 1.0), point(-6, -5.0, 2.0)])["lr_exp"] == -6
+    assert tuning.choose([point(-8, -9.0, 3.0), point(-6, -5.0, 2.0)])["lr_exp"] == -6
+    assert tuning.choose([point(-8, -5.0, 2.0), point(-6, -5.0, 2.0)])["lr_exp"] == -8
+
+
+def test_pooled_target_pools_every_point_of_every_program(monkeypatch):
+    def method(lr, *finals):  # seeds starting at 0 and levelling off at their final value
+        curves = tuple((np.array([0.0, 5.0, 10.0]), np.array([0.0, f / 2, f])) for f in finals)
+        return run_data.Method(
+            name=f"a[{lr}]", algorithm="a", grid=0, learning_rate=lr, eta=0.1,
+            seeds=tuple(range(len(finals))), curves=curves, per_type={},
+            updates=np.zeros(len(finals)), env_steps=np.zeros(len(finals)),
+            end_time=np.full(len(finals), 10.0), diverged=(),
+        )  # fmt: skip
+
+    runs = {
+        "one": {"x": method(0.1, 4.0, 6.0), "y": method(0.2, 1.0, 1.0)},
+        "two": {"z": method(0.1, 8.0, 12.0, 10.0)},
+    }
+    fake = lambda d: run_data.Run(path=d, config=None, budget=10.0, methods=runs[str(d)])
+    monkeypatch.setattr(run_data, "load_run", fake)
+    t = tuning.pooled_target(["one", "two"], 0.5)
+    # R0 = 0 (every seed starts there); R_best = the best median second-half return, that of
+    # z in the second program: its seeds hold 4, 6, 5 over [5, 10]
+    assert (t["R0"], t["R_best"], t["value"]) == (0.0, 5.0, 2.5)
+    assert t["pool"] == ["one", "two"]
+
+
 # ------------------------------------------------------- shape hyperparameters, no compiles
 
 
@@ -323,7 +392,7 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
     def run_program(cfg, run_dir, **_):
         ran[run_dir.name] = cfg
 
-    def score_run(run_dir, statistic, exps, etas, shapes):
+    def score_run(run_dir, statistic, exps, etas, shapes, target=None):
         # α = 2^-3 wins; msync_m: a tie (the smaller goes); M: 8 is strictly better
         bonus = 0.5 if shapes["M"] == 8 and "rennala" in run_dir.name else 0.0
         return [{"lr_exp": e, "learning_rate": 2.0**e, "eta": eta, **shapes,
