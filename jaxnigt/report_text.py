@@ -123,4 +123,15 @@ def tuning_table(report: Mapping[str, Any]) -> str:
                 f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{shapes} (score "
                 f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
             )
+    if report.get("speed"):
+        sp = report["speed"]
+        times = "; ".join(
+            f"{a} " + ", ".join("never" if math.isinf(t) else f"{t:,.0f}" for t in ts)
+            for a, ts in sp["times"].items()
+        )
+        lines += ["", (
+            f"winners' times to {sp['target']['fraction']:.0%} of the improvement (target "
+            f"{sp['target']['value']:.4g}, every program pooled), per tuning seed: {times}; the "
+            f"slowest upper median: {sp['slowest_median']:,.0f} of a budget of {report['budget']:g}"
+        )]  # fmt: skip
     return "\n".join(lines).strip("\n")

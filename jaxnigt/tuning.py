@@ -298,7 +298,8 @@ def score_run(
         # metrics hold float32 values: report the requested grid values
         e = min(exps, key=lambda x: abs(2.0**x - m.learning_rate))
         eta = min(etas, key=lambda x: abs(x - m.eta))
-        point = {"lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes}
+        point = {"lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes,
+                 "program": str(run_dir), "method": m.name}  # fmt: skip
         if timed:
             values = m.statistic("time", run.budget, target)
             score = -stats.restricted_mean_time(values, run.budget)
@@ -501,6 +502,25 @@ def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
     return out
 
 
+def speed(report: Mapping[str, Any], fraction: float = 0.8) -> dict[str, Any]:
+    """How fast each winner is on the tuning seeds: the per-seed times of every algorithm's
+    chosen point to the target of ``fraction`` (the target rule on the pool of every program
+    the tuning ran, extensions included; ``inf``: not reached within the budget), and the
+    slowest winner's upper median.  What a report budget has to leave room for: every method
+    should reach the target in most seeds (docs/results.md, "Budgets and evaluations")."""
+    programs = sorted({p["program"] for r in report["algorithms"].values() for p in r["points"]})
+    target = pooled_target([Path(d) for d in programs], fraction)
+    times = {}
+    for a, r in report["algorithms"].items():
+        best = r["chosen"]
+        if best is not None:
+            run = run_data.load_run(best["program"])
+            values = run.methods[best["method"]].statistic("time", run.budget, target["value"])
+            times[a] = [float(t) for t in values]
+    medians = [float(stats.median_time(np.asarray(t))) for t in times.values()]
+    return {"target": target, "times": times, "slowest_median": max(medians, default=math.nan)}
+
+
 def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
     """Prepares ``out`` (or checks that it holds the same request, to resume) and records it."""
     from jaxnigt import files
@@ -591,5 +611,6 @@ def tune(
         report["algorithms"][a] = tune_algorithm(
             raw, a, out, grid, seeds, statistic, **run, target=target
         )
+    report["speed"] = speed(report)
     _write(out, raw, report, seeds)
     return report

@@ -281,6 +281,16 @@ def test_tune_to_a_time_target_scores_the_restricted_mean_time(tiny, tmp_path):
     chosen = report["algorithms"]["rennala_nigt"]["chosen"]
     assert chosen["score"] == max(p["score"] for p in points) > -run.budget
     assert "target" in tuning.table(report).splitlines()[0]
+    # the winners' speed, on a target pooled over every program run (here the same single
+    # program, no extension: the same target): the winner's own times
+    sp = report["speed"]
+    assert sp["target"]["value"] == pytest.approx(t["value"])
+    winner = run.methods[chosen["method"]]
+    assert winner.learning_rate == pytest.approx(chosen["learning_rate"])
+    times = sp["times"]["rennala_nigt"]
+    assert -np.mean(np.minimum(times, run.budget)) == pytest.approx(chosen["score"])
+    assert sp["slowest_median"] == sorted(times)[len(times) // 2]
+    assert "winners' times to 80% of the improvement" in tuning.table(report)
     # a target needs its statistic's pool: scoring one program alone without it is refused
     with pytest.raises(tuning.TuningError, match="time_to_80 needs a target"):
         tuning.score_run(run.path, "time_to_80", [-6, -3, 0], [0.5], {"M": 4})
@@ -401,6 +411,7 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
 
     monkeypatch.setattr(tuning, "run_program", run_program)
     monkeypatch.setattr(tuning, "score_run", score_run)
+    monkeypatch.setattr(tuning, "speed", lambda report: {})  # no runs to read
     out = tiny.parent / "out"
     argv = ["tune", str(tiny), "--out", str(out), "--lr-exp=-6:0:3", "--eta", "0.5"]
     assert cli.main([*argv, "--msync-m", "2,1", "--M", "8,6", "--no-progress"]) == 0
