@@ -286,9 +286,10 @@ def score_run(
     run_dir: Path, statistic: str, exps, etas, shapes: Mapping[str, Any], target=None
 ) -> list[dict]:
     """Every grid point of one finished tuning program, scored (the module's score); each
-    point carries the program's ``shapes`` values (``{name: value}``).  A time statistic
-    needs its ``target`` (:func:`pooled_target`); its points carry the average return as
-    ``secondary`` (the tie rule) and the per-seed times (``inf``: not reached)."""
+    point carries the program's ``shapes`` values (``{name: value}``), the program's directory
+    name (``program``, under ``DIR/runs``) and its ``summary.json`` key (``method``).  A time
+    statistic needs its ``target`` (:func:`pooled_target`); its points carry the average
+    return as ``secondary`` (the tie rule) and the per-seed times (``inf``: not reached)."""
     run = run_data.load_run(run_dir)
     timed = statistic in stats.TIME_STATISTICS
     if timed and target is None:
@@ -299,7 +300,7 @@ def score_run(
         e = min(exps, key=lambda x: abs(2.0**x - m.learning_rate))
         eta = min(etas, key=lambda x: abs(x - m.eta))
         point = {"lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes,
-                 "program": str(run_dir), "method": m.name}  # fmt: skip
+                 "program": Path(run_dir).name, "method": m.name}  # fmt: skip
         if timed:
             values = m.statistic("time", run.budget, target)
             score = -stats.restricted_mean_time(values, run.budget)
@@ -502,19 +503,20 @@ def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
     return out
 
 
-def speed(report: Mapping[str, Any], fraction: float = 0.8) -> dict[str, Any]:
+def speed(report: Mapping[str, Any], out: Path, fraction: float = 0.8) -> dict[str, Any]:
     """How fast each winner is on the tuning seeds: the per-seed times of every algorithm's
     chosen point to the target of ``fraction`` (the target rule on the pool of every program
     the tuning ran, extensions included; ``inf``: not reached within the budget), and the
     slowest winner's upper median.  What a report budget has to leave room for: every method
-    should reach the target in most seeds (docs/results.md, "Budgets and evaluations")."""
-    programs = sorted({p["program"] for r in report["algorithms"].values() for p in r["points"]})
-    target = pooled_target([Path(d) for d in programs], fraction)
+    should reach the target in most seeds (docs/results.md, "Budgets and evaluations").
+    ``out``: the tuning directory."""
+    names = sorted({p["program"] for r in report["algorithms"].values() for p in r["points"]})
+    target = pooled_target([Path(out) / "runs" / name for name in names], fraction)
     times = {}
     for a, r in report["algorithms"].items():
         best = r["chosen"]
         if best is not None:
-            run = run_data.load_run(best["program"])
+            run = run_data.load_run(Path(out) / "runs" / best["program"])
             values = run.methods[best["method"]].statistic("time", run.budget, target["value"])
             times[a] = [float(t) for t in values]
     medians = [float(stats.median_time(np.asarray(t))) for t in times.values()]
@@ -611,6 +613,6 @@ def tune(
         report["algorithms"][a] = tune_algorithm(
             raw, a, out, grid, seeds, statistic, **run, target=target
         )
-    report["speed"] = speed(report)
+    report["speed"] = speed(report, out)
     _write(out, raw, report, seeds)
     return report

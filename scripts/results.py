@@ -153,6 +153,8 @@ SEED_RL = ("seed_rl",)
 # ended there: the grid runs up to n).
 BEYOND = ("ringmaster_pg", "msync_nigt", "afedpg_vanilla")
 _BEYOND_SHAPES = (("ringmaster_R", (5, 10, 20, 40)), ("msync_m", (2, 4, 6, 8, 10)))
+# reacher's first tuning chose R = 5, the grid's lower edge: its grid goes down to 2
+_BEYOND_SHAPES_REACHER = (("ringmaster_R", (2, 3, 5, 10, 20, 40)), _BEYOND_SHAPES[1])
 # asgd (what bounding the delay is measured against) is Ringmaster with R above every delay,
 # exactly (tests/test_algorithms.py): its tuning is the R = 40 column of Ringmaster's grid.
 _ASGD = (("asgd", "ringmaster_pg", "ringmaster_R", 40),)
@@ -178,7 +180,7 @@ FAMILIES = {
                 BEYOND,
                 32000,
                 _GRID,
-                shapes=_BEYOND_SHAPES,
+                shapes=_BEYOND_SHAPES_REACHER if env == "reacher" else _BEYOND_SHAPES,
                 derived=_ASGD,
             )
             for env in ("point_mass", "reacher")

@@ -411,7 +411,7 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
 
     monkeypatch.setattr(tuning, "run_program", run_program)
     monkeypatch.setattr(tuning, "score_run", score_run)
-    monkeypatch.setattr(tuning, "speed", lambda report: {})  # no runs to read
+    monkeypatch.setattr(tuning, "speed", lambda report, out: {})  # no runs to read
     out = tiny.parent / "out"
     argv = ["tune", str(tiny), "--out", str(out), "--lr-exp=-6:0:3", "--eta", "0.5"]
     assert cli.main([*argv, "--msync-m", "2,1", "--M", "8,6", "--no-progress"]) == 0
