@@ -186,14 +186,18 @@ def choose(points: Sequence[Mapping[str, Any]]) -> dict | None:
     ok = [p for p in points if not p["diverged_seeds"] and math.isfinite(p["score"])]
     if not ok:
         return None
-    best = max(p["score"] for p in ok)
-    tied = [p for p in ok if p["score"] >= best - TIE_TOL * max(1.0, abs(best))]
+    tied = _best(ok, lambda p: p["score"])
     if any("secondary" in p for p in tied):  # a time score: the higher average return first
-        top = max(p.get("secondary", -math.inf) for p in tied)
-        tied = [
-            p for p in tied if p.get("secondary", -math.inf) >= top - TIE_TOL * max(1.0, abs(top))
-        ]
+        tied = _best(tied, lambda p: p.get("secondary", -math.inf))
     return dict(min(tied, key=lambda p: (p["lr_exp"], -p["eta"], *_shape_values(p))))
+
+
+def _best(points: Sequence[Mapping[str, Any]], value) -> list:
+    """The points whose ``value`` is within the tie tolerance of the best."""
+    top = max(value(p) for p in points)
+    if not math.isfinite(top):  # e.g. every average return non-finite: all tie
+        return [p for p in points if value(p) == top]
+    return [p for p in points if value(p) >= top - TIE_TOL * max(1.0, abs(top))]
 
 
 def _shape_values(point: Mapping[str, Any]) -> list:

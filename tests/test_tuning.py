@@ -305,6 +305,9 @@ def test_choose_with_a_time_score_breaks_a_tie_by_the_average_return():
     assert tuning.choose([point(-8, -5.0, 1.0), point(-6, -5.0, 2.0)])["lr_exp"] == -6
     assert tuning.choose([point(-8, -9.0, 3.0), point(-6, -5.0, 2.0)])["lr_exp"] == -6
     assert tuning.choose([point(-8, -5.0, 2.0), point(-6, -5.0, 2.0)])["lr_exp"] == -8
+    # no finite average return among the tied: the tie rule decides alone
+    tied = [point(-6, -5.0, -math.inf), point(-8, -5.0, -math.inf)]
+    assert tuning.choose(tied)["lr_exp"] == -8
 
 
 def test_pooled_target_pools_every_point_of_every_program(monkeypatch):
