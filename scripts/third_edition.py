@@ -1,0 +1,441 @@
+"""The third edition of docs/results.md: every claim under the paper's protocol (resumable).
+
+    python scripts/third_edition.py look [SCENARIO ...]     # a first look: sizes the budget
+    python scripts/third_edition.py tune [SCENARIO ...]     # the paper's grid at that budget
+    python scripts/third_edition.py run [SCENARIO ...]      # report runs, seeds 0.. (tuned)
+    python scripts/third_edition.py analyze [SCENARIO ...]  # `jaxnigt compare`; JSON, plots
+    python scripts/third_edition.py all [SCENARIO ...]      # the four in order
+    python scripts/third_edition.py list                    # the scenarios and their state
+
+Options: ``--out DIR`` (default ``runs/results/third``), ``--docs DIR`` (default
+``docs/results/third``), ``--models shared/all,...`` (``tune``/``run``: only those cluster
+models), ``--quick`` (tiny budgets and grid, one tuning seed: a smoke test of the pipeline,
+numbers meaningless).  ``python scripts/results.py page`` puts the tables on the page.
+
+**The protocol** (docs/results.md, "The third edition's statistics, fixed before its runs";
+issue "Results, third edition").  Sync NIGT computes one trajectory per worker and round
+(the default ``per_worker_batch: 1``).  Every method is tuned by :func:`jaxnigt.tuning.tune`
+over the paper's grid, α = 2^e, e = −10 … −1 (extended while a winner sits at an edge),
+η ∈ {0.001, 0.01, 0.1}, and M = M_init ∈ {20, 30, 50} for Rennala and Malenia NIGT, on the
+seeds 100 and 101, which no reported run uses; the tuning score is the average return over
+the scenario's budget.
+
+**The budget** of a scenario comes from a first look: the same tuning at a generous
+``look`` budget, whose ``speed`` (the winners' per-seed times to the 80 % target, pooled
+over every program of the look) gives the slowest winner's upper median S.  The budget is
+:func:`budget_for` (about 2 S, rounded up to a round number; the look's budget when a
+winner's median never reaches the target), the evaluation cadence :func:`cadence` (at least
+100 evaluations per budget and 20 before the fastest winner's median time).
+
+**The claims** (:data:`CLAIMS`): each has its primary statistic, fixed before the runs, and
+is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the lead-growth claim by
+:func:`jaxnigt.verdicts.speed_lead_growth` from ``<env>_sqrt`` to ``<env>_sqrt_dim``.  A
+scenario with ``sensitivity`` also runs the matched-batch Sync NIGT (``per_worker_batch:
+match_M``, b = ⌈M/n⌉, the second edition's), tuned the same way, beside its reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import results as second  # scripts/results.py: the cluster models, merge, the variants
+
+from jaxnigt import analysis, run_data, stats, tuning, verdicts
+from jaxnigt import config as config_lib
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = second.DEFAULT_MODEL
+PAPER_GRID = tuning.Grid(
+    lr_exp=tuple(range(-10, 0)), eta=(0.001, 0.01, 0.1), shapes={"M": (20, 30, 50)}
+)
+TUNE_SEEDS = (100, 101)
+LOOK_EVALS = 64
+MIN_EVALS = 100  # evaluations per report budget, at least
+BEFORE_TARGET = 20  # evaluations before the fastest winner's median time to the target, at least
+BUDGET_FACTOR = 2.0  # the budget: about this many times the slowest winner's median time
+MATCH_M = {"per_worker_batch": "match_M"}
+
+# The claims: reference, kind (verdicts.CLAIMS), baselines (None: every other method) and
+# the primary statistic (why: docs/results.md, "The third edition's statistics").
+CLAIMS = {
+    "fastest": ("rennala_nigt", "ahead", None, "time_to_80"),
+    "equal": ("rennala_nigt", "tie", ("sync_nigt",), "average"),
+    "hetero": ("malenia_nigt", "ahead", ("afedpg",), "second_half"),
+}
+HOMOGENEOUS = ("rennala_nigt", "sync_nigt", "afedpg")
+HETEROGENEOUS = ("malenia_nigt", "afedpg", "rennala_nigt")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One claim's scenario: ``env`` with the cluster ``overrides`` over :func:`base`."""
+
+    name: str
+    env: str
+    overrides: dict
+    look: float  # the first look's budget
+    claim: str
+    seeds: int = 5
+    models: tuple[tuple[str, str], ...] = (DEFAULT_MODEL,)
+    sensitivity: bool = False
+    only: tuple[str, ...] = ()  # a subset of the claim's algorithms (a smoke test's)
+
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        every = HETEROGENEOUS if self.claim == "hetero" else HOMOGENEOUS
+        return tuple(a for a in every if not self.only or a in self.only)
+
+    def model_dir(self, model: tuple[str, str]) -> str:
+        return self.name if model == DEFAULT_MODEL else f"{self.name}__{model[0]}_{model[1]}"
+
+
+def base(env: str) -> dict:
+    return {
+        "env": {"name": env},
+        "cluster": {"n": 10, "h": "sqrt", "kappa": "sqrt", "scale_by_dim": True},
+        "hparams": {"M": 20, "M_init": 20, "gamma": 0.99, "eta": 0.1},
+        "eval": {"every": 25, "episodes": 8},
+        "checkpoint_every": 0,
+    }
+
+
+_EQUAL = {"cluster": {"h": "equal", "kappa": 0.0, "scale_by_dim": False}}
+_SQRT = {"cluster": {"scale_by_dim": False}}
+_EXP = {"cluster": {"noise": "exponential"}}
+_STRAGGLER = {"cluster": {"noise": "straggler:0.1:10"}}
+_N100 = {"cluster": {"n": 100}}
+_DECREASING = {"cluster": {"n": 100, "h": "decreasing"}}
+_HET = {
+    "env": {"heterogeneous": "sign_flip"},
+    "cluster": {"n": 2, "h": [1.0, 10.0], "kappa": 0.0, "scale_by_dim": False},
+    "eval": {"episodes": 16},
+}
+
+
+def _env_scenarios(env: str, scale: float) -> list[Scenario]:
+    """``scale``: the look budgets relative to point_mass's."""
+    return [
+        Scenario(f"{env}_equal", env, _EQUAL, 1000 * scale, "equal"),
+        Scenario(f"{env}_sqrt", env, _SQRT, 3000 * scale, "fastest"),
+        Scenario(f"{env}_sqrt_dim", env, {}, 8000 * scale, "fastest", 5, second.MODELS, True),
+        Scenario(f"{env}_exponential", env, _EXP, 8000 * scale, "fastest"),
+        Scenario(f"{env}_straggler", env, _STRAGGLER, 8000 * scale, "fastest"),
+        Scenario(f"{env}_n100", env, _N100, 22000 * scale, "fastest", sensitivity=True),
+        Scenario(f"{env}_n100_decreasing", env, _DECREASING, 22000 * scale, "fastest"),
+        Scenario(f"{env}_hetero", env, _HET, 15000 * scale, "hetero", 15),
+    ]
+
+
+SCENARIOS = {s.name: s for s in (*_env_scenarios("point_mass", 1), *_env_scenarios("reacher", 1))}
+GAP = ("sqrt", "sqrt_dim")  # the lead-growth claim: from <env>_sqrt to <env>_sqrt_dim
+GAP_BASELINES = ("sync_nigt", "afedpg")
+
+
+# ------------------------------------------------------------------------ budget, cadence
+
+
+def round_up(x: float) -> float:
+    """The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≥ ``x`` > 0."""
+    k = math.floor(math.log10(x))
+    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if m * 10**k >= x * (1 - 1e-12):
+            return float(m * 10**k)
+    raise AssertionError(x)  # pragma: no cover (10 · 10^k > x always)
+
+
+def round_down(x: float) -> float:
+    """The largest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≤ ``x`` > 0."""
+    k = math.floor(math.log10(x))
+    return float(max(m * 10**k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if m * 10**k <= x))
+
+
+def medians(speed: dict) -> dict[str, float]:
+    """Each winner's upper median time to the look's target (``inf``: most seeds never)."""
+    return {a: float(stats.median_time(np.asarray(t, float))) for a, t in speed["times"].items()}
+
+
+def budget_for(speed: dict, look: float) -> float:
+    """About :data:`BUDGET_FACTOR` × the slowest winner's median time to the target,
+    rounded up, at most the look's budget (which it is when that median is infinite)."""
+    slowest = max(medians(speed).values())
+    if not math.isfinite(slowest):
+        return float(look)
+    return min(float(look), round_up(BUDGET_FACTOR * slowest))
+
+
+def cadence(speed: dict, budget: float) -> float:
+    """``eval.every_time``: at least :data:`MIN_EVALS` evaluations per budget and
+    :data:`BEFORE_TARGET` before the fastest winner's median time, rounded down."""
+    fastest = min(medians(speed).values())
+    every = budget / MIN_EVALS
+    if math.isfinite(fastest):
+        every = min(every, fastest / BEFORE_TARGET)
+    return round_down(every)
+
+
+# ------------------------------------------------------------------------------ configs
+
+
+def scenario_raw(sc: Scenario, model=DEFAULT_MODEL) -> dict:
+    raw = second.merge(base(sc.env), sc.overrides)
+    raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}
+    raw.update(name=sc.model_dir(model), algorithms=list(sc.algorithms), target_return=None)
+    return raw
+
+
+def _timed(raw: dict, budget: float, every: float) -> dict:
+    raw = dict(raw, budget=float(budget))
+    raw["eval"] = {**raw["eval"], "every_time": float(every)}
+    return raw
+
+
+def _quick(sc: Scenario) -> Scenario:
+    return dataclasses.replace(sc, look=sc.look / 20, seeds=2)
+
+
+QUICK_GRID = tuning.Grid(lr_exp=(-8, -6), eta=(0.1,), shapes={"M": (20,)}, max_extensions=0)
+
+
+class Pipeline:
+    """The stages of one scenario, in ``out/<scenario>``; ``docs`` gets the JSON."""
+
+    def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None):
+        self.sc = _quick(sc) if quick else sc
+        self.where = out / sc.name
+        self.docs, self.quick = docs, quick
+        self.grid = grid or (QUICK_GRID if quick else PAPER_GRID)
+        self.seeds = TUNE_SEEDS[:1] if quick else TUNE_SEEDS
+
+    def _tune(self, raw: dict, where: Path, algorithms) -> dict:
+        return tuning.tune(
+            raw, where, algorithms=list(algorithms), grid=self.grid, seeds=self.seeds,
+            resume=(where / tuning.RECORD).is_file(), progress=False,
+            command=" ".join(map(shlex.quote, sys.argv)),
+        )  # fmt: skip
+
+    # -- look: the budget and the cadence
+    def look(self) -> dict:
+        raw = _timed(scenario_raw(self.sc), self.sc.look, self.sc.look / LOOK_EVALS)
+        report = self._tune(raw, self.where / "look", self.sc.algorithms)
+        speed = report["speed"]
+        budget = budget_for(speed, self.sc.look)
+        sizing = {
+            "look_budget": self.sc.look,
+            "look_target": speed["target"],
+            "look_median_times": medians(speed),
+            "look_chosen": {a: r["chosen"] for a, r in report["algorithms"].items()},
+            "budget": budget,
+            "every_time": cadence(speed, budget),
+            "rule": f"budget = round_up({BUDGET_FACTOR:g} x slowest median time to the look's "
+            f"80 % target), at most the look's; every_time = round_down(min(budget / "
+            f"{MIN_EVALS}, fastest median / {BEFORE_TARGET}))",
+        }
+        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
+        print(f"[third] {self.sc.name}: budget {budget:g}, every {sizing['every_time']:g}")
+        return sizing
+
+    def size(self, budget: float, every: float, rule: str) -> dict:
+        """Sets the budget and the cadence without a look (``rule``: how they were chosen)."""
+        sizing = {"budget": float(budget), "every_time": float(every), "rule": rule}
+        self.where.mkdir(parents=True, exist_ok=True)
+        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
+        return sizing
+
+    def sizing(self) -> dict:
+        path = self.where / "sizing.json"
+        if not path.is_file():
+            raise SystemExit(f"third: look at {self.sc.name} first ({path} missing)")
+        return json.loads(path.read_text())
+
+    def _raw(self, model=DEFAULT_MODEL) -> dict:
+        s = self.sizing()
+        return _timed(scenario_raw(self.sc, model), s["budget"], s["every_time"])
+
+    # -- tune: the paper's grid at the sized budget (and what the variants change)
+    def tuning_tags(self, models=None):
+        """``(tag, algorithms)`` of every tuning the scenario needs."""
+        yield "tune", self.sc.algorithms
+        variants = {v for m in self.sc.models for v in m if v in second.VARIANTS}
+        for variant in sorted(variants):
+            if models is not None and not any(variant in m for m in models):
+                continue
+            algorithms = second.affected(self.sc.algorithms, variant)
+            if algorithms:
+                yield f"tune__{variant}", algorithms
+        if self.sc.sensitivity:
+            yield "tune__match_M", ("sync_nigt",)
+
+    def tunings(self, models=None):
+        """``(tag, algorithms, raw)`` of every tuning the scenario needs."""
+        for tag, algorithms in self.tuning_tags(models):
+            raw = self._raw()
+            variant = tag.removeprefix("tune__")
+            if variant in second.VARIANTS:
+                key, value = second.VARIANTS[variant]
+                raw["cluster"] = {**raw["cluster"], key: value}
+            elif variant == "match_M":
+                raw["hparams"] = {**raw["hparams"], **MATCH_M}
+            yield tag, algorithms, raw
+
+    def tune(self, models=None) -> None:
+        for tag, algorithms, raw in self.tunings(models):
+            print(f"[third] {self.sc.name}: {tag} ({', '.join(algorithms)})", flush=True)
+            print(tuning.table(self._tune(raw, self.where / tag, algorithms)))
+
+    def chosen(self, tag: str) -> dict:
+        path = self.where / tag / "tuning.json"
+        if not path.is_file():
+            raise SystemExit(f"third: tune {self.sc.name} first ({path} missing)")
+        report = json.loads(path.read_text())
+        out = {}
+        for a, r in report["algorithms"].items():
+            c = r["chosen"]
+            if c is None:
+                raise SystemExit(f"third: {path}: no finite score for {a}")
+            shapes = {k: c[s] for s in r.get("tuned_shapes", ()) for k in tuning.SHAPES[s].keys}
+            out[a] = {"learning_rate": c["learning_rate"], "eta": c["eta"], **shapes}
+        return out
+
+    def values(self, model=DEFAULT_MODEL) -> dict:
+        values = self.chosen("tune")
+        for variant in model:
+            if variant in second.VARIANTS and (self.where / f"tune__{variant}").is_dir():
+                values.update(self.chosen(f"tune__{variant}"))
+        return values
+
+    # -- run: the report seeds with the tuned values
+    def runs(self, models=None):
+        """``(name, raw)`` of every report run."""
+        for model in self.sc.models:
+            if models is not None and model not in models:
+                continue
+            raw = self._raw(model)
+            raw.update(seed=0, seeds=self.sc.seeds, per_algorithm=self.values(model))
+            yield self.sc.model_dir(model), raw
+        if self.sc.sensitivity and (models is None or DEFAULT_MODEL in models):
+            raw = self._raw()
+            reference = CLAIMS[self.sc.claim][0]
+            per = {reference: self.values()[reference]}
+            per["sync_nigt"] = {**self.chosen("tune__match_M")["sync_nigt"], **MATCH_M}
+            raw.update(name=f"{self.sc.name}__match_M", algorithms=[reference, "sync_nigt"])
+            raw.update(seed=0, seeds=self.sc.seeds, per_algorithm=per)
+            yield f"{self.sc.name}__match_M", raw
+
+    def run(self, models=None) -> None:
+        for name, raw in self.runs(models):
+            print(f"[third] {name}", flush=True)
+            cfg = config_lib.from_dict(raw)
+            tuning.run_program(cfg, self.where / name, progress=False, log=print)
+
+    # -- analyze: the claim's statistic and the second views
+    def analyze(self) -> list[dict]:
+        from jaxnigt.plotting import plot_runs
+
+        reference, kind, baselines, statistic = CLAIMS[self.sc.claim]
+        done = []
+        self.docs.mkdir(parents=True, exist_ok=True)
+        for name, _ in self.runs():
+            run_dir = self.where / name
+            if not (run_dir / "summary.json").is_file():
+                continue
+            run = run_data.load_run(run_dir)
+            matched = name.endswith("__match_M")
+            a = analysis.compare(
+                run, reference, statistic=statistic, claim=kind,
+                baselines=None if matched else baselines,
+            )  # fmt: skip
+            a.update(scenario=self.sc.name, name=name, claim=self.sc.claim)
+            a.update(sizing=self.sizing(), tuned=self._tuned(run_dir))
+            a["sensitivity"] = "sync_nigt: per_worker_batch match_M" if matched else None
+            (self.docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
+            plot_runs([run_dir], out=self.docs / f"{name}.png", budget=run.budget,
+                      title=f"{name} (third edition)")  # fmt: skip
+            done.append(a)
+        return done
+
+    @staticmethod
+    def _tuned(run_dir: Path) -> dict:
+        return config_lib.read_yaml(run_dir / "config.yaml").get("per_algorithm") or {}
+
+
+def gap_growth(out: Path, docs: Path, env: str) -> list[dict]:
+    """The lead-growth claim on ``env``: speed_lead_growth from ``<env>_sqrt`` to
+    ``<env>_sqrt_dim`` for each baseline (their report runs, default model)."""
+    runs = []
+    for key in GAP:
+        run_dir = out / f"{env}_{key}" / f"{env}_{key}"
+        path = docs / f"{env}_{key}.json"
+        if not (run_dir / "summary.json").is_file() or not path.is_file():
+            return []
+        runs.append((run_data.load_run(run_dir), json.loads(path.read_text())))
+    done = []
+    for baseline in GAP_BASELINES:
+        groups = []
+        for run, a in runs:
+            methods, target = run.algorithms(), a["targets"]["0.8"]
+            groups.append(tuple(methods[m].statistic("time", run.budget, target)
+                                for m in ("rennala_nigt", baseline)))  # fmt: skip
+        g = verdicts.speed_lead_growth(*groups)
+        g.update(env=env, baseline=baseline, scenarios=[f"{env}_{k}" for k in GAP])
+        (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
+        done.append(g)
+    return done
+
+
+def _state(p: Pipeline) -> str:
+    if not (p.where / "sizing.json").is_file():
+        return "not looked at"
+    s = p.sizing()
+    tuned = all((p.where / tag / "tuning.json").is_file() for tag, *_ in p.tunings())
+    runs = [(p.where / name / "summary.json").is_file() for name, _ in p.runs()] if tuned else []
+    return (f"budget {s['budget']:g}, every {s['every_time']:g}; tuned: {tuned}; "
+            f"runs done {sum(runs)}/{len(runs) if tuned else '?'}")  # fmt: skip
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["look", "tune", "run", "analyze", "all", "list"])
+    p.add_argument("names", nargs="*", help="scenarios (default: every point_mass one)")
+    p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "third")
+    p.add_argument("--docs", type=Path, default=ROOT / "docs" / "results" / "third")
+    p.add_argument("--quick", action="store_true", help="tiny budgets and grid: a smoke test")
+    p.add_argument(
+        "--models",
+        type=lambda s: [tuple(m.split("/")) for m in s.split(",")],
+        help="tune/run: only these cluster models, e.g. shared/all,independent/all",
+    )
+    args = p.parse_args(argv)
+    unknown = [n for n in args.names if n not in SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(SCENARIOS)}")
+    names = args.names or [n for n in SCENARIOS if n.startswith("point_mass")]
+    pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick) for n in names]
+    if args.command == "list":
+        for pipe in pipes:
+            print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {_state(pipe)}")
+        return 0
+    for pipe in pipes:
+        pipe.where.mkdir(parents=True, exist_ok=True)
+        if args.command in ("look", "all"):
+            pipe.look()
+        if args.command in ("tune", "all"):
+            pipe.tune(args.models)
+        if args.command in ("run", "all"):
+            pipe.run(args.models)
+        if args.command in ("analyze", "all"):
+            pipe.analyze()
+    if args.command in ("analyze", "all"):
+        for env in sorted({SCENARIOS[n].env for n in names}):
+            gap_growth(args.out, args.docs, env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
