@@ -68,7 +68,12 @@ for f in ("metrics.csv", "summary.json", "curves.png", "config.yaml", "checkpoin
     assert f"run_tiny/{f}" in run.getnames(), (f, run.getnames())
 summary = json.loads(run.extractfile("run_tiny/summary.json").read())
 assert "impala" in summary, summary
-print(f"[site-jax] run.sh's outputs checked: {len(rows)} benchmark rows, a finished run")
+results = tarfile.open(out / "results.tar.gz")
+manifest = json.loads(results.extractfile("results/manifest.json").read())
+(scenario,) = manifest["scenarios"].values()
+assert "analyze_s" in scenario and "skipped" not in scenario, manifest
+print(f"[site-jax] run.sh's outputs checked: {len(rows)} benchmark rows, a finished run, "
+      f"the results hook's tiny scenario")
 EOF
 grep -q "not in the node list" "$tmp/out/versions.txt" && {
   echo "[site-jax] a run imports a site distribution the node's list lacks:" >&2
