@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import re
 import shlex
 import sys
@@ -708,6 +709,85 @@ def _cell(a: dict | None, baseline: str) -> str:
     return f"{diff}: {report_text.outcome_text(c, a['reference'], baseline)}"
 
 
+THIRD = "third"  # DOCS/third: the third edition's analysis JSON (scripts/third_edition.py)
+_STATISTIC = {
+    "time_to_80": "time to 80 %: ratio, baseline / reference",
+    "average": "Δ average return",
+    "second_half": "Δ second-half return",
+}
+
+
+def _third(docs: Path):
+    """``(name, analysis JSON)`` of every third-edition run in ``DOCS/third``, in the
+    catalogue's order (scripts/third_edition.py), sensitivity runs after their scenario."""
+    import third_edition
+
+    where = docs / THIRD
+    for sc in third_edition.SCENARIOS.values():
+        for name in [sc.model_dir(m) for m in sc.models] + [f"{sc.name}__match_M"]:
+            a = _load(where, name)
+            if a is not None:
+                yield name, a
+
+
+def _tuned_text(a: dict) -> str:
+    parts = []
+    for alg, v in a["tuned"].items():
+        text = f"{alg} 2^{round(math.log2(v['learning_rate']))}, η {v['eta']:g}"
+        parts.append(text + (f", M {v['M']}" if alg in ("rennala_nigt", "malenia_nigt") else ""))
+    return "; ".join(parts)
+
+
+def third_rows(docs: Path) -> list[str]:
+    """The third edition's claims table: one row per comparison of every run, its claim's
+    statistic with the interval, the second view, the verdict, and the second edition's
+    verdict of the same scenario and model where it was run."""
+    rows = [
+        "| scenario | model (link / allreduce) | comparison | primary statistic [90 % CI] "
+        "| Δ average return [90 % CI] | median times to 80 % (reference / baseline) "
+        "| verdict | second edition | budget | tuned (α, η, M) |",
+        "|---|---|---|---|---|---|---|---|---:|---|",
+    ]
+    for name, a in _third(docs):
+        suffix = name.removeprefix(a["scenario"]).removeprefix("__")
+        matched = suffix == "match_M"
+        model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
+        old = None if matched else _load(docs, name)
+        old_text = "–" if old is None or old.get("verdict") is None else old["verdict"]
+        decision = f"**{report_text.verdict_text(a)}**"
+        if matched:
+            decision = "sensitivity: Sync NIGT with `per_worker_batch: match_M`"
+        ref = a["algorithms"][a["reference"]]["time_to_target"].get("0.8")
+        for b, c in a["comparisons"].items():
+            other = a["algorithms"][b]["time_to_target"].get("0.8")
+            rows.append(
+                f"| `{a['scenario']}` | {model} | {a['reference']} vs {b} "
+                f"| {_STATISTIC[a['statistic']]}: **{report_text.fmt(c['effect'])}** "
+                f"({report_text.outcome_text(c, a['reference'], b)}) "
+                f"| {report_text.fmt(c['average_return_difference'])} "
+                f"| {_num(ref)} / {_num(other)} | {decision} | {old_text} "
+                f"| {a['budget']:,.0f} | {_tuned_text(a)} |"
+            )
+            decision = "〃"
+    for env in ("point_mass", "reacher"):
+        for baseline in GAP_BASELINES:
+            g = _load(docs / THIRD, f"{env}_gap_{baseline}")
+            if g is not None:
+                iv = report_text.fmt(g["log_lead_difference"])
+                rows.append(
+                    f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the log "
+                    f"time-to-80 % ratio over {baseline} | **{iv}** | – | – "
+                    f"| **{report_text.verdict_text(g)}** | – | – | – |"
+                )
+    return rows
+
+
+def _num(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "∞"
+    return f"{v:,.0f}"
+
+
 def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     """``template`` with its placeholders filled from the analysis JSON in ``docs``:
     ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``,
@@ -721,6 +801,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{VERDICTS}}", "\n".join(verdict_rows(docs)))
     text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
     text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
+    text = text.replace("{{THIRD}}", "\n".join(third_rows(docs)))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     for env in ("point_mass", "reacher"):
         rows = []

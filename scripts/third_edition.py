@@ -362,7 +362,12 @@ class Pipeline:
 
     @staticmethod
     def _tuned(run_dir: Path) -> dict:
-        return config_lib.read_yaml(run_dir / "config.yaml").get("per_algorithm") or {}
+        """Each algorithm's α, η and M as the run used them (its config's ``hparams`` under
+        its ``per_algorithm`` entry)."""
+        raw = config_lib.read_yaml(run_dir / "config.yaml")
+        hp = {k: raw["hparams"][k] for k in ("learning_rate", "eta", "M") if k in raw["hparams"]}
+        per = raw.get("per_algorithm") or {}
+        return {a: {**hp, **per.get(a, {})} for a in raw["algorithms"]}
 
 
 def gap_growth(out: Path, docs: Path, env: str) -> list[dict]:
