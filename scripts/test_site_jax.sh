@@ -70,8 +70,11 @@ summary = json.loads(run.extractfile("run_tiny/summary.json").read())
 assert "impala" in summary, summary
 results = tarfile.open(out / "results.tar.gz")
 manifest = json.loads(results.extractfile("results/manifest.json").read())
-(scenario,) = manifest["scenarios"].values()
+((name, scenario),) = manifest["scenarios"].items()
 assert "analyze_s" in scenario and "skipped" not in scenario, manifest
+analysis = json.loads(results.extractfile(f"results/docs/{name}.json").read())
+assert analysis["statistic"] == "time_to_80" and analysis["budget"] == scenario["budget"]
+assert f"results/docs/{name}.png" in results.getnames()
 print(f"[site-jax] run.sh's outputs checked: {len(rows)} benchmark rows, a finished run, "
       f"the results hook's tiny scenario")
 EOF

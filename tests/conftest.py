@@ -38,8 +38,7 @@ tasks.register_test_envs()
 _HEAVY = {
     "test_cli.py": 240, "test_algorithms.py": 220, "test_trainer.py": 150, "test_plan.py": 120,
     "test_async_engine.py": 100, "test_sweep.py": 100, "test_parallel.py": 90,
-    "test_gpu_scripts.py": 80, "test_checkpoint.py": 60, "test_impala_engine.py": 60,
-    "test_distributed.py": 50,
+    "test_checkpoint.py": 60, "test_impala_engine.py": 60, "test_distributed.py": 50,
     "test_estimator.py": 50, "test_collect.py": 45, "test_critic.py": 45, "test_admm_pg.py": 45,
     "test_schedules.py": 40, "test_rollout.py": 35,
 }  # fmt: skip

@@ -57,41 +57,47 @@ def test_run_sh_needs_an_out_dir_and_the_wheels(tmp_path):
     assert (tmp_path / "out" / "run.log").read_text().count("no wheels") == 1
 
 
-def _results_sh(out, seconds, *args):
+def _results_sh(*args):
     env = {**os.environ, "PYTHON": sys.executable, "JAX_PLATFORMS": "cpu"}
     env.pop("JAXNIGT_BENCH_JSON", None)
     return subprocess.run(
-        ["bash", str(GPU / "results.sh"), str(out), str(seconds), *args],
+        ["bash", str(GPU / "results.sh"), *map(str, args)],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
 
-def test_results_sh_tiny_runs_the_third_edition_pipeline_sized_by_the_time(tmp_path):
-    """The paper-size results hook in its tiny CPU mode: sizes the budget from the time by its
-    documented rule, tunes, runs and compares, and says so in its manifest."""
+def _gpu_results():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_results
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return gpu_results
+
+
+def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(tmp_path):
+    """The paper-size results hook: its budget rule (the whole run of its tiny mode is
+    scripts/test_site_jax.sh's, through run.sh), its refusals and its skip rule."""
     assert _results_sh(tmp_path, 90, "--bogus").returncode == 2
-    proc = _results_sh(tmp_path / "r", 90, "--cpu-tiny")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    ((name, sc),) = manifest["scenarios"].items()
-    dev = sc["device"]
-    # the rule: at most the paper's budget; what is left of the share after compiling every
-    # program, at the assumed rate, for the scenario's env steps per unit of simulated time
-    share = 90 - 30  # one scenario; 30 s kept for the analysis
-    free = (share - sc["programs"] * dev["compile_s"]) * dev["steps_per_s"]
-    assert sc["budget"] <= min(sc["paper_budget"], free / sc["env_steps_per_time"]) + 1e-9
-    assert sc["budget"] >= min(sc["paper_budget"], free / sc["env_steps_per_time"]) / 2
-    assert sc["programs"] == 4  # two tuning programs (one M, one α grid each), two reports
-    assert sc["enough"] and "analyze_s" in sc
-    a = json.loads((tmp_path / "r" / "docs" / f"{name}.json").read_text())
-    assert a["statistic"] == "time_to_80" and a["reference"] == "rennala_nigt"
-    assert set(a["comparisons"]) == {"sync_nigt"} and a["budget"] == sc["budget"]
-    assert a["sizing"]["budget"] == sc["budget"]
-    assert (tmp_path / "r" / "docs" / f"{name}.png").stat().st_size > 0
-    tuned = json.loads((tmp_path / "r" / "runs" / name / "tune" / "tuning.json").read_text())
-    assert tuned["budget"] == sc["budget"] and tuned["tune_seeds"] == [100]
+    assert _results_sh(tmp_path).returncode == 2  # no SECONDS_LEFT
+    g = _gpu_results()
+    (sc,) = g.scenarios(tiny=True)
+    pipe = g.third.Pipeline(sc, tmp_path / "runs", tmp_path / "docs", grid=g.TINY_GRID)
+    pipe.seeds = (100,)
+    figures = {"steps_per_s": 1000.0, "compile_s": 2.0}
+    # two tuning programs (Rennala at one M, Sync NIGT), then the two report runs
+    assert [a for a, _ in g.programs(pipe)] == ["rennala_nigt", "sync_nigt"] * 2
+    assert [runs for _, runs in g.programs(pipe)] == [2, 2, sc.seeds, sc.seeds]
+    small = g.size(pipe, 20.0, figures)
+    # (20 s - 4 programs x 2 s) x 1000 steps/s over the env steps per unit of time, rounded
+    exact = (20.0 - 4 * 2.0) * 1000.0 / small["env_steps_per_time"]
+    assert small["budget"] == g.third.round_down(exact) and small["budget"] < sc.look
+    assert g.size(pipe, 1e6, figures)["budget"] == sc.look  # at most the paper's
+    assert not g.size(pipe, 8.5, figures)["enough"]  # below 20 Rennala rounds
     # too little time: skipped, not shrunk further, and said so
     proc = _results_sh(tmp_path / "s", 40, "--cpu-tiny")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (sc,) = json.loads((tmp_path / "s" / "manifest.json").read_text())["scenarios"].values()
-    assert "skipped" in sc and not (tmp_path / "s" / "runs" / name / "tune").exists()
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    ((name, entry),) = manifest["scenarios"].items()
+    assert "skipped" in entry and not entry["enough"], entry
+    assert not (tmp_path / "s" / "runs" / name / "tune").exists()
