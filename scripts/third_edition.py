@@ -123,10 +123,10 @@ def _env_scenarios(env: str, scale: float) -> list[Scenario]:
     """``scale``: the look budgets relative to point_mass's."""
     return [
         Scenario(f"{env}_equal", env, _EQUAL, 1000 * scale, "equal"),
-        Scenario(f"{env}_sqrt", env, _SQRT, 3000 * scale, "fastest"),
+        Scenario(f"{env}_sqrt", env, _SQRT, 3000 * scale, "fastest", sensitivity=True),
         Scenario(f"{env}_sqrt_dim", env, {}, 8000 * scale, "fastest", 5, second.MODELS, True),
-        Scenario(f"{env}_exponential", env, _EXP, 8000 * scale, "fastest"),
-        Scenario(f"{env}_straggler", env, _STRAGGLER, 8000 * scale, "fastest"),
+        Scenario(f"{env}_exponential", env, _EXP, 8000 * scale, "fastest", sensitivity=True),
+        Scenario(f"{env}_straggler", env, _STRAGGLER, 8000 * scale, "fastest", sensitivity=True),
         Scenario(f"{env}_n100", env, _N100, 22000 * scale, "fastest", sensitivity=True),
         Scenario(f"{env}_n100_decreasing", env, _DECREASING, 22000 * scale, "fastest"),
         Scenario(f"{env}_hetero", env, _HET, 15000 * scale, "hetero", 15),

@@ -1,0 +1,45 @@
+"""scripts/third_edition.py: the budget and cadence rules of the third edition's results
+(its pipeline runs whole in tests/test_gpu_scripts.py's and test_site_jax.sh's tiny mode)."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import third_edition as third
+
+sys.path.pop(0)
+INF = math.inf
+
+
+@pytest.mark.parametrize(
+    "x, up, down",
+    [(1.0, 1.0, 1.0), (1.2, 1.5, 1.0), (534.0, 600.0, 500.0), (5595.0, 6000.0, 5000.0),
+     (33.5, 40.0, 30.0), (0.07, 0.08, 0.06), (81.0, 100.0, 80.0)],
+)  # fmt: skip
+def test_round_up_and_down_to_round_numbers(x, up, down):
+    assert third.round_up(x) == pytest.approx(up)
+    assert third.round_down(x) == pytest.approx(down)
+
+
+def _speed(**times):
+    return {"times": times, "target": {"value": -8.0}}
+
+
+def test_budget_is_twice_the_slowest_median_rounded_up_and_at_most_the_look():
+    # medians (upper, inf when most seeds never reach): 670, 1,058, 2,797
+    speed = _speed(a=[600.0, 670.0], b=[1058.0, 900.0], c=[2797.0, 2000.0])
+    assert third.medians(speed) == {"a": 670.0, "b": 1058.0, "c": 2797.0}
+    assert third.budget_for(speed, look=8000.0) == 6000.0  # 2 x 2,797 -> 6,000
+    assert third.budget_for(speed, look=5000.0) == 5000.0  # never past the look
+    # a winner whose median never reaches the target: the look's budget
+    assert third.budget_for(_speed(a=[600.0, 670.0], c=[INF, INF]), look=8000.0) == 8000.0
+
+
+def test_cadence_gives_100_evaluations_and_20_before_the_fastest_median():
+    speed = _speed(a=[600.0, 670.0], c=[2797.0, 2000.0])
+    assert third.cadence(speed, 6000.0) == 30.0  # min(60, 670 / 20 = 33.5) -> 30
+    assert third.cadence(_speed(a=[4000.0, 4000.0]), 6000.0) == 60.0  # 6000 / 100
+    assert third.cadence(_speed(a=[INF, INF]), 800.0) == 8.0  # no finite median: budget / 100
