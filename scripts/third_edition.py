@@ -10,7 +10,9 @@
 Options: ``--out DIR`` (default ``runs/results/third``), ``--docs DIR`` (default
 ``docs/results/third``), ``--models shared/all,...`` (``tune``/``run``: only those cluster
 models), ``--quick`` (tiny budgets and grid, one tuning seed: a smoke test of the pipeline,
-numbers meaningless).  ``python scripts/results.py page`` puts the tables on the page.
+numbers meaningless), ``--eta 0.001,0.01,0.1,0.3,1`` (η values other than the paper's: a
+labelled variant, with its own ``--out`` and ``--docs``).  ``python scripts/results.py page``
+puts the tables on the page.
 
 **The protocol** (docs/results.md, "The third edition's statistics, fixed before its runs";
 issue "Results, third edition").  Sync NIGT computes one trajectory per worker and round
@@ -404,6 +406,13 @@ def _state(p: Pipeline) -> str:
             f"runs done {sum(runs)}/{len(runs) if tuned else '?'}")  # fmt: skip
 
 
+def _etas(text: str) -> tuple[float, ...]:
+    try:
+        return tuning.parse_numbers(text, "eta", float, 0.0, 1.0)
+    except tuning.TuningError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["look", "tune", "run", "analyze", "all", "list"])
@@ -416,12 +425,19 @@ def main(argv=None) -> int:
         type=lambda s: [tuple(m.split("/")) for m in s.split(",")],
         help="tune/run: only these cluster models, e.g. shared/all,independent/all",
     )
+    p.add_argument(
+        "--eta",
+        type=_etas,
+        help="η values instead of the paper's 0.001,0.01,0.1 (a labelled variant: give it "
+        "its own --out and --docs)",
+    )
     args = p.parse_args(argv)
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(SCENARIOS)}")
     names = args.names or [n for n in SCENARIOS if n.startswith("point_mass")]
-    pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick) for n in names]
+    grid = dataclasses.replace(PAPER_GRID, eta=args.eta) if args.eta else None
+    pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick, grid) for n in names]
     if args.command == "list":
         for pipe in pipes:
             print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {_state(pipe)}")
