@@ -847,6 +847,11 @@ def _scenario_rows(docs: Path) -> list[str]:
 # --------------------------------------------------------------------------------- main
 
 
+def parse_models(text: str) -> list[tuple[str, ...]]:
+    """``--models shared/all,independent/all``: (link, allreduce) pairs."""
+    return [tuple(m.split("/")) for m in text.split(",")]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["tune", "run", "analyze", "page", "all", "list"])
@@ -858,7 +863,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny budgets: a smoke test")
     p.add_argument(
         "--models",
-        type=lambda s: [tuple(m.split("/")) for m in s.split(",")],
+        type=parse_models,
         help="run: only these cluster models, e.g. shared/all,independent/all",
     )
     p.add_argument(

@@ -422,7 +422,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny budgets and grid: a smoke test")
     p.add_argument(
         "--models",
-        type=lambda s: [tuple(m.split("/")) for m in s.split(",")],
+        type=second.parse_models,
         help="tune/run: only these cluster models, e.g. shared/all,independent/all",
     )
     p.add_argument(
