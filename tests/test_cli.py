@@ -232,16 +232,31 @@ def long_run(tmp_path_factory):
     return cfg, reference
 
 
-def test_sigkill_then_resume_gives_identical_metrics(long_run, tmp_path):
+@pytest.fixture(scope="module")
+def killed(long_run, tmp_path_factory):
+    """The run directory of LONG killed (SIGKILL) once its second algorithm has two
+    checkpoints (the first is then done). One child serves every test below: each resumes
+    or corrupts its own copy (:func:`_copy_killed`)."""
     import signal
 
-    cfg, reference = long_run
-    killed = tmp_path / "killed"
-    proc = _popen(cfg, killed)
-    # Kill once the second algorithm has checkpointed a few chunks (the first is then done).
-    _wait_for(proc, killed / "checkpoints" / "afedpg", count=2)
+    cfg, _ = long_run
+    out = tmp_path_factory.mktemp("killed") / "run"
+    proc = _popen(cfg, out)
+    _wait_for(proc, out / "checkpoints" / "afedpg", count=2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    return out
+
+
+def _copy_killed(killed, where):
+    import shutil
+
+    return shutil.copytree(killed, where, symlinks=True)
+
+
+def test_sigkill_then_resume_gives_identical_metrics(long_run, killed, tmp_path):
+    cfg, reference = long_run
+    killed = _copy_killed(killed, tmp_path / "killed")
     assert cli.main(["run", str(cfg), "--resume", str(killed), "--no-progress"]) == 0
     for name in ("metrics.csv", "worker_counts.csv"):
         assert (killed / name).read_text() == (reference / name).read_text(), name
@@ -311,14 +326,13 @@ def _corrupt(chunk, how):
 
 
 @pytest.mark.parametrize("how", ["truncate", "bitflip"])
-def test_corrupt_newest_checkpoint_falls_back_to_the_previous(long_run, tmp_path, how, capsys):
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous(
+    long_run, killed, tmp_path, how, capsys
+):
     import shutil
 
     cfg, reference = long_run
-    out = tmp_path / "run"
-    proc = _popen(cfg, out)
-    _wait_for(proc, out / "checkpoints" / "afedpg", count=2)
-    proc.kill()
+    out = _copy_killed(killed, tmp_path / "run")
     newest = _chunk_dirs(out / "checkpoints" / "afedpg")[-1]
     _corrupt(newest, how)
     before = shutil.copytree(out, tmp_path / "copy")
