@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -110,6 +111,7 @@ class _Run:
     hyper: dict[str, jax.Array]
     mesh: Any
     program: Callable
+    init: Callable
     budget: float
     max_rounds: float
     budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
@@ -132,12 +134,68 @@ class _Run:
         return out
 
 
+class _Programs(NamedTuple):
+    """The jitted programs of one algorithm's run: the trainer they close over, the chunk
+    (``chunk_and_evaluate``) and its chunk length, and the initial state."""
+
+    trainer: Trainer
+    every: int
+    chunk: Callable
+    init: Callable
+
+
+def _programs(tr: Trainer, every: int, max_rounds: float) -> _Programs:
+    chunk = jax.vmap(
+        lambda s, k, train, b: tr.chunk_and_evaluate(
+            s, k, train, every, budget=b, max_rounds=max_rounds
+        ),
+        in_axes=(0, 0, None, 0),
+    )
+    return _Programs(tr, every, jax.jit(chunk), jax.jit(jax.vmap(tr.init)))
+
+
+# What a run's programs depend on is the config but for these keys (values that only feed
+# the programs' arguments, or that the host alone reads).
+_NOT_IN_PROGRAMS = ("name", "seed", "seeds", "budget", "target_return", "checkpoint_every")
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_programs(config_key: str, algorithm: str, sharded_slots: bool, num_devices: int):
+    del num_devices  # part of the key only: a mesh spans the devices visible now
+    from jaxnigt import config as config_lib
+
+    config = config_lib.from_dict(json.loads(config_key))
+    slot_mesh = parallel.make_mesh(config.devices) if sharded_slots else None
+    tr = make_trainer(config, algorithm, mesh=slot_mesh)
+    every = tr.eval_every(config.eval.every, config.eval.every_time)
+    max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
+    return _programs(tr, every, max_rounds)
+
+
+def programs_for(config: ExperimentConfig, algorithm: str, batch: int) -> _Programs:
+    """The programs of ``algorithm``'s run of ``config`` with ``batch`` vmapped runs, shared
+    by every run in this process whose config differs only in seeds, budget or name: a
+    second run of the same experiment (a resume, a sweep point, a notebook cell) traces and
+    compiles nothing new (``jax.jit``'s own cache, keyed on the programs' shapes)."""
+    raw = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_PROGRAMS}
+    key = json.dumps(raw, sort_keys=True, default=str)
+    slot_mesh = parallel.device_plan(config.devices, batch)[1]
+    return _cached_programs(key, algorithm, slot_mesh is not None, len(jax.devices()))
+
+
 def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, num_seeds: int):
     """The vmapped program and inputs of one algorithm's run."""
     points = grid_points(config, algorithm)
     batch = num_seeds * len(points)
-    mesh, slot_mesh = parallel.device_plan(config.devices, batch)
-    tr = trainer or make_trainer(config, algorithm, mesh=slot_mesh)
+    mesh, _ = parallel.device_plan(config.devices, batch)
+    if trainer is None:
+        progs = programs_for(config, algorithm, batch)
+    else:
+        max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
+        progs = _programs(
+            trainer, trainer.eval_every(config.eval.every, config.eval.every_time), max_rounds
+        )
+    tr = progs.trainer
     keys = jnp.concatenate([seed_keys(config, num_seeds)] * len(points))
     hyper = tr.hyper(
         batch=batch,
@@ -145,15 +203,8 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     )
     budget = config.budget if config.budget is not None else math.inf
     max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-    every = tr.eval_every(config.eval.every, config.eval.every_time)
-    program = jax.jit(
-        jax.vmap(
-            lambda s, k, train, b: tr.chunk_and_evaluate(
-                s, k, train, every, budget=b, max_rounds=max_rounds
-            ),
-            in_axes=(0, 0, None, 0),
-        )
-    )
+    every = progs.every
+    program = progs.chunk
     keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
     return _Run(
         trainer=tr,
@@ -163,6 +214,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         hyper=hyper,
         mesh=mesh,
         program=program,
+        init=progs.init,
         budget=budget,
         max_rounds=max_rounds,
         budgets=np.full(batch, budget, np.float32),
@@ -233,7 +285,7 @@ def _initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
 def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
     """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
     checkpoint of ``algorithm`` in ``run_dir``."""
-    run.state = jax.jit(jax.vmap(run.trainer.init))(run.keys, run.hyper)
+    run.state = run.init(run.keys, run.hyper)
     keys = eval_keys(run.keys, 0)
     found = checkpoint.restore_latest(run_dir, algorithm, run.state, log) if resume else None
     if found is not None:

@@ -88,7 +88,7 @@ def _resumable(monkeypatch, steps_done):
 
     from jaxnigt import checkpoint
 
-    tr = types.SimpleNamespace(init=lambda k, h: jnp.zeros(()), first_step=None)
+    tr = types.SimpleNamespace(first_step=None)
     run = runner._Run(
         trainer=tr,
         points=[{}],
@@ -97,6 +97,7 @@ def _resumable(monkeypatch, steps_done):
         hyper={"x": jnp.zeros(2)},
         mesh=None,
         program=None,
+        init=jax.jit(jax.vmap(lambda k, h: jnp.zeros(()))),
         budget=1.0,
         max_rounds=1.0,
         budgets=np.ones(2, np.float32),
@@ -119,3 +120,28 @@ def test_resume_refuses_a_checkpoint_of_another_chunk_length(monkeypatch):
     assert logs and "resumed" in logs[0]
     with pytest.raises(checkpoint.CheckpointError, match="chunks are 3 steps"):
         runner.start_or_resume(_resumable(monkeypatch, 8), "run", True, "afedpg", logs.append)
+
+
+def test_runs_of_one_experiment_share_their_programs():
+    """Configs that differ only in seeds, budget or name share one trainer and its jitted
+    programs (a resume or a second run traces nothing new); any other difference does not."""
+    from jaxnigt import config as config_lib
+
+    raw = {
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 2},
+        "algorithms": ["sync_pg"],
+        "budget": 5.0,
+        "seeds": 2,
+    }
+    a = runner.programs_for(config_lib.from_dict(raw), "sync_pg", 2)
+    b = runner.programs_for(
+        config_lib.from_dict({**raw, "budget": 9.0, "seeds": 3, "seed": 7, "name": "x"}),
+        "sync_pg",
+        3,
+    )
+    assert b is a and b.chunk is a.chunk and b.init is a.init
+    other = config_lib.from_dict({**raw, "cluster": {"n": 3}})
+    assert runner.programs_for(other, "sync_pg", 2).trainer.setup.n == 3
+    lr = config_lib.from_dict({**raw, "hparams": {"learning_rate": 0.5}})
+    assert runner.programs_for(lr, "sync_pg", 2) is not a
