@@ -710,6 +710,7 @@ def _cell(a: dict | None, baseline: str) -> str:
 
 
 THIRD = "third"  # DOCS/third: the third edition's analysis JSON (scripts/third_edition.py)
+THIRD_ETA = "third_eta"  # DOCS/third_eta: its labelled variant with η ∈ {0.001 … 1}
 _STATISTIC = {
     "time_to_80": "time to 80 %: ratio, baseline / reference",
     "average": "Δ average return",
@@ -717,12 +718,12 @@ _STATISTIC = {
 }
 
 
-def _third(docs: Path):
-    """``(name, analysis JSON)`` of every third-edition run in ``DOCS/third``, in the
+def _third(docs: Path, sub: str = THIRD):
+    """``(name, analysis JSON)`` of every third-edition run in ``DOCS/<sub>``, in the
     catalogue's order (scripts/third_edition.py), sensitivity runs after their scenario."""
     import third_edition
 
-    where = docs / THIRD
+    where = docs / sub
     for sc in third_edition.SCENARIOS.values():
         for name in [sc.model_dir(m) for m in sc.models] + [f"{sc.name}__match_M"]:
             a = _load(where, name)
@@ -738,21 +739,23 @@ def _tuned_text(a: dict) -> str:
     return "; ".join(parts)
 
 
-def third_rows(docs: Path) -> list[str]:
-    """The third edition's claims table: one row per comparison of every run, its claim's
-    statistic with the interval, the second view, the verdict, and the second edition's
-    verdict of the same scenario and model where it was run."""
+def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
+    """The third edition's claims table from ``DOCS/<sub>``: one row per comparison of every
+    run, its claim's statistic with the interval, the second view, the verdict, and the
+    verdict of the same scenario and model one step back — the second edition's for the
+    third edition itself, the third edition's (the paper's η grid) for its η variant."""
+    before, label = (docs, "second edition") if sub == THIRD else (docs / THIRD, "paper's η grid")
     rows = [
         "| scenario | model (link / allreduce) | comparison | primary statistic [90 % CI] "
         "| Δ average return [90 % CI] | median times to 80 % (reference / baseline) "
-        "| verdict | second edition | budget | tuned (α, η, M) |",
+        f"| verdict | {label} | budget | tuned (α, η, M) |",
         "|---|---|---|---|---|---|---|---|---:|---|",
     ]
-    for name, a in _third(docs):
+    for name, a in _third(docs, sub):
         suffix = name.removeprefix(a["scenario"]).removeprefix("__")
         matched = suffix == "match_M"
         model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
-        old = None if matched else _load(docs, name)
+        old = None if matched and sub == THIRD else _load(before, name)
         old_text = "–" if old is None or old.get("verdict") is None else old["verdict"]
         decision = f"**{report_text.verdict_text(a)}**"
         if matched:
@@ -771,7 +774,7 @@ def third_rows(docs: Path) -> list[str]:
             decision = "〃"
     for env in ("point_mass", "reacher"):
         for baseline in GAP_BASELINES:
-            g = _load(docs / THIRD, f"{env}_gap_{baseline}")
+            g = _load(docs / sub, f"{env}_gap_{baseline}")
             if g is not None:
                 iv = report_text.fmt(g["log_lead_difference"])
                 rows.append(
@@ -802,6 +805,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
     text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
     text = text.replace("{{THIRD}}", "\n".join(third_rows(docs)))
+    text = text.replace("{{THIRD_ETA}}", "\n".join(third_rows(docs, THIRD_ETA)))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     for env in ("point_mass", "reacher"):
         rows = []
