@@ -1,5 +1,6 @@
 """Shared pytest setup: a persistent compilation cache so repeated shapes compile once."""
 
+import importlib.metadata
 import os
 import pathlib
 
@@ -11,8 +12,12 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # the CPU backend's classic elemental emitters instead of its MLIR fusion emitters (another
 # ~2.6x: a point_mass engine program 4.4 s -> 1.6 s, impala's 7.1 s -> 2.9 s, running as
 # fast; `scripts/bench.py` and every run keep XLA's defaults). Subprocesses inherit them
-# through the environment.
-for _flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"):
+# through the environment. XLA aborts on a flag it does not know, and jaxlib 0.11.2 and
+# 0.12 no longer know the emitter flag (checked on both), so it is set before 0.11 only.
+_FLAGS = ["--xla_backend_optimization_level=0"]
+if tuple(int(x) for x in importlib.metadata.version("jaxlib").split(".")[:2]) < (0, 11):
+    _FLAGS.append("--xla_cpu_use_fusion_emitters=false")
+for _flag in _FLAGS:
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}".strip()
 
