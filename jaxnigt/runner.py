@@ -144,7 +144,13 @@ class _Programs(NamedTuple):
     init: Callable
 
 
-def _programs(tr: Trainer, every: int, max_rounds: float) -> _Programs:
+def _max_rounds(config: ExperimentConfig) -> float:
+    return config.max_rounds if config.max_rounds is not None else math.inf
+
+
+def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
+    every = tr.eval_every(config.eval.every, config.eval.every_time)
+    max_rounds = _max_rounds(config)
     chunk = jax.vmap(
         lambda s, k, train, b: tr.chunk_and_evaluate(
             s, k, train, every, budget=b, max_rounds=max_rounds
@@ -166,10 +172,7 @@ def _cached_programs(config_key: str, algorithm: str, sharded_slots: bool, num_d
 
     config = config_lib.from_dict(json.loads(config_key))
     slot_mesh = parallel.make_mesh(config.devices) if sharded_slots else None
-    tr = make_trainer(config, algorithm, mesh=slot_mesh)
-    every = tr.eval_every(config.eval.every, config.eval.every_time)
-    max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-    return _programs(tr, every, max_rounds)
+    return _programs(make_trainer(config, algorithm, mesh=slot_mesh), config)
 
 
 def programs_for(config: ExperimentConfig, algorithm: str, batch: int) -> _Programs:
@@ -188,13 +191,9 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     points = grid_points(config, algorithm)
     batch = num_seeds * len(points)
     mesh, _ = parallel.device_plan(config.devices, batch)
-    if trainer is None:
-        progs = programs_for(config, algorithm, batch)
-    else:
-        max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-        progs = _programs(
-            trainer, trainer.eval_every(config.eval.every, config.eval.every_time), max_rounds
-        )
+    progs = (
+        programs_for(config, algorithm, batch) if trainer is None else _programs(trainer, config)
+    )
     tr = progs.trainer
     keys = jnp.concatenate([seed_keys(config, num_seeds)] * len(points))
     hyper = tr.hyper(
@@ -202,9 +201,6 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         **{k: np.asarray([p[k] for p in points for _ in range(num_seeds)]) for k in points[0]},
     )
     budget = config.budget if config.budget is not None else math.inf
-    max_rounds = config.max_rounds if config.max_rounds is not None else math.inf
-    every = progs.every
-    program = progs.chunk
     keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
     return _Run(
         trainer=tr,
@@ -213,13 +209,13 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         keys=keys,
         hyper=hyper,
         mesh=mesh,
-        program=program,
+        program=progs.chunk,
         init=progs.init,
         budget=budget,
-        max_rounds=max_rounds,
+        max_rounds=_max_rounds(config),
         budgets=np.full(batch, budget, np.float32),
         diverged=np.zeros(batch, bool),
-        every=every,
+        every=progs.every,
     )
 
 
