@@ -711,6 +711,14 @@ def _cell(a: dict | None, baseline: str) -> str:
 
 THIRD = "third"  # DOCS/third: the third edition's analysis JSON (scripts/third_edition.py)
 THIRD_ETA = "third_eta"  # DOCS/third_eta: its labelled variant with η ∈ {0.001 … 1}
+THIRD_ETA_M = "third_eta_M"  # DOCS/third_eta_M: that variant with M ∈ {20 … 200} too
+# Each third-edition table's column "one step back": the directory and the column's label
+# (None: the second edition's analysis JSON in DOCS itself).
+_BEFORE = {
+    THIRD: (None, "second edition"),
+    THIRD_ETA: (THIRD, "paper's η grid"),
+    THIRD_ETA_M: (THIRD_ETA, "M ∈ {20, 30, 50}"),
+}
 _STATISTIC = {
     "time_to_80": "time to 80 %: ratio, baseline / reference",
     "average": "Δ average return",
@@ -742,9 +750,11 @@ def _tuned_text(a: dict) -> str:
 def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
     """The third edition's claims table from ``DOCS/<sub>``: one row per comparison of every
     run, its claim's statistic with the interval, the second view, the verdict, and the
-    verdict of the same scenario and model one step back — the second edition's for the
-    third edition itself, the third edition's (the paper's η grid) for its η variant."""
-    before, label = (docs, "second edition") if sub == THIRD else (docs / THIRD, "paper's η grid")
+    verdict of the same scenario and model one step back (:data:`_BEFORE`) — the second
+    edition's for the third edition itself, the third edition's (the paper's η grid) for its
+    η variant, the η variant's (the paper's M grid) for the variant that widens M too."""
+    back, label = _BEFORE[sub]
+    before = docs if back is None else docs / back
     rows = [
         "| scenario | model (link / allreduce) | comparison | primary statistic [90 % CI] "
         "| Δ average return [90 % CI] | median times to 80 % (reference / baseline) "
@@ -806,6 +816,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
     text = text.replace("{{THIRD}}", "\n".join(third_rows(docs)))
     text = text.replace("{{THIRD_ETA}}", "\n".join(third_rows(docs, THIRD_ETA)))
+    text = text.replace("{{THIRD_ETA_M}}", "\n".join(third_rows(docs, THIRD_ETA_M)))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     for env in ("point_mass", "reacher"):
         rows = []

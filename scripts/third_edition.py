@@ -10,8 +10,9 @@
 Options: ``--out DIR`` (default ``runs/results/third``), ``--docs DIR`` (default
 ``docs/results/third``), ``--models shared/all,...`` (``tune``/``run``: only those cluster
 models), ``--quick`` (tiny budgets and grid, one tuning seed: a smoke test of the pipeline,
-numbers meaningless), ``--eta 0.001,0.01,0.1,0.3,1`` (η values other than the paper's: a
-labelled variant, with its own ``--out`` and ``--docs``).  ``python scripts/results.py page``
+numbers meaningless), ``--eta 0.001,0.01,0.1,0.3,1`` and ``--M 20,30,50,80,120,200`` (η
+values, or M = M_init values for Rennala and Malenia NIGT, other than the paper's: a labelled
+variant, with its own ``--out`` and ``--docs``).  ``python scripts/results.py page``
 puts the tables on the page.
 
 **The protocol** (docs/results.md, "The third edition's statistics, fixed before its runs";
@@ -413,6 +414,21 @@ def _etas(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _ms(text: str) -> tuple[int, ...]:
+    try:
+        return tuning.parse_numbers(text, "M", int, 0, math.inf)
+    except tuning.TuningError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def variant_grid(eta=None, m=None) -> tuning.Grid | None:
+    """The paper's grid with the η and/or M values of a labelled variant (None: the paper's)."""
+    if eta is None and m is None:
+        return None
+    grid = PAPER_GRID if eta is None else dataclasses.replace(PAPER_GRID, eta=eta)
+    return grid if m is None else dataclasses.replace(grid, shapes={**grid.shapes, "M": m})
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["look", "tune", "run", "analyze", "all", "list"])
@@ -431,12 +447,18 @@ def main(argv=None) -> int:
         help="η values instead of the paper's 0.001,0.01,0.1 (a labelled variant: give it "
         "its own --out and --docs)",
     )
+    p.add_argument(
+        "--M",
+        type=_ms,
+        help="M = M_init values instead of the paper's 20,30,50 for Rennala and Malenia NIGT (a "
+        "labelled variant: give it its own --out and --docs)",
+    )
     args = p.parse_args(argv)
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(SCENARIOS)}")
     names = args.names or [n for n in SCENARIOS if n.startswith("point_mass")]
-    grid = dataclasses.replace(PAPER_GRID, eta=args.eta) if args.eta else None
+    grid = variant_grid(args.eta, args.M)
     pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick, grid) for n in names]
     if args.command == "list":
         for pipe in pipes:

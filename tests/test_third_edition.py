@@ -43,3 +43,16 @@ def test_cadence_gives_100_evaluations_and_20_before_the_fastest_median():
     assert third.cadence(speed, 6000.0) == 30.0  # min(60, 670 / 20 = 33.5) -> 30
     assert third.cadence(_speed(a=[4000.0, 4000.0]), 6000.0) == 60.0  # 6000 / 100
     assert third.cadence(_speed(a=[INF, INF]), 800.0) == 8.0  # no finite median: budget / 100
+
+
+def test_a_variant_changes_only_the_grids_it_names():
+    assert third.variant_grid() is None  # the paper's grid, PAPER_GRID, unchanged
+    eta = third.variant_grid(eta=(0.001, 0.01, 0.1, 0.3, 1.0))
+    assert eta.eta == (0.001, 0.01, 0.1, 0.3, 1.0)
+    assert eta.shapes == {"M": (20, 30, 50)} and eta.lr_exp == tuple(range(-10, 0))
+    both = third.variant_grid(eta=(0.1, 1.0), m=(20, 30, 50, 80, 120, 200))
+    assert both.eta == (0.1, 1.0) and both.shapes == {"M": (20, 30, 50, 80, 120, 200)}
+    assert third.PAPER_GRID.shapes == {"M": (20, 30, 50)}  # not changed in place
+    assert third._ms("80,20,80") == (20, 80)  # parsed, deduplicated and sorted
+    with pytest.raises(Exception, match="M"):
+        third._ms("0,20")
