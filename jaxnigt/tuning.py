@@ -513,18 +513,22 @@ def speed(report: Mapping[str, Any], out: Path, fraction: float = 0.8) -> dict[s
     the tuning ran, extensions included; ``inf``: not reached within the budget), and the
     slowest winner's upper median.  What a report budget has to leave room for: every method
     should reach the target in most seeds (docs/results.md, "Budgets and evaluations").
-    ``out``: the tuning directory."""
+    ``levels``: each winner's per-seed second-half return, to tell a winner that holds the
+    target from one whose noisy evaluations only touch it.  ``out``: the tuning directory."""
     names = sorted({p["program"] for r in report["algorithms"].values() for p in r["points"]})
     target = pooled_target([Path(out) / "runs" / name for name in names], fraction)
-    times = {}
+    times, levels = {}, {}
     for a, r in report["algorithms"].items():
         best = r["chosen"]
         if best is not None:
             run = run_data.load_run(Path(out) / "runs" / best["program"])
-            values = run.methods[best["method"]].statistic("time", run.budget, target["value"])
+            method = run.methods[best["method"]]
+            values = method.statistic("time", run.budget, target["value"])
             times[a] = [float(t) for t in values]
+            levels[a] = [float(v) for v in method.statistic("second_half", run.budget)]
     medians = [float(stats.median_time(np.asarray(t))) for t in times.values()]
-    return {"target": target, "times": times, "slowest_median": max(medians, default=math.nan)}
+    return {"target": target, "times": times, "levels": levels,
+            "slowest_median": max(medians, default=math.nan)}  # fmt: skip
 
 
 def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:

@@ -56,3 +56,20 @@ def test_a_variant_changes_only_the_grids_it_names():
     assert third._ms("80,20,80") == (20, 80)  # parsed, deduplicated and sorted
     with pytest.raises(Exception, match="M"):
         third._ms("0,20")
+
+
+def test_a_look_that_no_winner_holds_the_target_in_sizes_nothing():
+    # the target is touched by noisy evaluations (times finite) but no winner's median
+    # second-half return reaches it: the look saw no lasting improvement (point_mass_hetero)
+    flat = _speed(a=[960.0, 480.0], b=[910.0, 455.0])
+    flat["target"]["value"] = -31.0
+    flat["levels"] = {"a": [-31.7, -30.9], "b": [-32.1, -30.5]}
+    assert third.holding(flat) == []
+    with pytest.raises(SystemExit, match="no winner of the look holds its 80 % target"):
+        third.check_look(flat, "point_mass_hetero", 15000.0)
+    # one winner that holds it is enough: the others' times (finite or not) size the budget
+    flat["levels"]["a"] = [-2.5, -2.3]
+    assert third.holding(flat) == ["a"]
+    third.check_look(flat, "point_mass_hetero", 15000.0)
+    # a look recorded before `levels` existed is not second-guessed
+    third.check_look(_speed(a=[1.0, 2.0]), "old", 10.0)

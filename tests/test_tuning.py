@@ -10,6 +10,7 @@ the three programs they run compile once.
 import json
 import math
 
+import chex
 import numpy as np
 import pytest
 import yaml
@@ -290,6 +291,9 @@ def test_tune_to_a_time_target_scores_the_restricted_mean_time(tiny, tmp_path):
     times = sp["times"]["rennala_nigt"]
     assert -np.mean(np.minimum(times, run.budget)) == pytest.approx(chosen["score"])
     assert sp["slowest_median"] == sorted(times)[len(times) // 2]
+    chex.assert_trees_all_close(
+        np.asarray(sp["levels"]["rennala_nigt"]), winner.statistic("second_half", run.budget)
+    )
     assert "winners' times to 80% of the improvement" in tuning.table(report)
     # a target needs its statistic's pool: scoring one program alone without it is refused
     with pytest.raises(tuning.TuningError, match="time_to_80 needs a target"):
