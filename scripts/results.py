@@ -743,7 +743,11 @@ def _tuned_text(a: dict) -> str:
     parts = []
     for alg, v in a["tuned"].items():
         text = f"{alg} 2^{round(math.log2(v['learning_rate']))}, η {v['eta']:g}"
-        parts.append(text + (f", M {v['M']}" if alg in ("rennala_nigt", "malenia_nigt") else ""))
+        if alg in ("rennala_nigt", "malenia_nigt"):
+            text += f", M {v['M']}"
+        elif v.get("per_worker_batch") == "match_M":  # the sensitivity's batch: its own M
+            text += f", b = ⌈{v['M']}/n⌉"
+        parts.append(text)
     return "; ".join(parts)
 
 
@@ -765,7 +769,9 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
         suffix = name.removeprefix(a["scenario"]).removeprefix("__")
         matched = suffix == "match_M"
         model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
-        old = None if matched and sub == THIRD else _load(before, name)
+        # a sensitivity row has a row one step back only where both matched the same way
+        # (the η variant's and the paper grid's both used b = ⌈20/n⌉; the M variant's, M's own)
+        old = None if matched and sub in (THIRD, THIRD_ETA_M) else _load(before, name)
         old_text = "–" if old is None or old.get("verdict") is None else old["verdict"]
         decision = f"**{report_text.verdict_text(a)}**"
         if matched:

@@ -34,7 +34,10 @@ winner's median never reaches the target), the evaluation cadence :func:`cadence
 is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the lead-growth claim by
 :func:`jaxnigt.verdicts.speed_lead_growth` from ``<env>_sqrt`` to ``<env>_sqrt_dim``.  A
 scenario with ``sensitivity`` also runs the matched-batch Sync NIGT (``per_worker_batch:
-match_M``, b = ⌈M/n⌉, the second edition's), tuned the same way, beside its reference.
+match_M``, b = ⌈M/n⌉ with M the reference's tuned M: :meth:`Pipeline.matched`), tuned the
+same way, beside its reference.  (Before 2026-12-02 the sensitivity runs left M at the base
+config's 20, so their b was 2, the second edition's batch, whatever M the reference had
+won; the JSON of those runs record it in ``tuned``.)
 """
 
 from __future__ import annotations
@@ -310,8 +313,15 @@ class Pipeline:
                 key, value = second.VARIANTS[variant]
                 raw["cluster"] = {**raw["cluster"], key: value}
             elif variant == "match_M":
-                raw["hparams"] = {**raw["hparams"], **MATCH_M}
+                raw["hparams"] = {**raw["hparams"], **self.matched()}
             yield tag, algorithms, raw
+
+    def matched(self) -> dict:
+        """Sync NIGT's hparams in the sensitivity runs: ``per_worker_batch: match_M`` with M =
+        the reference's tuned M (from the ``tune`` stage), so b = ⌈M/n⌉ matches the gradients
+        of one of its rounds (M = M_init: Rennala's and Malenia's own M)."""
+        reference = CLAIMS[self.sc.claim][0]
+        return {**MATCH_M, "M": int(self.chosen("tune")[reference]["M"])}
 
     def tune(self, models=None) -> None:
         for tag, algorithms, raw in self.tunings(models):
@@ -352,7 +362,7 @@ class Pipeline:
             raw = self._raw()
             reference = CLAIMS[self.sc.claim][0]
             per = {reference: self.values()[reference]}
-            per["sync_nigt"] = {**self.chosen("tune__match_M")["sync_nigt"], **MATCH_M}
+            per["sync_nigt"] = {**self.chosen("tune__match_M")["sync_nigt"], **self.matched()}
             raw.update(name=f"{self.sc.name}__match_M", algorithms=[reference, "sync_nigt"])
             raw.update(seed=0, seeds=self.sc.seeds, per_algorithm=per)
             yield f"{self.sc.name}__match_M", raw
@@ -427,7 +437,7 @@ def _state(p: Pipeline) -> str:
     if not (p.where / "sizing.json").is_file():
         return "not looked at"
     s = p.sizing()
-    tuned = all((p.where / tag / "tuning.json").is_file() for tag, *_ in p.tunings())
+    tuned = all((p.where / tag / "tuning.json").is_file() for tag, _ in p.tuning_tags())
     runs = [(p.where / name / "summary.json").is_file() for name, _ in p.runs()] if tuned else []
     return (f"budget {s['budget']:g}, every {s['every_time']:g}; tuned: {tuned}; "
             f"runs done {sum(runs)}/{len(runs) if tuned else '?'}")  # fmt: skip

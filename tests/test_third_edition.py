@@ -1,6 +1,7 @@
 """scripts/third_edition.py: the budget and cadence rules of the third edition's results
 (its pipeline runs whole in tests/test_gpu_scripts.py's and test_site_jax.sh's tiny mode)."""
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -73,3 +74,32 @@ def test_a_look_that_no_winner_holds_the_target_in_sizes_nothing():
     third.check_look(flat, "point_mass_hetero", 15000.0)
     # a look recorded before `levels` existed is not second-guessed
     third.check_look(_speed(a=[1.0, 2.0]), "old", 10.0)
+
+
+def test_the_matched_batch_of_a_sensitivity_run_follows_the_reference_tuned_M(tmp_path):
+    pipe = third.Pipeline(third.SCENARIOS["point_mass_sqrt_dim"], tmp_path, tmp_path)
+    pipe.size(4000.0, 20.0, "test")
+    won = {"lr_exp": -2, "learning_rate": 0.25, "eta": 1.0, "M": 200}
+    algorithms = {
+        "rennala_nigt": {"chosen": won, "tuned_shapes": ["M"]},
+        "sync_nigt": {"chosen": {"learning_rate": 0.03125, "eta": 0.3, "M": 20}},
+        "afedpg": {"chosen": {"learning_rate": 0.015625, "eta": 0.1, "M": 20}},
+    }
+    (pipe.where / "tune").mkdir()
+    (pipe.where / "tune" / "tuning.json").write_text(json.dumps({"algorithms": algorithms}))
+    assert pipe.matched() == {"per_worker_batch": "match_M", "M": 200}  # b = 200 / 10 = 20
+    raws = {tag: raw for tag, _, raw in pipe.tunings([third.DEFAULT_MODEL])}
+    assert raws["tune__match_M"]["hparams"]["M"] == 200
+    assert raws["tune"]["hparams"]["M"] == 20  # the grid, not the base, sets Rennala's M
+    sync = {"sync_nigt": {"chosen": {"learning_rate": 0.0625, "eta": 0.3, "M": 20}}}
+    (pipe.where / "tune__match_M").mkdir()
+    (pipe.where / "tune__match_M" / "tuning.json").write_text(json.dumps({"algorithms": sync}))
+    runs = dict(pipe.runs([third.DEFAULT_MODEL]))
+    per = runs["point_mass_sqrt_dim__match_M"]["per_algorithm"]
+    assert per["sync_nigt"] == {"learning_rate": 0.0625, "eta": 0.3, **pipe.matched()}
+    assert per["rennala_nigt"]["M"] == per["rennala_nigt"]["M_init"] == 200
+    # the config loads, and Sync NIGT's batch is ceil(M / n) = 20 per worker
+    from jaxnigt import config as config_lib
+
+    cfg = config_lib.from_dict(runs["point_mass_sqrt_dim__match_M"])
+    assert cfg.hparams_for("sync_nigt").M == 200
