@@ -751,6 +751,11 @@ def _tuned_text(a: dict) -> str:
     return "; ".join(parts)
 
 
+def _batch(a: dict) -> int | None:
+    """The M behind the matched Sync NIGT's b = ⌈M/n⌉ of a sensitivity run's analysis."""
+    return a["tuned"].get("sync_nigt", {}).get("M")
+
+
 def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
     """The third edition's claims table from ``DOCS/<sub>``: one row per comparison of every
     run, its claim's statistic with the interval, the second view, the verdict, and the
@@ -769,9 +774,9 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
         suffix = name.removeprefix(a["scenario"]).removeprefix("__")
         matched = suffix == "match_M"
         model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
-        # a sensitivity row has a row one step back only where both matched the same way
-        # (the η variant's and the paper grid's both used b = ⌈20/n⌉; the M variant's, M's own)
-        old = None if matched and sub in (THIRD, THIRD_ETA_M) else _load(before, name)
+        old = _load(before, name)
+        if matched and old is not None and _batch(old) != _batch(a):
+            old = None  # a sensitivity row is comparable one step back only at the same batch
         old_text = "–" if old is None or old.get("verdict") is None else old["verdict"]
         decision = f"**{report_text.verdict_text(a)}**"
         if matched:

@@ -176,8 +176,9 @@ def holding(speed: dict) -> list[str]:
     noisy evaluation.  A look that none holds saw no lasting improvement, and its times
     measure noise (``speed["levels"]``: each winner's per-seed second-half returns)."""
     target = speed["target"]["value"]
-    levels = speed.get("levels", {})
-    return [a for a, v in levels.items() if math.isfinite(target) and np.median(v) >= target]
+    if not math.isfinite(target):  # no improvement in the pool: nothing to hold
+        return []
+    return [a for a, v in speed.get("levels", {}).items() if np.median(v) >= target]
 
 
 def check_look(speed: dict, name: str, look: float) -> None:
@@ -443,18 +444,21 @@ def _state(p: Pipeline) -> str:
             f"runs done {sum(runs)}/{len(runs) if tuned else '?'}")  # fmt: skip
 
 
-def _etas(text: str) -> tuple[float, ...]:
-    try:
-        return tuning.parse_numbers(text, "eta", float, 0.0, 1.0)
-    except tuning.TuningError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _numbers(param: str, kind: type, low: float, high: float):
+    """An argparse ``type``: comma-separated ``kind`` values in ``(low, high]`` for ``param``
+    (:func:`jaxnigt.tuning.parse_numbers`, its error as argparse's)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuning.parse_numbers(text, param, kind, low, high)
+        except tuning.TuningError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
 
 
-def _ms(text: str) -> tuple[int, ...]:
-    try:
-        return tuning.parse_numbers(text, "M", int, 0, math.inf)
-    except tuning.TuningError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+_etas = _numbers("eta", float, 0.0, 1.0)
+_ms = _numbers("M", int, 0, math.inf)
 
 
 def variant_grid(eta=None, m=None) -> tuning.Grid | None:
