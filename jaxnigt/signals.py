@@ -23,6 +23,9 @@ class Interrupted(RuntimeError):
         self.signum, self.algorithm, self.chunks = signum, algorithm, chunks
         self.partial: dict[str, np.ndarray] = {}  # the algorithm's results so far
 
+    def __reduce__(self):  # to cross a process boundary (jaxnigt.processes), results stay
+        return type(self), (self.signum, self.algorithm, self.chunks)
+
     @property
     def exit_status(self) -> int:
         """The shell's status of a process killed by the signal (128 + its number)."""

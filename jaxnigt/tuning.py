@@ -24,8 +24,7 @@ Protocol (SPEC §8), per algorithm:
   :mod:`jaxnigt.stats` on the pool of every grid point of every algorithm tuned together, as
   run on the *initial* grid (before any extension, so the target is fixed before the search
   goes on and does not move with it): ``R0`` the median return at time 0, ``R_best`` the best
-  median second-half return of a point.  Those programs run first, every algorithm's, then the
-  searches.
+  median second-half return of a point.
 * **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; with a time statistic the
   tie goes first to the higher average return (many points reach a target at the same
   evaluation, or none does); then to the smaller α, then the larger η, then the smaller value
@@ -35,6 +34,11 @@ Protocol (SPEC §8), per algorithm:
   exponents on that side (at the grid's spacing there) run for every η and shape, at most
   ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
   reported as not interior.  A grid of one α is not extended.
+
+* **Rounds.** The searches of all algorithms go in lockstep (:func:`drive`): the first round
+  runs every algorithm's initial grid (the pool of a time target), each later one the
+  extensions its winners ask for.  A round's programs are independent: ``jobs`` > 1 runs them
+  in that many processes at once (:mod:`jaxnigt.processes`); the results do not depend on it.
 
 Writes ``DIR/tuning.json`` (every point, the winners, the grids run) and ``DIR/tuned.yaml``:
 the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``, and
@@ -46,10 +50,11 @@ other tuned shape under its name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -238,14 +243,34 @@ def search(
       run_points: ``(program, exponents) -> scored points`` (each with ``lr_exp``, ``eta``,
         its shape values such as ``M``, ``score``, ``diverged_seeds``): one program per call.
       lr_exp: the initial exponents; programs: what ``run_points`` takes for each program
-        (in :func:`tune_algorithm`, its shape values ``{name: value}``).
+        (in :func:`tune`, its shape values ``{name: value}``).
       max_extensions: at most this many extensions.
 
     Returns:
       ``{"points", "chosen", "lr_exp" (every exponent run), "interior", "extensions"}``.
     """
+    steps = search_steps(lr_exp, programs, max_extensions=max_extensions, log=log, name=name)
+
+    def run_round(pending):
+        return {k: [p for prog, exps in asked for p in run_points(prog, exps)]
+                for k, asked in pending.items()}  # fmt: skip
+
+    return drive({name: steps}, run_round)[name]
+
+
+def search_steps(
+    lr_exp: Sequence[int],
+    programs: Sequence[Any],
+    *,
+    max_extensions: int = MAX_EXTENSIONS,
+    log: Callable[[str], None] = print,
+    name: str = "",
+) -> Generator[list[tuple[Any, list[int]]], list[dict], dict[str, Any]]:
+    """:func:`search` as a generator, so that several searches can share each round's runs
+    (:func:`drive`): it yields a round's requests ``[(program, exponents)]``, is sent that
+    round's scored points (one flat list) and returns :func:`search`'s result."""
     exps = sorted(lr_exp)
-    points = [p for prog in programs for p in run_points(prog, exps)]
+    points = list((yield [(prog, exps) for prog in programs]))
     done = 0
     while True:
         best = choose(points)
@@ -258,11 +283,30 @@ def search(
             f"[tune] {name}: the winner α = 2^{best['lr_exp']} is at the {side} edge; "
             f"extension {done} (at most {max_extensions}): α = " + ", ".join(f"2^{e}" for e in new)
         )
-        points += [p for prog in programs for p in run_points(prog, new)]
+        points += list((yield [(prog, new) for prog in programs]))
         exps = sorted({*exps, *new})
     interior = best is not None and min(exps) < best["lr_exp"] < max(exps)
     return {"points": points, "chosen": best, "lr_exp": exps, "interior": interior,
             "extensions": done}  # fmt: skip
+
+
+def drive(searches: Mapping[str, Generator], run_round) -> dict[str, dict[str, Any]]:
+    """Runs :func:`search_steps` generators in lockstep: each round, the requests of every
+    unfinished search, ``{key: [(program, exponents)]}``, go to ``run_round`` at once, which
+    returns ``{key: scored points}``; returns ``{key: result}``.  A round's programs are
+    independent, so ``run_round`` may run them in parallel."""
+    pending, results = {}, {}
+    for key, steps in searches.items():
+        pending[key] = next(steps)
+    while pending:
+        answers = run_round(pending)
+        for key in list(pending):
+            try:
+                pending[key] = searches[key].send(answers[key])
+            except StopIteration as done:
+                results[key] = done.value
+                del pending[key]
+    return {key: results[key] for key in searches}
 
 
 # --------------------------------------------------------------------------------- running
@@ -406,48 +450,37 @@ def _check_shapes(grid: Grid) -> None:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
-def _program(raw, algorithm, out: Path, grid: Grid, shapes, exps, seeds, *, progress, log,
-             stop) -> Path:  # fmt: skip
-    """Runs (or keeps) one tuning program of ``algorithm``; returns its run directory."""
+def _plan(raw, algorithm, out: Path, grid: Grid, shapes, exps, seeds) -> tuple[dict, Path, str]:
+    """One tuning program of ``algorithm``: ``(its raw config, its run directory, a line
+    that announces it)``."""
     from jaxnigt import config as config_lib
 
     etas = _etas(algorithm, config_lib.from_dict(_runnable(raw)).hparams_for(algorithm), grid)
-    cfg = config_lib.from_dict(program_raw(raw, algorithm, shapes, exps, etas, seeds))
+    program = program_raw(raw, algorithm, shapes, exps, etas, seeds)
+    config_lib.from_dict(program)  # a bad program stops here, before any runs of its round
     run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
     values = "".join(f" {name}={value}" for name, value in shapes.items())
-    log(
+    line = (
         f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
         f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
         f"{len(seeds)} seeds -> {run_dir}"
     )
-    run_program(cfg, run_dir, progress=progress, log=log, stop=stop)
-    return run_dir
+    return program, run_dir, line
 
 
-def tune_algorithm(
-    raw, algorithm, out: Path, grid: Grid, seeds, statistic, *, progress, log, stop=None,
-    target=None,
-):  # fmt: skip
-    """The tuning of one algorithm (:func:`search` over its programs); ``target``: a time
-    statistic's (:func:`pooled_target`)."""
+def _run_job(program: dict, run_dir: str, progress: bool, log=None, *, stop=None) -> None:
+    """One program as a job of :func:`jaxnigt.processes.run_all` (``log`` None, in a child:
+    lines printed with the program's name)."""
     from jaxnigt import config as config_lib
 
-    hp = config_lib.from_dict(_runnable(raw)).hparams_for(algorithm)
-    etas, names = _etas(algorithm, hp, grid), tuned_shapes(algorithm, grid)
-    runs = []
+    if log is None:
+        name = Path(run_dir).name
 
-    def run_points(shapes, exps):
-        run_dir = _program(raw, algorithm, out, grid, shapes, exps, seeds,
-                           progress=progress, log=log, stop=stop)  # fmt: skip
-        runs.append(str(run_dir))
-        return score_run(run_dir, statistic, exps, etas, {"M": hp.M, **shapes}, target)
+        def log(line: str) -> None:
+            print(f"[{name}] {line}", flush=True)
 
-    result = search(run_points, grid.lr_exp, _programs(algorithm, grid),
-                    max_extensions=grid.max_extensions, log=log, name=algorithm)  # fmt: skip
-    result.update(eta=list(etas), M=list(grid.shapes["M"]) if "M" in names else [hp.M])
-    result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
-    result.update(runs=runs, M_tuned="M" in names, tuned_shapes=list(names))
-    return result
+    run_program(config_lib.from_dict(program), Path(run_dir), progress=progress, log=log,
+                stop=stop)  # fmt: skip
 
 
 def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: str) -> list:
@@ -546,19 +579,6 @@ def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
     files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
 
 
-def _time_target(raw, algorithms, out: Path, grid: Grid, seeds, statistic, **run) -> dict:
-    """Runs every algorithm's initial grid and returns the pooled target (:func:`pooled_target`)."""
-    pool = [_program(raw, a, out, grid, shapes, sorted(grid.lr_exp), seeds, **run)
-            for a in algorithms for shapes in _programs(a, grid)]  # fmt: skip
-    target = pooled_target(pool, stats.fraction(statistic))
-    run["log"](
-        f"[tune] {statistic} target: {target['value']:.6g} = R0 + {target['fraction']:g} "
-        f"(R_best - R0), R0 = {target['R0']:.6g}, R_best = {target['R_best']:.6g} (pool: "
-        f"the {len(pool)} initial programs)"
-    )
-    return target
-
-
 def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
     """Writes ``tuning.json`` and ``tuned.yaml`` (checked as a config first)."""
     import yaml
@@ -591,36 +611,78 @@ def tune(
     source: str = "",
     command: str = "",
     stop=None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Tunes ``algorithms`` of the config ``raw`` (read from ``source``; ``command`` is
     recorded) into ``out`` (the module docstring); writes ``tuning.json`` and ``tuned.yaml``
     there and returns the report.  ``stop`` (``signals.stop_on_signals``) ends it after the
-    current chunk (``signals.Interrupted``); ``resume`` continues it."""
+    current chunk (``signals.Interrupted``); ``resume`` continues it.
+
+    The searches of all algorithms go in lockstep rounds (:func:`drive`): the initial grids
+    of every algorithm first (the pool of a time statistic's target), then each round's
+    extensions.  ``jobs`` > 1 runs a round's programs in that many processes at once
+    (:mod:`jaxnigt.processes`; their lines prefixed by the program's directory, no progress
+    bars); the results do not depend on it, and it is not part of the request."""
     from jaxnigt import config as config_lib
+    from jaxnigt import processes
 
     seeds = tuple(seeds)
     algorithms = check_request(raw, algorithms, grid, seeds, statistic)
+    if jobs < 1:
+        raise TuningError(f"got {jobs}; expected >= 1", param="jobs")
     out = Path(out)
     record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
               "seeds": list(seeds), "statistic": statistic}  # fmt: skip
     _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite)
     timed = statistic in stats.TIME_STATISTICS
+    cfg = config_lib.from_dict(_runnable(raw))
     report = {
         "config": source, "command": command, "statistic": statistic,
         "score": ("minus the mean over the tuning seeds of " if timed else
                   "mean over the tuning seeds of ") + SCORED[statistic],
-        "tie_rule": TIE_RULE,
-        "budget": config_lib.from_dict(_runnable(raw)).budget, "tune_seeds": list(seeds),
+        "tie_rule": TIE_RULE, "budget": cfg.budget, "tune_seeds": list(seeds),
         "grid": grid.record(), "algorithms": {},
     }  # fmt: skip
-    run = {"progress": progress, "log": log, "stop": stop}
-    if timed:  # every initial grid first: the pool of the target
-        report["target"] = _time_target(raw, algorithms, out, grid, seeds, statistic, **run)
-    target = report.get("target", {}).get("value")
-    for a in algorithms:
-        report["algorithms"][a] = tune_algorithm(
-            raw, a, out, grid, seeds, statistic, **run, target=target
-        )
+    hp = {a: cfg.hparams_for(a) for a in algorithms}
+    runs: dict[str, list[str]] = {a: [] for a in algorithms}
+
+    def run_round(pending):
+        asked = [(a, shapes, exps) for a, requests in pending.items() for shapes, exps in requests]
+        plans = [_plan(raw, a, out, grid, shapes, exps, seeds) for a, shapes, exps in asked]
+        for _, _, line in plans:
+            log(line)
+        parallel = jobs > 1 and len(plans) > 1
+        processes.run_all(
+            _run_job,
+            [(program, str(run_dir), progress and not parallel, None if parallel else log)
+             for program, run_dir, _ in plans],
+            workers=min(jobs, len(plans)), names=[d.name for _, d, _ in plans], stop=stop,
+        )  # fmt: skip
+        if timed and "target" not in report:  # the first round: every initial program
+            report["target"] = pooled_target([d for _, d, _ in plans], stats.fraction(statistic))
+            t = report["target"]
+            log(
+                f"[tune] {statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
+                f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
+                f"{len(plans)} initial programs)"
+            )
+        target = report.get("target", {}).get("value")
+        answers = {a: [] for a in pending}
+        for (a, shapes, exps), (_, run_dir, _) in zip(asked, plans, strict=True):
+            runs[a].append(str(run_dir))
+            answers[a] += score_run(run_dir, statistic, exps, _etas(a, hp[a], grid),
+                                    {"M": hp[a].M, **shapes}, target)  # fmt: skip
+        return answers
+
+    steps = functools.partial(search_steps, max_extensions=grid.max_extensions, log=log)
+    searches = {a: steps(grid.lr_exp, _programs(a, grid), name=a) for a in algorithms}
+    for a, result in drive(searches, run_round).items():
+        names = tuned_shapes(a, grid)
+        result.update(eta=list(_etas(a, hp[a], grid)),
+                      M=list(grid.shapes["M"]) if "M" in names else [hp[a].M])  # fmt: skip
+        result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
+        result.update(runs=runs[a], M_tuned="M" in names, tuned_shapes=list(names))
+        report["algorithms"][a] = result
     report["speed"] = speed(report, out)
     _write(out, raw, report, seeds)
     return report

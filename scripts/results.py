@@ -302,9 +302,12 @@ def second_edition(raw: dict, *, per_algorithm: bool = False) -> dict:
     return {**raw, "hparams": {**raw["hparams"], **merged}}
 
 
-def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) -> dict:
+def tune_family(
+    fam: Family, out: Path, docs: Path, variant: str | None = None, jobs: int = 1
+) -> dict:
     """Tunes the algorithms of ``fam`` (those a cluster-model ``variant`` affects) with
-    :func:`jaxnigt.tuning.tune` and writes ``DOCS/tuning_<family>[__<variant>].json``."""
+    :func:`jaxnigt.tuning.tune` (``jobs`` programs at once) and writes
+    ``DOCS/tuning_<family>[__<variant>].json``."""
     algorithms = affected(fam.algorithms, variant)
     raw = merge(fam.base, {"name": f"tune_{fam.name}", "algorithms": list(fam.algorithms)})
     raw = second_edition(raw)
@@ -320,7 +323,7 @@ def tune_family(fam: Family, out: Path, docs: Path, variant: str | None = None) 
     report = tuning.tune(
         raw, where, algorithms=algorithms, grid=grid, seeds=seeds,
         resume=(where / tuning.RECORD).is_file(), progress=False,
-        command=" ".join(map(shlex.quote, sys.argv)),
+        command=" ".join(map(shlex.quote, sys.argv)), jobs=jobs,
     )  # fmt: skip
     per = report["algorithms"]
     family = {"family": fam.name, "variant": variant, "budget": fam.budget}
@@ -897,7 +900,11 @@ def main(argv=None) -> int:
         type=lambda s: s.split(","),
         help=f"tune: only these tunings, from default,{','.join(VARIANTS)}",
     )
+    p.add_argument("--jobs", type=int, default=1,
+                   help="tune: programs at once, in separate processes (one per core)")  # fmt: skip
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs: got {args.jobs}; expected >= 1")
     unknown = set(args.variants or ()) - {"default", *VARIANTS}
     if unknown:
         p.error(f"--variants: unknown {sorted(unknown)}; allowed: default, {', '.join(VARIANTS)}")
@@ -916,10 +923,10 @@ def main(argv=None) -> int:
         wanted = args.variants or ["default", *VARIANTS]
         for name in names:
             if "default" in wanted:
-                tune_family(FAMILIES[name], args.out, args.docs)
+                tune_family(FAMILIES[name], args.out, args.docs, jobs=args.jobs)
             for variant in VARIANTS:
                 if variant in wanted and name in families_needing(variant):
-                    tune_family(FAMILIES[name], args.out, args.docs, variant)
+                    tune_family(FAMILIES[name], args.out, args.docs, variant, args.jobs)
     if args.command in ("run", "all"):
         names = args.names if args.command == "run" and args.names else list(SCENARIOS)
         for name in names:

@@ -94,3 +94,33 @@ def run(argv, log_dir: Path, *, name: str = "child", env=None, timeout: float = 
     child = Child(argv, log_dir, name=name, env=env)
     code = child.wait(timeout)
     return code, child.stdout, child.stderr
+
+
+# --------------------------------------------- jobs of jaxnigt.processes (test_processes.py)
+
+
+def write_job(path: str, text: str, *, stop=None) -> None:
+    """Writes ``text`` and the process id to ``path``."""
+    del stop
+    Path(path).write_text(f"{text} {os.getpid()}")
+
+
+def failing_job(path: str, *, stop=None) -> None:
+    del stop
+    raise ValueError(f"bad job {Path(path).name}")
+
+
+def waiting_job(path: str, *, stop=None) -> None:
+    """Marks ``path`` as started, then waits for its stop flag and stops as a run does
+    (``signals.Interrupted``); :data:`TIMEOUT` only catches a flag that never comes."""
+    import time
+
+    from jaxnigt import signals
+
+    Path(path).write_text("started")
+    deadline = time.monotonic() + TIMEOUT
+    while not stop.requested:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path}: no stop within {TIMEOUT} s")
+        time.sleep(0.05)
+    raise signals.Interrupted(stop.signum, Path(path).name, 1)

@@ -195,6 +195,7 @@ def tiny(tmp_path):
         (["--set", "cluster.n=0"], "cluster.n"),
         (["--set", "cluster"], "--set: got 'cluster'; expected KEY=VALUE"),
         (["--max-extensions", "-1"], "--max-extensions: got -1"),
+        (["--jobs", "0"], "--jobs: got 0; expected >= 1"),
         (["--resume"], "--resume: "),  # no tuning directory to resume
     ],
 )
@@ -233,6 +234,35 @@ def test_tune_an_interior_optimum_writes_the_tuned_config(tiny, capsys):
     capsys.readouterr()
     assert cli.main([*argv, "--resume"]) == 0
     assert "finished earlier with this config; kept" in capsys.readouterr().out
+
+
+def test_parallel_jobs_give_the_tuning_of_one_process(tiny, tmp_path, capfd):
+    """``jobs=2``: the round's two programs run in two child processes at once (their lines
+    carry the program's name); the winners and every score are those of ``jobs=1``."""
+    raw = config_lib.read_yaml(tiny)
+    run = {"grid": tuning.Grid(lr_exp=(-6, -3, 0), eta=(0.5,)), "progress": False}
+    one = tuning.tune(raw, tmp_path / "one", log=lambda _: None, **run)
+    capfd.readouterr()
+    two = tuning.tune(raw, tmp_path / "two", jobs=2, log=print, **run)
+    printed = capfd.readouterr().out
+    assert "[rennala_nigt_lr-6..0] [jaxnigt] rennala_nigt:" in printed
+    assert "[sync_pg_lr-6..0] [jaxnigt] sync_pg:" in printed
+    for a in ("rennala_nigt", "sync_pg"):
+        r1, r2 = one["algorithms"][a], two["algorithms"][a]
+        assert r1["lr_exp"] == r2["lr_exp"] and r1["runs"] != r2["runs"]
+        assert [p["diverged_seeds"] for p in r1["points"]] == [
+            p["diverged_seeds"] for p in r2["points"]
+        ]
+        chex.assert_trees_all_close(
+            np.nan_to_num([p["seed_values"] for p in r1["points"]], nan=-1e9),
+            np.nan_to_num([p["seed_values"] for p in r2["points"]], nan=-1e9),
+            rtol=1e-5, atol=1e-5,
+        )  # fmt: skip
+    r1, r2 = one["algorithms"]["rennala_nigt"], two["algorithms"]["rennala_nigt"]
+    assert r1["chosen"]["lr_exp"] == r2["chosen"]["lr_exp"] == -3
+    with pytest.raises(tuning.TuningError, match="got 0; expected >= 1"):
+        tuning.tune(raw, tmp_path / "three", jobs=0, **run)
+    assert not (tmp_path / "three").exists()
 
 
 def test_tune_extends_the_grid_when_the_winner_sits_at_an_edge(tiny, tmp_path):

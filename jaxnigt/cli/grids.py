@@ -23,7 +23,7 @@ TUNE_FLAGS = {
     "lr_exp": "--lr-exp", "eta": "--eta", "max_extensions": "--max-extensions",
     **SHAPE_FLAGS,
     "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
-    "resume": "--resume",
+    "resume": "--resume", "jobs": "--jobs",
 }  # fmt: skip
 
 
@@ -67,6 +67,9 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
                     help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
     add_set(tu)
+    tu.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="run each round's programs in N processes at once (default 1; on a "
+                    "CPU host: one per core)")  # fmt: skip
     tu.add_argument("--resume", action="store_true", help="keep finished programs, continue")
     tu.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
     tu.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -168,6 +171,8 @@ def _tune_request(args: argparse.Namespace):
     if args.algorithms is not None and not algorithms:
         raise tuning.TuningError("got an empty list; expected names a,b,...", param="algorithms")
     tuning.check_request(raw, algorithms, grid, seeds, args.statistic)
+    if args.jobs < 1:
+        raise tuning.TuningError(f"got {args.jobs}; expected >= 1", param="jobs")
     return raw, grid, seeds, algorithms
 
 
@@ -187,7 +192,7 @@ def tune_command(args: argparse.Namespace) -> int:
                 raw, args.out, algorithms=algorithms, grid=grid, seeds=seeds,
                 statistic=args.statistic, resume=args.resume, overwrite=args.overwrite,
                 progress=not args.no_progress, source=args.config_given, command=command,
-                stop=stop,
+                stop=stop, jobs=args.jobs,
             )  # fmt: skip
     except signals.Interrupted as e:
         again = shlex.join(["jaxnigt", *(a for a in args.argv or [] if a != "--resume")])

@@ -1,0 +1,75 @@
+"""Tests for jaxnigt.processes: jobs in child processes (their files, their pids), the
+in-process path, a failing job's exception raised again in the parent, and a stop flag
+forwarded to the children as SIGTERM.  The jobs live in ``tests/children.py``."""
+
+import os
+import signal
+import threading
+import time
+
+import children
+import pytest
+
+from jaxnigt import processes, signals
+
+
+def test_jobs_run_in_child_processes_and_every_one_finishes(tmp_path):
+    paths = [tmp_path / f"job{i}" for i in range(3)]
+    processes.run_all(children.write_job, [(str(p), f"job{i}") for i, p in enumerate(paths)],
+                      workers=2)  # fmt: skip
+    texts = [p.read_text().split() for p in paths]
+    assert [t[0] for t in texts] == ["job0", "job1", "job2"]
+    pids = {int(t[1]) for t in texts}
+    assert os.getpid() not in pids and len(pids) == 3  # a fresh process per job
+
+
+def test_one_worker_runs_the_jobs_here_in_order(tmp_path):
+    order = []
+
+    def job(name, *, stop=None):
+        order.append((name, stop))
+
+    flag = signals.StopFlag()
+    processes.run_all(job, [("a",), ("b",)], workers=1, stop=flag)
+    assert order == [("a", flag), ("b", flag)]
+    with pytest.raises(ValueError, match="workers: got 0"):
+        processes.run_all(job, [("a",)], workers=0)
+
+
+def test_a_failing_job_raises_its_exception_here_with_the_childs_traceback(tmp_path):
+    jobs = [(str(tmp_path / "ok"), "fine"), (str(tmp_path / "bad"),)]
+    with pytest.raises(ValueError, match="bad job bad") as caught:
+        processes.run_all(_either, jobs, workers=2, names=["ok", "bad"])
+    cause = caught.value.__cause__
+    assert isinstance(cause, processes.JobError) and "in bad:" in str(cause)
+    assert "failing_job" in str(cause)  # the child's traceback
+
+
+def _either(*args, stop=None):
+    """(path, text): a job that writes; (path,): one that fails."""
+    if len(args) == 2:
+        children.write_job(*args, stop=stop)
+    else:
+        children.failing_job(*args, stop=stop)
+
+
+def test_a_stop_reaches_the_running_jobs_and_starts_no_more(tmp_path):
+    paths = [tmp_path / f"wait{i}" for i in range(3)]
+    flag = signals.StopFlag()
+
+    def stop_when_both_started():
+        deadline = time.monotonic() + children.TIMEOUT
+        while not (paths[0].exists() and paths[1].exists()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        flag.signum = signal.SIGTERM
+
+    watcher = threading.Thread(target=stop_when_both_started, daemon=True)
+    watcher.start()
+    with pytest.raises(signals.Interrupted) as caught:
+        processes.run_all(children.waiting_job, [(str(p),) for p in paths], workers=2,
+                          stop=flag)  # fmt: skip
+    watcher.join()
+    assert caught.value.signum == signal.SIGTERM and caught.value.exit_status == 143
+    assert caught.value.chunks == 1  # the child's own report, pickled across
+    assert paths[0].read_text() == paths[1].read_text() == "started"
+    assert not paths[2].exists()  # never started
