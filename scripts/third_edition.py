@@ -238,8 +238,10 @@ QUICK_GRID = tuning.Grid(lr_exp=(-8, -6), eta=(0.1,), shapes={"M": (20,)}, max_e
 class Pipeline:
     """The stages of one scenario, in ``out/<scenario>``; ``docs`` gets the JSON."""
 
-    def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None):
+    def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None,
+                 jobs: int = 1):  # fmt: skip
         self.sc = _quick(sc) if quick else sc
+        self.jobs = jobs
         self.where = out / sc.name
         self.docs, self.quick = docs, quick
         self.grid = grid or (QUICK_GRID if quick else PAPER_GRID)
@@ -249,7 +251,7 @@ class Pipeline:
         return tuning.tune(
             raw, where, algorithms=list(algorithms), grid=self.grid, seeds=self.seeds,
             resume=(where / tuning.RECORD).is_file(), progress=False,
-            command=" ".join(map(shlex.quote, sys.argv)),
+            command=" ".join(map(shlex.quote, sys.argv)), jobs=self.jobs,
         )  # fmt: skip
 
     # -- look: the budget and the cadence
@@ -493,13 +495,19 @@ def main(argv=None) -> int:
         help="M = M_init values instead of the paper's 20,30,50 for Rennala and Malenia NIGT (a "
         "labelled variant: give it its own --out and --docs)",
     )
+    p.add_argument(
+        "--jobs", type=int, default=1, help="look/tune: programs at once, one process each"
+    )
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs: got {args.jobs}; expected >= 1")
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(SCENARIOS)}")
     names = args.names or [n for n in SCENARIOS if n.startswith("point_mass")]
     grid = variant_grid(args.eta, args.M)
-    pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick, grid) for n in names]
+    pipes = [Pipeline(SCENARIOS[n], args.out, args.docs, args.quick, grid, args.jobs)
+             for n in names]  # fmt: skip
     if args.command == "list":
         for pipe in pipes:
             print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {_state(pipe)}")
