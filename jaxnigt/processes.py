@@ -15,6 +15,8 @@ processes, each importing JAX on its own, and hands each a job ``fn(*args, stop=
   (:mod:`jaxnigt.signals`).  When the caller's ``stop`` is set, the parent sends SIGTERM to
   every child once, starts nothing new and raises the first child's
   :class:`~jaxnigt.signals.Interrupted` after all have ended.
+* **Orphans.** A child whose parent dies without stopping it (SIGKILL, an unhandled
+  SIGTERM) stops itself the same way within a second.
 * **Errors.** A job that raises stops the rest the same way (their finished chunks are kept)
   and its exception is raised again here, with the child's traceback as its ``__cause__``
   text; a child that dies without a word (killed, out of memory) is a :class:`JobError`.
@@ -23,9 +25,12 @@ processes, each importing JAX on its own, and hands each a job ``fn(*args, stop=
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import queue as queue_lib
 import signal
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,6 +70,7 @@ def _child(fn, args, index: int, reports) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from jaxnigt import signals
 
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     try:
         with signals.stop_on_signals((signal.SIGTERM,)) as flag:
             fn(*args, stop=flag)
@@ -72,6 +78,14 @@ def _child(fn, args, index: int, reports) -> None:
         reports.put((index, _portable(e), traceback.format_exc()))
         raise SystemExit(1) from None
     reports.put((index, None, ""))
+
+
+def _orphan_watch(parent: int) -> None:
+    """Stops this child (SIGTERM to itself: after its chunk) once its parent is gone, e.g.
+    killed with SIGKILL or by a SIGTERM it did not handle, so no job runs on unwatched."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _portable(error: BaseException) -> bytes:

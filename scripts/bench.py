@@ -12,7 +12,8 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, central, gpu
+Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, central, jobs,
+gpu
 (``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
@@ -133,6 +134,13 @@ def _memory(args):
     return rows, memory.format_rows(rows)
 
 
+def _jobs(args):
+    from benchmarks import jobs
+
+    rows = jobs.run(args.quick)
+    return rows, jobs.format_rows(rows)
+
+
 def _gpu(args):
     from benchmarks import gpu
 
@@ -167,10 +175,12 @@ BENCHMARKS = {
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
     "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
+    "jobs": (_jobs, "a tuning's programs in sequence vs in parallel processes (tune --jobs)"),
     "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
 }
 ALL = (
     "schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory", "central",
+    "jobs",
 )  # fmt: skip
 
 
@@ -180,6 +190,11 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
     for r in rows:
         if "error" in r:
             out.append(f"{name}: ERROR {r['error']}")
+        elif name == "jobs":
+            out.append(
+                f"jobs pair {r['pair']}: --jobs 1 / --jobs {r['jobs']} wall = {r['speedup']:.2f} "
+                f"(same results: {r['same_results']})"
+            )
         elif name == "schedule":
             out.append(
                 f"schedule n={r['n']}: {r['ratio_vs_n10']:.2f}x the n=10 call; "

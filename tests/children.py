@@ -123,4 +123,11 @@ def waiting_job(path: str, *, stop=None) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path}: no stop within {TIMEOUT} s")
         time.sleep(0.05)
+    Path(path).write_text("stopped")
     raise signals.Interrupted(stop.signum, Path(path).name, 1)
+
+
+if __name__ == "__main__":  # a parent of waiting jobs, for test_processes.py (to kill it)
+    from jaxnigt import processes
+
+    processes.run_all(waiting_job, [(p,) for p in sys.argv[1:]], workers=len(sys.argv) - 1)

@@ -4,6 +4,7 @@ forwarded to the children as SIGTERM.  The jobs live in ``tests/children.py``.""
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -71,5 +72,21 @@ def test_a_stop_reaches_the_running_jobs_and_starts_no_more(tmp_path):
     watcher.join()
     assert caught.value.signum == signal.SIGTERM and caught.value.exit_status == 143
     assert caught.value.chunks == 1  # the child's own report, pickled across
-    assert paths[0].read_text() == paths[1].read_text() == "started"
+    assert paths[0].read_text() == paths[1].read_text() == "stopped"
     assert not paths[2].exists()  # never started
+
+
+def test_children_stop_when_their_parent_is_killed(tmp_path):
+    """A parent killed by SIGKILL cannot forward a stop: its children see it gone and stop
+    themselves (after their chunk) instead of running on unwatched."""
+    paths = [tmp_path / f"orphan{i}" for i in range(2)]
+    parent = children.Child([sys.executable, children.__file__, *map(str, paths)], tmp_path,
+                            name="parent")  # fmt: skip
+    deadline = time.monotonic() + children.TIMEOUT
+    while not all(p.exists() for p in paths):
+        assert parent.poll() is None and time.monotonic() < deadline, parent.tail()
+        time.sleep(0.05)
+    parent.kill()  # SIGKILL
+    while not all(p.read_text() == "stopped" for p in paths):
+        assert time.monotonic() < deadline, [p.read_text() for p in paths]
+        time.sleep(0.05)
