@@ -55,14 +55,12 @@ def run_all(
     time in child processes (``workers == 1``: here, in order, ``flag = stop``).  ``fn`` must be
     importable by name (a module-level function) and ``args`` picklable; ``names`` label the
     jobs in errors.  Returns when every job has finished; raises as the module docstring says."""
-    if workers < 1:
-        raise ValueError(f"workers: got {workers}; expected >= 1")
     names = list(names) if names is not None else [f"job {i}" for i in range(len(jobs))]
-    if workers == 1 or len(jobs) <= 1:
-        for args in jobs:
-            fn(*args, stop=stop)
-        return
-    _Pool(fn, list(jobs), names, workers, stop).run()
+    with Pool(fn, workers=workers, stop=stop) as pool:
+        for args, name in zip(jobs, names, strict=True):
+            pool.submit(args, name)
+        while pool.busy:
+            pool.wait()
 
 
 def _child(fn, args, index: int, reports) -> None:
@@ -99,31 +97,79 @@ def _portable(error: BaseException) -> bytes:
         return pickle.dumps(JobError(f"{type(error).__name__}: {error}"))
 
 
-class _Pool:
-    def __init__(self, fn, jobs, names, workers, stop):
-        self.ctx = multiprocessing.get_context("spawn")
-        self.fn, self.jobs, self.names, self.workers, self.stop = fn, jobs, names, workers, stop
-        self.reports = self.ctx.Queue()
+class Pool:
+    """Jobs ``fn(*args, stop=flag)`` submitted one by one and waited for as they finish, at
+    most ``workers`` at a time in child processes (``workers == 1``: each runs here, in the
+    order submitted, when :meth:`wait` is called, with ``flag = stop``).  A scheduler that
+    learns what to run next from what has finished (:func:`jaxnigt.tuning.tune`) keeps every
+    worker busy with it.  Use it as a context manager: leaving it stops what still runs."""
+
+    def __init__(self, fn: Callable[..., Any], *, workers: int = 1, stop=None):
+        if workers < 1:
+            raise ValueError(f"workers: got {workers}; expected >= 1")
+        self.fn, self.workers, self.stop = fn, workers, stop
+        self.jobs: list[tuple] = []
+        self.names: list[str] = []
+        self.queued: list[int] = []
         self.running: dict[int, Any] = {}
         self.outcome: dict[int, tuple] = {}
+        self.reported: set[int] = set()
         self.stopping = False
+        self.ctx = multiprocessing.get_context("spawn") if workers > 1 else None
+        self.reports = self.ctx.Queue() if self.ctx else None
 
-    def run(self) -> None:
-        waiting = list(range(len(self.jobs)))
-        try:
-            while (waiting and not self.stopping) or self.running:
-                while waiting and not self.stopping and len(self.running) < self.workers:
-                    self._start(waiting.pop(0))
-                self._wait()
-                if not self.stopping and self._should_stop():
-                    self._terminate()
-        finally:  # an exception here (or KeyboardInterrupt): no orphans
-            for p in self.running.values():
-                p.terminate()
-                p.join()
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def busy(self) -> bool:
+        """Jobs submitted and not yet returned by :meth:`wait`."""
+        return len(self.reported) < len(self.jobs)
+
+    def submit(self, args: tuple, name: str) -> int:
+        """Queues a job; returns its id (0, 1, ... in submission order)."""
+        self.jobs.append(tuple(args))
+        self.names.append(name)
+        self.queued.append(len(self.jobs) - 1)
+        return len(self.jobs) - 1
+
+    def wait(self) -> list[int]:
+        """Blocks until at least one job finishes; returns the ids of those finished since the
+        last call.  A failed job, or the caller's ``stop``, stops the others and raises (the
+        module docstring)."""
+        if not self.busy:
+            raise ValueError("wait: no job is queued or running")
+        if self.ctx is None:  # here, in order
+            i = self.queued.pop(0)
+            self.fn(*self.jobs[i], stop=self.stop)
+            self.reported.add(i)
+            return [i]
+        while True:
+            while self.queued and not self.stopping and len(self.running) < self.workers:
+                self._start(self.queued.pop(0))
+            self._poll()
+            if not self.stopping and self._should_stop():
+                self._terminate()
+            if self.stopping and not self.running:
+                self._raise()
+            done = [i for i in self.outcome if i not in self.reported]
+            if done and not self.stopping:
+                self.reported.update(done)
+                return sorted(done)
+
+    def close(self) -> None:
+        """Stops the children still running (SIGTERM: after their chunk) and waits for them."""
+        for p in self.running.values():
+            p.terminate()
+            p.join()
+        self.running.clear()
+        if self.reports is not None:
             self.reports.close()
             self.reports.join_thread()
-        self._raise()
+            self.reports = None
 
     def _start(self, i: int) -> None:
         p = self.ctx.Process(target=_child, args=(self.fn, self.jobs[i], i, self.reports),
@@ -131,7 +177,7 @@ class _Pool:
         p.start()
         self.running[i] = p
 
-    def _wait(self) -> None:
+    def _poll(self) -> None:
         try:
             self._record(*self.reports.get(timeout=POLL_S))
         except queue_lib.Empty:
@@ -182,5 +228,4 @@ class _Pool:
             if isinstance(error, signals.Interrupted) and self.stop is not None:
                 error.signum = self.stop.signum or error.signum
             raise error from JobError(f"in {self.names[i]}:\n{text}")
-        if self.stopping and self.stop is not None and self.stop.requested:
-            raise signals.Interrupted(self.stop.signum, "the jobs not yet started", 0)
+        raise signals.Interrupted(self.stop.signum, "the jobs not yet started", 0)

@@ -35,10 +35,11 @@ Protocol (SPEC §8), per algorithm:
   ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
   reported as not interior.  A grid of one α is not extended.
 
-* **Rounds.** The searches of all algorithms go in lockstep (:func:`drive`): the first round
-  runs every algorithm's initial grid (the pool of a time target), each later one the
-  extensions its winners ask for.  A round's programs are independent: ``jobs`` > 1 runs them
-  in that many processes at once (:mod:`jaxnigt.processes`); the results do not depend on it.
+* **Scheduling.** Every algorithm's initial grid is submitted first; each algorithm's search
+  then goes on as soon as its own programs have finished (:func:`drive`; with a time
+  statistic, once every initial grid has, for the target).  ``jobs`` > 1 runs that many
+  programs at once, one process each (:mod:`jaxnigt.processes`), so one algorithm's
+  extensions run while another's slower programs still do; the results do not depend on it.
 
 Writes ``DIR/tuning.json`` (every point, the winners, the grids run) and ``DIR/tuned.yaml``:
 the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``, and
@@ -250,12 +251,17 @@ def search(
       ``{"points", "chosen", "lr_exp" (every exponent run), "interior", "extensions"}``.
     """
     steps = search_steps(lr_exp, programs, max_extensions=max_extensions, log=log, name=name)
+    points: list[list[dict]] = []
 
-    def run_round(pending):
-        return {k: [p for prog, exps in asked for p in run_points(prog, exps)]
-                for k, asked in pending.items()}  # fmt: skip
+    def submit(key, program, exps):  # runs at once: ``wait`` then has it
+        points.append(run_points(program, exps))
+        return len(points) - 1
 
-    return drive({name: steps}, run_round)[name]
+    def score(key, ids):
+        return [p for i in ids for p in points[i]]
+
+    ran = iter(range(10**9))
+    return drive({name: steps}, submit, lambda: [next(ran)], score)[name]
 
 
 def search_steps(
@@ -290,22 +296,49 @@ def search_steps(
             "extensions": done}  # fmt: skip
 
 
-def drive(searches: Mapping[str, Generator], run_round) -> dict[str, dict[str, Any]]:
-    """Runs :func:`search_steps` generators in lockstep: each round, the requests of every
-    unfinished search, ``{key: [(program, exponents)]}``, go to ``run_round`` at once, which
-    returns ``{key: scored points}``; returns ``{key: result}``.  A round's programs are
-    independent, so ``run_round`` may run them in parallel."""
-    pending, results = {}, {}
+def drive(
+    searches: Mapping[str, Generator],
+    submit: Callable[[str, Any, list[int]], int],
+    wait: Callable[[], list[int]],
+    score: Callable[[str, list[int]], list[dict]],
+    *,
+    first_rounds: Callable[[], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Runs :func:`search_steps` generators, each as fast as its own programs finish.
+
+    Every request of a search's round is submitted at once (``submit(key, program,
+    exponents) -> job id``); ``wait()`` blocks until some jobs finish and returns their ids;
+    when the last job of a round is done, ``score(key, ids)`` (the round's jobs in request
+    order) gives the points sent to the search, whose next round is submitted at once.  So
+    one search's extensions run while another's slower programs still do.  ``first_rounds``:
+    no first round is scored until every search's first round has finished, and it is called
+    then (a time target pools the initial grids).  Returns ``{key: result}``."""
+    rounds: dict[str, tuple[list[int], set[int]]] = {}
+    owner: dict[int, str] = {}
+    results: dict[str, dict] = {}
+    unscored_first = set(searches)
+
+    def start(key, requests):
+        ids = [submit(key, program, exps) for program, exps in requests]
+        owner.update(dict.fromkeys(ids, key))
+        rounds[key] = (ids, set(ids))
+
     for key, steps in searches.items():
-        pending[key] = next(steps)
-    while pending:
-        answers = run_round(pending)
-        for key in list(pending):
+        start(key, next(steps))
+    while rounds:
+        for i in wait():
+            rounds[owner.pop(i)][1].discard(i)
+        if unscored_first and first_rounds is not None:
+            if any(rounds[k][1] for k in unscored_first):
+                continue
+            first_rounds()
+        for key in [k for k, (_, left) in rounds.items() if not left]:
+            ids, _ = rounds.pop(key)
+            unscored_first.discard(key)
             try:
-                pending[key] = searches[key].send(answers[key])
+                start(key, searches[key].send(score(key, ids)))
             except StopIteration as done:
                 results[key] = done.value
-                del pending[key]
     return {key: results[key] for key in searches}
 
 
@@ -618,11 +651,9 @@ def tune(
     there and returns the report.  ``stop`` (``signals.stop_on_signals``) ends it after the
     current chunk (``signals.Interrupted``); ``resume`` continues it.
 
-    The searches of all algorithms go in lockstep rounds (:func:`drive`): the initial grids
-    of every algorithm first (the pool of a time statistic's target), then each round's
-    extensions.  ``jobs`` > 1 runs a round's programs in that many processes at once
-    (:mod:`jaxnigt.processes`; their lines prefixed by the program's directory, no progress
-    bars); the results do not depend on it, and it is not part of the request."""
+    ``jobs`` > 1 runs that many programs at once, one process each (the module docstring,
+    "Scheduling"; their lines prefixed by the program's directory, no progress bars); the
+    results do not depend on it, and it is not part of the request."""
     from jaxnigt import config as config_lib
     from jaxnigt import processes
 
@@ -645,38 +676,42 @@ def tune(
     }  # fmt: skip
     hp = {a: cfg.hparams_for(a) for a in algorithms}
     runs: dict[str, list[str]] = {a: [] for a in algorithms}
+    asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run directory)
+    pool = processes.Pool(_run_job, workers=jobs, stop=stop)
 
-    def run_round(pending):
-        asked = [(a, shapes, exps) for a, requests in pending.items() for shapes, exps in requests]
-        plans = [_plan(raw, a, out, grid, shapes, exps, seeds) for a, shapes, exps in asked]
-        for _, _, line in plans:
-            log(line)
-        parallel = jobs > 1 and len(plans) > 1
-        processes.run_all(
-            _run_job,
-            [(program, str(run_dir), progress and not parallel, None if parallel else log)
-             for program, run_dir, _ in plans],
-            workers=min(jobs, len(plans)), names=[d.name for _, d, _ in plans], stop=stop,
-        )  # fmt: skip
-        if timed and "target" not in report:  # the first round: every initial program
-            report["target"] = pooled_target([d for _, d, _ in plans], stats.fraction(statistic))
-            t = report["target"]
-            log(
-                f"[tune] {statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
-                f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
-                f"{len(plans)} initial programs)"
-            )
+    def submit(a, shapes, exps):
+        program, run_dir, line = _plan(raw, a, out, grid, shapes, exps, seeds)
+        log(line)
+        i = pool.submit((program, str(run_dir), progress and jobs == 1,
+                         log if jobs == 1 else None), run_dir.name)  # fmt: skip
+        asked[i] = (a, shapes, exps, run_dir)
+        return i
+
+    def first_rounds():  # a time statistic's target, on every initial program
+        pool_dirs = [run_dir for _, _, _, run_dir in asked.values()]
+        report["target"] = t = pooled_target(pool_dirs, stats.fraction(statistic))
+        log(
+            f"[tune] {statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
+            f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
+            f"{len(pool_dirs)} initial programs)"
+        )
+
+    def score(a, ids):
         target = report.get("target", {}).get("value")
-        answers = {a: [] for a in pending}
-        for (a, shapes, exps), (_, run_dir, _) in zip(asked, plans, strict=True):
+        points = []
+        for i in ids:
+            _, shapes, exps, run_dir = asked[i]
             runs[a].append(str(run_dir))
-            answers[a] += score_run(run_dir, statistic, exps, _etas(a, hp[a], grid),
-                                    {"M": hp[a].M, **shapes}, target)  # fmt: skip
-        return answers
+            points += score_run(run_dir, statistic, exps, _etas(a, hp[a], grid),
+                                {"M": hp[a].M, **shapes}, target)  # fmt: skip
+        return points
 
     steps = functools.partial(search_steps, max_extensions=grid.max_extensions, log=log)
     searches = {a: steps(grid.lr_exp, _programs(a, grid), name=a) for a in algorithms}
-    for a, result in drive(searches, run_round).items():
+    with pool:
+        found = drive(searches, submit, pool.wait, score,
+                      first_rounds=first_rounds if timed else None)  # fmt: skip
+    for a, result in found.items():
         names = tuned_shapes(a, grid)
         result.update(eta=list(_etas(a, hp[a], grid)),
                       M=list(grid.shapes["M"]) if "M" in names else [hp[a].M])  # fmt: skip

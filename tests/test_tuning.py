@@ -109,6 +109,62 @@ def test_search_is_bounded():
     assert out["extensions"] == 0 and not out["interior"]
 
 
+def _race(first_rounds=None):
+    """Two searches through :func:`tuning.drive` with made-up jobs: "slow" (one program,
+    interior optimum) whose jobs finish only when nothing else is left, and "fast" (two
+    programs, optimum below its grid: two extensions).  Returns the event log."""
+    events, jobs, done = [], {}, []
+    optimum = {"slow": -5, "fast": -11}
+
+    def submit(key, program, exps):
+        jobs[len(jobs)] = (key, program, list(exps))
+        events.append(("submit", key, min(exps)))
+        return len(jobs) - 1
+
+    def wait():
+        left = [i for i in jobs if i not in done]
+        i = next((i for i in left if jobs[i][0] == "fast"), left[0])
+        done.append(i)
+        events.append(("done", jobs[i][0], min(jobs[i][2])))
+        return [i]
+
+    def score(key, ids):
+        events.append(("score", key))
+        return [_point(e, -float((e - optimum[key]) ** 2), M=jobs[i][1])
+                for i in ids for e in jobs[i][2]]  # fmt: skip
+
+    def steps(key, grid, programs):
+        return tuning.search_steps(grid, programs, log=lambda _: None, name=key)
+
+    searches = {"slow": steps("slow", [-6, -4], [20]), "fast": steps("fast", [-6, -4], [20, 30])}
+    out = tuning.drive(searches, submit, wait, score, first_rounds=first_rounds)
+    return out, events
+
+
+def test_drive_goes_on_with_each_search_as_its_own_programs_finish():
+    out, events = _race()
+    assert out["fast"]["chosen"]["lr_exp"] == -12 and out["fast"]["extensions"] == 2
+    assert out["slow"]["chosen"]["lr_exp"] == -6 and out["slow"]["extensions"] == 1
+    # both of fast's extensions were submitted before slow's first program finished
+    slow_done = events.index(("done", "slow", -6))
+    assert events.index(("submit", "fast", -10)) < events.index(("submit", "fast", -14))
+    assert events.index(("submit", "fast", -14)) < slow_done
+    assert events[:3] == [("submit", "slow", -6), ("submit", "fast", -6), ("submit", "fast", -6)]
+
+
+def test_drive_scores_no_first_round_before_every_first_round_is_done():
+    calls = []
+
+    def first_rounds():
+        calls.append(len(calls))
+
+    out, events = _race(first_rounds)
+    assert calls == [0]  # once
+    first_score = next(i for i, e in enumerate(events) if e[0] == "score")
+    assert events.index(("done", "slow", -6)) < first_score
+    assert out["fast"]["chosen"]["lr_exp"] == -12  # the same searches, in another order
+
+
 # ----------------------------------------------------------------- algorithm traits
 
 
