@@ -105,6 +105,20 @@ def write_job(path: str, text: str, *, stop=None) -> None:
     Path(path).write_text(f"{text} {os.getpid()}")
 
 
+def after_job(path: str, before: str | None, *, stop=None) -> None:
+    """Writes ``path`` once the file ``before`` exists (None: at once); :data:`TIMEOUT` only
+    catches one that never comes."""
+    import time
+
+    del stop
+    deadline = time.monotonic() + TIMEOUT
+    while before is not None and not Path(before).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path}: {before} did not come within {TIMEOUT} s")
+        time.sleep(0.05)
+    Path(path).write_text("done")
+
+
 def failing_job(path: str, *, stop=None) -> None:
     del stop
     raise ValueError(f"bad job {Path(path).name}")

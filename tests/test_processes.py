@@ -24,6 +24,23 @@ def test_jobs_run_in_child_processes_and_every_one_finishes(tmp_path):
     assert os.getpid() not in pids and len(pids) == 3  # a fresh process per job
 
 
+def test_a_pool_returns_each_job_as_it_finishes(tmp_path):
+    """``Pool.wait``: the job submitted second, and quicker, comes back first; a job submitted
+    after that runs on the freed worker while the first still does (it waits for the last)."""
+    path = {name: str(tmp_path / name) for name in ("slow", "fast", "late")}
+    with processes.Pool(children.after_job, workers=2) as pool:
+        slow = pool.submit((path["slow"], path["late"]), "slow")
+        fast = pool.submit((path["fast"], None), "fast")
+        assert pool.wait() == [fast]
+        late = pool.submit((path["late"], None), "late")
+        done = pool.wait()  # late; slow may follow it within the same poll
+        assert late in done
+        done += [] if slow in done else pool.wait()
+        assert sorted(done) == [slow, late] and not pool.busy
+    with pytest.raises(ValueError, match="no job is queued or running"):
+        pool.wait()
+
+
 def test_one_worker_runs_the_jobs_here_in_order(tmp_path):
     order = []
 
