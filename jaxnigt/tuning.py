@@ -629,6 +629,69 @@ def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
     files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
 
 
+class _Searches:
+    """Every algorithm's search of one tuning (:func:`drive`), its programs run by a
+    :class:`jaxnigt.processes.Pool` of ``jobs``; ``report`` gets a time statistic's target."""
+
+    def __init__(self, raw, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
+                 log, progress: bool, jobs: int, stop):  # fmt: skip
+        from jaxnigt import config as config_lib
+
+        self.raw, self.out, self.grid, self.seeds = raw, out, grid, seeds
+        self.statistic, self.report, self.log = statistic, report, log
+        self.progress, self.jobs, self.stop = progress, jobs, stop
+        self.cfg = config_lib.from_dict(_runnable(raw))
+        self.hp: dict[str, Any] = {}
+        self.runs: dict[str, list[str]] = {}
+        self.asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run dir)
+        self.pool = None
+
+    def run(self, algorithms: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """``{algorithm: search result}`` (:func:`search`'s)."""
+        from jaxnigt import processes
+
+        self.hp = {a: self.cfg.hparams_for(a) for a in algorithms}
+        self.runs = {a: [] for a in algorithms}
+        steps = functools.partial(search_steps, max_extensions=self.grid.max_extensions,
+                                  log=self.log)  # fmt: skip
+        searches = {a: steps(self.grid.lr_exp, _programs(a, self.grid), name=a)
+                    for a in algorithms}  # fmt: skip
+        timed = self.statistic in stats.TIME_STATISTICS
+        with processes.Pool(_run_job, workers=self.jobs, stop=self.stop) as self.pool:
+            return drive(searches, self.submit, self.pool.wait, self.score,
+                         first_rounds=self.first_rounds if timed else None)  # fmt: skip
+
+    def submit(self, a: str, shapes, exps) -> int:
+        program, run_dir, line = _plan(self.raw, a, self.out, self.grid, shapes, exps,
+                                       self.seeds)  # fmt: skip
+        self.log(line)
+        alone = self.jobs == 1
+        job = (program, str(run_dir), self.progress and alone, self.log if alone else None)
+        i = self.pool.submit(job, run_dir.name)
+        self.asked[i] = (a, shapes, exps, run_dir)
+        return i
+
+    def first_rounds(self) -> None:
+        """A time statistic's target, on every initial program (all submitted so far)."""
+        dirs = [run_dir for _, _, _, run_dir in self.asked.values()]
+        self.report["target"] = t = pooled_target(dirs, stats.fraction(self.statistic))
+        self.log(
+            f"[tune] {self.statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
+            f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
+            f"{len(dirs)} initial programs)"
+        )
+
+    def score(self, a: str, ids) -> list[dict]:
+        target = self.report.get("target", {}).get("value")
+        points = []
+        for i in ids:
+            _, shapes, exps, run_dir = self.asked[i]
+            self.runs[a].append(str(run_dir))
+            points += score_run(run_dir, self.statistic, exps, _etas(a, self.hp[a], self.grid),
+                                {"M": self.hp[a].M, **shapes}, target)  # fmt: skip
+        return points
+
+
 def tune(
     raw: Mapping[str, Any],
     out: str | Path,
@@ -655,7 +718,6 @@ def tune(
     "Scheduling"; their lines prefixed by the program's directory, no progress bars); the
     results do not depend on it, and it is not part of the request."""
     from jaxnigt import config as config_lib
-    from jaxnigt import processes
 
     seeds = tuple(seeds)
     algorithms = check_request(raw, algorithms, grid, seeds, statistic)
@@ -674,49 +736,14 @@ def tune(
         "tie_rule": TIE_RULE, "budget": cfg.budget, "tune_seeds": list(seeds),
         "grid": grid.record(), "algorithms": {},
     }  # fmt: skip
-    hp = {a: cfg.hparams_for(a) for a in algorithms}
-    runs: dict[str, list[str]] = {a: [] for a in algorithms}
-    asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run directory)
-    pool = processes.Pool(_run_job, workers=jobs, stop=stop)
-
-    def submit(a, shapes, exps):
-        program, run_dir, line = _plan(raw, a, out, grid, shapes, exps, seeds)
-        log(line)
-        i = pool.submit((program, str(run_dir), progress and jobs == 1,
-                         log if jobs == 1 else None), run_dir.name)  # fmt: skip
-        asked[i] = (a, shapes, exps, run_dir)
-        return i
-
-    def first_rounds():  # a time statistic's target, on every initial program
-        pool_dirs = [run_dir for _, _, _, run_dir in asked.values()]
-        report["target"] = t = pooled_target(pool_dirs, stats.fraction(statistic))
-        log(
-            f"[tune] {statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
-            f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
-            f"{len(pool_dirs)} initial programs)"
-        )
-
-    def score(a, ids):
-        target = report.get("target", {}).get("value")
-        points = []
-        for i in ids:
-            _, shapes, exps, run_dir = asked[i]
-            runs[a].append(str(run_dir))
-            points += score_run(run_dir, statistic, exps, _etas(a, hp[a], grid),
-                                {"M": hp[a].M, **shapes}, target)  # fmt: skip
-        return points
-
-    steps = functools.partial(search_steps, max_extensions=grid.max_extensions, log=log)
-    searches = {a: steps(grid.lr_exp, _programs(a, grid), name=a) for a in algorithms}
-    with pool:
-        found = drive(searches, submit, pool.wait, score,
-                      first_rounds=first_rounds if timed else None)  # fmt: skip
-    for a, result in found.items():
+    searches = _Searches(raw, out, grid, seeds, statistic, report, log=log, progress=progress,
+                         jobs=jobs, stop=stop)  # fmt: skip
+    for a, result in searches.run(algorithms).items():
         names = tuned_shapes(a, grid)
-        result.update(eta=list(_etas(a, hp[a], grid)),
-                      M=list(grid.shapes["M"]) if "M" in names else [hp[a].M])  # fmt: skip
+        result.update(eta=list(_etas(a, searches.hp[a], grid)),
+                      M=list(grid.shapes["M"]) if "M" in names else [searches.hp[a].M])  # fmt: skip
         result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
-        result.update(runs=runs[a], M_tuned="M" in names, tuned_shapes=list(names))
+        result.update(runs=searches.runs[a], M_tuned="M" in names, tuned_shapes=list(names))
         report["algorithms"][a] = result
     report["speed"] = speed(report, out)
     _write(out, raw, report, seeds)
