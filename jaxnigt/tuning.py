@@ -251,17 +251,23 @@ def search(
       ``{"points", "chosen", "lr_exp" (every exponent run), "interior", "extensions"}``.
     """
     steps = search_steps(lr_exp, programs, max_extensions=max_extensions, log=log, name=name)
-    points: list[list[dict]] = []
+    points: list[list[dict]] = []  # by job id
+    finished: list[int] = []
 
-    def submit(key, program, exps):  # runs at once: ``wait`` then has it
+    def submit(key, program, exps):  # runs at once; the next ``wait`` returns it
         points.append(run_points(program, exps))
-        return len(points) - 1
+        finished.append(len(points) - 1)
+        return finished[-1]
+
+    def wait():
+        done = finished[:]
+        finished.clear()
+        return done
 
     def score(key, ids):
         return [p for i in ids for p in points[i]]
 
-    ran = iter(range(10**9))
-    return drive({name: steps}, submit, lambda: [next(ran)], score)[name]
+    return drive({name: steps}, submit, wait, score)[name]
 
 
 def search_steps(
@@ -483,12 +489,12 @@ def _check_shapes(grid: Grid) -> None:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
-def _plan(raw, algorithm, out: Path, grid: Grid, shapes, exps, seeds) -> tuple[dict, Path, str]:
-    """One tuning program of ``algorithm``: ``(its raw config, its run directory, a line
-    that announces it)``."""
+def _plan(raw, algorithm, hp, out: Path, grid: Grid, shapes, exps, seeds) -> tuple[dict, Path, str]:
+    """One tuning program of ``algorithm`` (``hp``: its hparams in ``raw``): ``(its raw
+    config, its run directory, a line that announces it)``."""
     from jaxnigt import config as config_lib
 
-    etas = _etas(algorithm, config_lib.from_dict(_runnable(raw)).hparams_for(algorithm), grid)
+    etas = _etas(algorithm, hp, grid)
     program = program_raw(raw, algorithm, shapes, exps, etas, seeds)
     config_lib.from_dict(program)  # a bad program stops here, before any runs of its round
     run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
@@ -633,14 +639,12 @@ class _Searches:
     """Every algorithm's search of one tuning (:func:`drive`), its programs run by a
     :class:`jaxnigt.processes.Pool` of ``jobs``; ``report`` gets a time statistic's target."""
 
-    def __init__(self, raw, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
+    def __init__(self, raw, cfg, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
                  log, progress: bool, jobs: int, stop):  # fmt: skip
-        from jaxnigt import config as config_lib
-
         self.raw, self.out, self.grid, self.seeds = raw, out, grid, seeds
         self.statistic, self.report, self.log = statistic, report, log
         self.progress, self.jobs, self.stop = progress, jobs, stop
-        self.cfg = config_lib.from_dict(_runnable(raw))
+        self.cfg = cfg  # ``raw`` parsed
         self.hp: dict[str, Any] = {}
         self.runs: dict[str, list[str]] = {}
         self.asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run dir)
@@ -662,8 +666,8 @@ class _Searches:
                          first_rounds=self.first_rounds if timed else None)  # fmt: skip
 
     def submit(self, a: str, shapes, exps) -> int:
-        program, run_dir, line = _plan(self.raw, a, self.out, self.grid, shapes, exps,
-                                       self.seeds)  # fmt: skip
+        program, run_dir, line = _plan(self.raw, a, self.hp[a], self.out, self.grid, shapes,
+                                       exps, self.seeds)  # fmt: skip
         self.log(line)
         alone = self.jobs == 1
         job = (program, str(run_dir), self.progress and alone, self.log if alone else None)
@@ -736,7 +740,7 @@ def tune(
         "tie_rule": TIE_RULE, "budget": cfg.budget, "tune_seeds": list(seeds),
         "grid": grid.record(), "algorithms": {},
     }  # fmt: skip
-    searches = _Searches(raw, out, grid, seeds, statistic, report, log=log, progress=progress,
+    searches = _Searches(raw, cfg, out, grid, seeds, statistic, report, log=log, progress=progress,
                          jobs=jobs, stop=stop)  # fmt: skip
     for a, result in searches.run(algorithms).items():
         names = tuned_shapes(a, grid)
