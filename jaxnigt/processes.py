@@ -1,10 +1,12 @@
 """Independent jobs in parallel processes: one per core where one run cannot use them all.
 
-A tuning program is one jitted run; on a CPU host XLA keeps about one core busy with it, and
-sharding its batch over forced host devices is slower (docs/benchmarks.md, "devices").  The
-programs of a tuning round are independent run directories, so the way to use every core is
-one *process* per program: :func:`run_all` starts at most ``workers`` fresh (``spawn``)
-processes, each importing JAX on its own, and hands each a job ``fn(*args, stop=flag)``.
+A tuning program is one jitted run; on a CPU host an MJX program keeps about one core busy,
+and sharding its batch over forced host devices is slower (docs/benchmarks.md, "devices").
+A tuning's programs are independent run directories, so the way to use every core is one
+*process* per program: :class:`Pool` (and :func:`run_all` on it) starts at most ``workers``
+fresh (``spawn``) processes, each importing JAX on its own (≈ 10 s: it pays for programs of
+minutes, not seconds; docs/benchmarks.md, "jobs"), and hands each a job
+``fn(*args, stop=flag)``.
 
 * ``workers == 1`` runs the jobs here, in order, with the caller's ``stop`` flag (the
   behaviour without this module).
