@@ -28,7 +28,10 @@ the scenario's budget.
 over every program of the look) gives the slowest winner's upper median S.  The budget is
 :func:`budget_for` (about 2 S, rounded up to a round number; the look's budget when a
 winner's median never reaches the target), the evaluation cadence :func:`cadence` (at least
-100 evaluations per budget and 20 before the fastest winner's median time).
+100 evaluations per budget and 20 before the fastest winner's median time).  When the budget
+is the look's, the look is the tuning (:meth:`Pipeline.look_is_tuning`: the same grid, seeds
+and budget; its cadence, the look's budget / 64, is the only difference); scenarios tuned
+before 2026-12-02 13:30 UTC reran it at the finer cadence.
 
 **The claims** (:data:`CLAIMS`): each has its primary statistic, fixed before the runs, and
 is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the lead-growth claim by
@@ -133,7 +136,7 @@ def _env_scenarios(env: str, scale: float) -> list[Scenario]:
         Scenario(f"{env}_sqrt_dim", env, {}, 8000 * scale, "fastest", 5, second.MODELS, True),
         Scenario(f"{env}_exponential", env, _EXP, 8000 * scale, "fastest", sensitivity=True),
         Scenario(f"{env}_straggler", env, _STRAGGLER, 8000 * scale, "fastest", sensitivity=True),
-        Scenario(f"{env}_n100", env, _N100, 22000 * scale, "fastest", sensitivity=True),
+        Scenario(f"{env}_n100", env, _N100, 22000 * scale, "fastest", 5, second.MODELS, True),
         Scenario(f"{env}_n100_decreasing", env, _DECREASING, 22000 * scale, "fastest"),
         # A look of 15,000 saw no lasting improvement on point_mass (every winner's
         # second-half return below the look's target: check_look); the second edition's
@@ -326,9 +329,28 @@ class Pipeline:
         reference = CLAIMS[self.sc.claim][0]
         return {**MATCH_M, "M": int(self.chosen("tune")[reference]["M"])}
 
+    def look_is_tuning(self) -> bool:
+        """Whether the look already is the tuning: the sized budget is the look's (a winner
+        never reached the target, or only late), so the ``tune`` stage would rerun the same
+        grid on the same seeds at the same budget, only with a finer evaluation cadence."""
+        s = self.sizing()
+        return (
+            s.get("look_budget") == s["budget"] and (self.where / "look" / "tuning.json").is_file()
+        )
+
     def tune(self, models=None) -> None:
+        tune = self.where / "tune"
+        if not tune.exists() and self.look_is_tuning():
+            tune.symlink_to("look", target_is_directory=True)  # relative: the tree can move
+            print(
+                f"[third] {self.sc.name}: the look is the tuning "
+                f"(budget {self.sizing()['budget']:g}: the look's)"
+            )
         for tag, algorithms, raw in self.tunings(models):
             print(f"[third] {self.sc.name}: {tag} ({', '.join(algorithms)})", flush=True)
+            if tag == "tune" and tune.is_symlink():  # the look's report, not rerun
+                print(tuning.table(json.loads((tune / "tuning.json").read_text())))
+                continue
             print(tuning.table(self._tune(raw, self.where / tag, algorithms)))
 
     def chosen(self, tag: str) -> dict:

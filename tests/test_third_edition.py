@@ -103,3 +103,28 @@ def test_the_matched_batch_of_a_sensitivity_run_follows_the_reference_tuned_M(tm
 
     cfg = config_lib.from_dict(runs["point_mass_sqrt_dim__match_M"])
     assert cfg.hparams_for("sync_nigt").M == 200
+
+
+def test_a_look_at_the_budget_it_sizes_is_the_tuning(tmp_path, monkeypatch):
+    # point_mass_hetero: the budget is the look's, so a tune stage would rerun the same grid
+    pipe = third.Pipeline(third.SCENARIOS["point_mass_hetero"], tmp_path, tmp_path)
+    pipe.size(60000.0, 600.0, "test")
+    assert not pipe.look_is_tuning()  # no look: nothing to reuse
+    sizing = {**pipe.sizing(), "look_budget": 60000.0}
+    (pipe.where / "sizing.json").write_text(json.dumps(sizing))
+    (pipe.where / "look").mkdir()
+    report = {"algorithms": {"malenia_nigt": {"chosen": {"learning_rate": 0.25, "eta": 0.1}}}}
+    (pipe.where / "look" / "tuning.json").write_text(json.dumps(report))
+    assert pipe.look_is_tuning()
+    monkeypatch.setattr(third.tuning, "table", lambda r: "table")
+    monkeypatch.setattr(pipe, "_tune", lambda *a: pytest.fail("the look is rerun"))
+    pipe.tune()
+    assert (pipe.where / "tune").is_symlink()
+    assert pipe.chosen("tune") == {"malenia_nigt": {"learning_rate": 0.25, "eta": 0.1}}
+    # a budget below the look's is tuned at that budget
+    other = third.Pipeline(third.SCENARIOS["point_mass_equal"], tmp_path, tmp_path)
+    other.size(100.0, 1.0, "test")
+    (other.where / "sizing.json").write_text(json.dumps({**other.sizing(), "look_budget": 1000}))
+    (other.where / "look").mkdir()
+    (other.where / "look" / "tuning.json").write_text(json.dumps(report))
+    assert not other.look_is_tuning()
