@@ -68,7 +68,7 @@ import sys
 import jax
 import numpy as np
 
-from jaxnigt import checks, events, schedules, timing
+from jaxnigt import checks, events, schedules, sizing, timing
 from jaxnigt.files import atomic_write_text
 from jaxnigt.simulation import (
     ROUND_RULES,
@@ -81,6 +81,7 @@ from jaxnigt.theory import rennala_theory_time, shared_link_rate_bound
 from jaxnigt.timing import TimeModel
 
 RULES = (*ROUND_RULES, "async", "ringmaster", "seed")
+DEFAULT_OUT = "clock.csv"
 
 
 class FlagError(ValueError):
@@ -197,6 +198,14 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     rounds = _int("--rounds", args.rounds)
     seed = _int("--seed", args.seed, minimum=0)
     rule = _choice("--rule", args.rule, RULES)
+    per_round = rule in ROUND_RULES
+    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=per_round)
+    try:  # before anything of size n is built
+        sizing.check(f"the {rule} clock of {rounds:,} rows", needed, n, name="n")
+    except sizing.SizeError as e:
+        raise FlagError(
+            "--n", f"got {str(e).removeprefix('n = ').replace(': ', '; ', 1)}"
+        ) from None
     if rule == "msync" and M > n:
         raise FlagError("--M", f"got {M}; --rule msync waits for m = M <= n = {n} workers")
     inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
@@ -229,7 +238,7 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     R = n if args.R is None else _int("--R", args.R)
     if args.stops and rule != "ringmaster":
         raise FlagError("--stops", "only with --rule ringmaster")
-    out = str(args.out)
+    out = DEFAULT_OUT if args.out is None else str(args.out)
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
         raise FlagError("--out", f"expected a file path in an existing directory, got {out!r}")
@@ -407,6 +416,14 @@ def run(args: argparse.Namespace) -> int:
     except FlagError as e:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
+    status = _simulate(cfg, tm)
+    if args.out is None:
+        print(f"[jaxnigt] wrote {os.path.abspath(cfg.out)} (the default --out)")
+    return status
+
+
+def _simulate(cfg: ClockConfig, tm: TimeModel) -> int:
+    """Simulates ``cfg``'s rule, writes its CSV and prints its summary."""
     key = jax.random.key(cfg.seed)
     if cfg.rule == "seed":
         final, batches, _ = simulate_seed(
@@ -492,7 +509,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "updates with --rule seed) (>= 1)",
     )  # fmt: skip
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
-    p.add_argument("--out", default="clock.csv", help="CSV output path")
+    p.add_argument("--out", default=None, help=f"CSV output path (default ./{DEFAULT_OUT})")
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
     p.add_argument("--horizon", default=None, help="H, required with --per-step")
     p.add_argument("--capacity", default=None, help="Malenia per-worker capacity (6M)")

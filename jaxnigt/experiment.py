@@ -76,23 +76,34 @@ class _Results:
         return time.monotonic() - self.last_write >= self.config.live_every_s
 
     def partial(self, algorithm: str, m: dict[str, np.ndarray], *, force: bool = False) -> None:
-        """Writes the finished rows plus ``algorithm``'s rows so far (throttled)."""
+        """Writes the finished rows plus ``algorithm``'s rows so far (throttled); its summary
+        entry says it has not finished."""
         now = time.monotonic()
         if not force and not self.due():
             return
         rows = self.rows + results.metric_rows(algorithm, m)
         counts = self.count_rows + results.worker_count_rows(algorithm, m)
         plot = force or now - self.last_plot >= self.config.plot_every_s
-        self.write(rows, counts, plot=plot)
+        self.write(rows, counts, plot=plot, running=algorithm)
         self.last_write = now
         self.last_plot = now if plot else self.last_plot
 
-    def write(self, rows=None, counts=None, *, plot: bool = True) -> dict[str, Any]:
+    def write(self, rows=None, counts=None, *, plot: bool = True, running: str | None = None):
         """Writes the result files of ``rows`` and ``counts`` (default: the finished
-        algorithms'), the curves too with ``plot``; returns the summary."""
+        algorithms'), the curves too with ``plot``; returns the summary.
+
+        Every summary entry says whether its algorithm ``finished`` (the one ``running``, if
+        any, has not: its entry also gives ``sim_time_reached``, the simulated time every
+        one of its seeds has reached, and its ``final_median_return`` is the latest
+        evaluation so far).
+        """
         rows = self.rows if rows is None else rows
         counts = self.count_rows if counts is None else counts
         summary = results.summarize(rows, self.config.target_return)
+        for name, entry in summary.items():
+            entry["finished"] = name.split("[")[0] != running
+            if not entry["finished"]:
+                entry["sim_time_reached"] = results.time_reached(rows, name)
         for name, (wall, compile_s, per_update) in self.timings.items():
             if name in summary:
                 summary[name]["wall_seconds"] = round(wall, 2)
@@ -173,11 +184,12 @@ def run_experiment(
             raise files.RunDirError(f"run directory {files.describe(e)}") from None
         outputs = _Results(config, out, rows, count_rows)
         try:
-            for algorithm in config.algorithms:
+            for k, algorithm in enumerate(config.algorithms, 1):
                 if algorithm in done:
                     log(f"[jaxnigt] {algorithm}: finished in an earlier run; kept")
                     continue
-                _run_one(config, algorithm, out, outputs, progress, resume, log, stop)
+                label = f"{algorithm} ({k} of {len(config.algorithms)})"
+                _run_one(config, algorithm, out, outputs, progress, resume, log, stop, label)
             return outputs.write(plot=plot)
         except files.RunDirError:
             raise
@@ -211,8 +223,10 @@ class _TensorBoard:
         self.writer.close()
 
 
-def _run_one(config, algorithm, out: Path, outputs: _Results, progress, resume, log, stop) -> None:
-    """Runs one algorithm of an experiment and keeps (and writes) its rows."""
+def _run_one(config, algorithm, out: Path, outputs: _Results, progress, resume, log, stop,
+             label: str) -> None:  # fmt: skip
+    """Runs one algorithm of an experiment and keeps (and writes) its rows; ``label`` names
+    it on the progress bar."""
     batch = batch_size(config, algorithm)
     _, slot_mesh = parallel.device_plan(config.devices, batch)
     tr = make_trainer(config, algorithm, mesh=slot_mesh)
@@ -233,7 +247,7 @@ def _run_one(config, algorithm, out: Path, outputs: _Results, progress, resume, 
     try:
         m = run_algorithm(
             config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume,
-            log=log, stop=stop, on_chunk=live,
+            log=log, stop=stop, on_chunk=live, label=label,
         )  # fmt: skip
     except Interrupted as e:
         outputs.partial(algorithm, e.partial, force=True)

@@ -195,6 +195,19 @@ def time_to_target(xs: np.ndarray, curve: np.ndarray, target: float) -> float | 
     return t if math.isfinite(t) else None
 
 
+def time_reached(rows: Sequence[dict], name: str) -> float:
+    """The simulated time every seed of summary entry ``name`` (``algorithm`` or
+    ``algorithm[grid=g]``) has reached in ``rows``: the smallest of the seeds' latest."""
+    algorithm, _, rest = name.partition("[grid=")
+    grid = int(rest.rstrip("]")) if rest else 0
+    latest: dict[Any, float] = {}
+    for r in rows:
+        if r["algorithm"] == algorithm and int(r["grid"]) == grid:
+            key = int(r["seed"])
+            latest[key] = max(latest.get(key, -math.inf), float(r["sim_time"]))
+    return min(latest.values()) if latest else 0.0
+
+
 def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
     """Per algorithm and grid point: final/best median eval return, time to ``target``.
 

@@ -78,16 +78,27 @@ def _wait(tree: Any) -> Any:
 
 
 class _Progress:
-    """tqdm bar over simulated time (or rounds), disabled when not wanted."""
+    """tqdm bar over simulated time (or rounds), disabled when not wanted.
 
-    def __init__(self, enabled: bool, total: float, desc: str):
+    Its rate is simulated time (``sim-t``) or rounds per wall-clock second, counted from
+    :meth:`start` (after compilation), so the rate and the time left exclude compiling.
+    """
+
+    def __init__(self, enabled: bool, total: float, desc: str, unit: str):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(
-                total=round(total, 2), desc=desc, unit="t", leave=True, dynamic_ncols=True
-            )
+                total=round(total, 2), desc=desc, unit=unit, leave=True, dynamic_ncols=True,
+                postfix={"status": "compiling"},
+            )  # fmt: skip
+
+    def start(self) -> None:
+        """Counts the rate (and the time left) from now on, from where the bar stands."""
+        if self.bar is not None:
+            self.bar.start_t = self.bar.last_print_t = self.bar._time()
+            self.bar.initial = self.bar.last_print_n = self.bar.n
 
     def update(self, value: float, **postfix: Any) -> None:
         if self.bar is not None:
@@ -112,6 +123,7 @@ class _Run:
     mesh: Any
     program: Callable
     init: Callable
+    first_step: Callable | None
     budget: float
     max_rounds: float
     budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
@@ -121,6 +133,10 @@ class _Run:
     chunks: int = 0
     state: Any = None
     compile_seconds: float = 0.0
+    last_eval: np.ndarray | None = None  # [B] each seed's latest evaluation return
+
+    def __post_init__(self):
+        self.last_eval = np.full(len(self.budgets), np.nan, np.float32)
 
     @property
     def batch(self) -> int:
@@ -135,13 +151,15 @@ class _Run:
 
 
 class _Programs(NamedTuple):
-    """The jitted programs of one algorithm's run: the trainer they close over, the chunk
-    (``chunk_and_evaluate``) and its chunk length, and the initial state."""
+    """The jitted programs of one algorithm's run: the trainer they are built from, the chunk
+    (``chunk_and_evaluate``) and its chunk length, the initial state, and round 0 when it
+    has its own shape (``M_init != M``)."""
 
     trainer: Trainer
     every: int
     chunk: Callable
     init: Callable
+    first_step: Callable | None
 
 
 def _max_rounds(config: ExperimentConfig) -> float:
@@ -149,15 +167,24 @@ def _max_rounds(config: ExperimentConfig) -> float:
 
 
 def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
+    """The run's programs; each takes the cluster's per-worker arrays as an argument
+    (:meth:`Trainer.program`), so their compile time does not grow with n."""
     every = tr.eval_every(config.eval.every, config.eval.every_time)
     max_rounds = _max_rounds(config)
-    chunk = jax.vmap(
-        lambda s, k, train, b: tr.chunk_and_evaluate(
+    chunk = lambda t, *args: jax.vmap(
+        lambda s, k, train, b: t.chunk_and_evaluate(
             s, k, train, every, budget=b, max_rounds=max_rounds
         ),
         in_axes=(0, 0, None, 0),
+    )(*args)
+    first = lambda t, state, budget: jax.vmap(t.first_step)(state, budget)
+    return _Programs(
+        tr,
+        every,
+        tr.program(chunk),
+        tr.program(lambda t, keys, hyper: jax.vmap(t.init)(keys, hyper)),
+        tr.program(first) if tr.first_step is not None else None,
     )
-    return _Programs(tr, every, jax.jit(chunk), jax.jit(jax.vmap(tr.init)))
 
 
 # What a run's programs depend on is the config but for these keys (values that only feed
@@ -211,6 +238,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         mesh=mesh,
         program=progs.chunk,
         init=progs.init,
+        first_step=progs.first_step,
         budget=budget,
         max_rounds=_max_rounds(config),
         budgets=np.full(batch, budget, np.float32),
@@ -264,6 +292,8 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
         returns = np.zeros((run.batch, 1), np.float32)
     evals = evaluation_columns(evaluated, returns, setup.worker_types, setup.task.num_types)
     run.history.append({**metrics, **evals})
+    latest = _last_finite(evals["eval_return"])
+    run.last_eval = np.where(np.isnan(latest), run.last_eval, latest)
 
 
 def _initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
@@ -290,6 +320,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
         run.budgets[run.diverged] = -np.inf
         run.history = [restored]
+        run.last_eval = _last_finite(restored["eval_return"])
         steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
         if steps != run.chunks * run.every:
             raise checkpoint.CheckpointError(
@@ -302,9 +333,8 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
     run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
     _record(run, _initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
-    if run.trainer.first_step is not None:  # round 0 with M_init != M: its own compiled shape
-        budget = jnp.asarray(run.budgets)
-        run.state, m0 = jax.jit(jax.vmap(run.trainer.first_step))(run.state, budget)
+    if run.first_step is not None:  # round 0 with M_init != M: its own compiled shape
+        run.state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
         m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
         m0 = jax.tree.map(lambda x: x[:, None], to_host(m0))
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
@@ -359,13 +389,13 @@ def _finished(run: _Run, bar: _Progress) -> bool:
     clock_time, steps = to_host((run.state.counters.time, run.state.steps))
     sim_time = float(np.min(clock_time[running]))
     steps_done = int(np.min(steps[running]))
-    last = run.history[-1]
-    returns = np.where(last["active"], last["train_return"], np.nan)
-    median = float(np.nanmedian(_last_finite(returns))) if steps_done else math.nan
+    evaluated = run.last_eval[running]
+    median = float(np.median(evaluated[~np.isnan(evaluated)])) if (~np.isnan(evaluated)).any() \
+        else math.nan  # fmt: skip
     bar.update(
         sim_time if math.isfinite(run.budget) else steps_done,
         round=steps_done,
-        median_return=f"{median:.2f}",
+        eval_median=f"{median:.2f}",
     )
     return sim_time >= run.budget or steps_done >= run.max_rounds
 
@@ -389,8 +419,13 @@ def run_algorithm(
     log: Callable[[str], None] = print,
     stop: StopFlag | None = None,
     on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
+    label: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs one algorithm for all seeds and grid points; returns stacked metrics.
+
+    The progress bar (``label``, default the algorithm's name) shows the simulated time (or
+    rounds) every running seed has reached, its rate per second after compilation, the
+    rounds done and ``eval_median``, the median over seeds of their latest evaluation.
 
     With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
@@ -410,13 +445,19 @@ def run_algorithm(
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
     if config.eval.every_time is not None:
         log(f"[jaxnigt] {algorithm}: evaluating every {run.every} steps (eval.every_time)")
-    total = run.budget if math.isfinite(run.budget) else run.max_rounds
-    bar = _Progress(progress, total, algorithm)
+    timed = math.isfinite(run.budget)
+    total = run.budget if timed else run.max_rounds
+    bar = _Progress(progress, total, label or algorithm, unit=" sim-t" if timed else " rounds")
     t_start = time.perf_counter()
     save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
     with _compile_seconds(run):
         try:
             start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
+            # The rate counts from the end of compilation: the evaluation at time 0 compiled
+            # the chunk's program; a resumed run compiles it in its first chunk.
+            compiling = run.chunks > 0
+            if not compiling:
+                bar.start()
             while True:
                 _health(run, algorithm, config.on_nonfinite == "mark", log)
                 if _finished(run, bar):
@@ -431,6 +472,9 @@ def run_algorithm(
                 if run_dir is not None and every and run.chunks and run.chunks % every == 0:
                     save()
                 next_chunk(run)
+                if compiling:
+                    bar.start()
+                    compiling = False
                 if on_chunk is not None:
                     on_chunk(functools.partial(_output, run, t_start))
         finally:

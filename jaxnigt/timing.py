@@ -116,6 +116,30 @@ def profile_values(
     return values
 
 
+def check_profile(
+    spec: str | float | Sequence[float] | np.ndarray,
+    n: int,
+    *,
+    name: str = "h",
+    allow_zero: bool = False,
+) -> None:
+    """Validates a profile as :func:`profile_values` does, without building its ``n`` values
+    when it is a profile name or a single number (so a huge n is not allocated to check it).
+
+    Raises:
+      ValueError: as :func:`profile_values`.
+    """
+    scalar = isinstance(spec, int | float | np.integer | np.floating) and not isinstance(spec, bool)
+    if isinstance(spec, str) and spec.strip() in PROFILES:
+        scalar, spec = True, 1.0
+    if not scalar:
+        profile_values(spec, n, name=name, allow_zero=allow_zero)
+        return
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    profile_values(spec, 1, name=name, allow_zero=allow_zero)
+
+
 def parse_noise(spec: str) -> tuple[str, tuple[float, ...]]:
     """Parses a noise spec such as ``"lognormal:0.5"`` into ``(kind, params)``.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -137,12 +137,42 @@ class Trainer:
         uncharged, :mod:`jaxnigt.algorithms.actor_critic`)."""
         return num_params(jax.eval_shape(self.setup.policy.init, jax.random.key(0)))
 
+    def bind(self, cluster: core.Cluster) -> Trainer:
+        """This trainer on the per-worker arrays ``cluster`` (a jitted program's arguments,
+        :meth:`program`): the algorithm is built again around them."""
+        setup = self.setup.with_cluster(cluster)
+        # What a factory computes on the host (option defaults from Setup.host_time_model)
+        # stays concrete inside the program being traced.
+        with jax.ensure_compile_time_eval():
+            algorithm = algorithms.get(self.name)(setup, self.hparams)
+        return dataclasses.replace(self, setup=setup, algorithm=algorithm)
+
+    def program(self, fn: Callable[..., Any], **jit_kwargs: Any) -> ClusterProgram:
+        """``fn(trainer, *args)`` as one jitted program that takes the per-worker arrays
+        (:attr:`Setup.cluster`) as an argument instead of closing over them as constants,
+        so that compile time does not grow with n. ``jit_kwargs`` go to ``jax.jit``
+        (``static_argnums`` count ``args`` from 0)."""
+        static = jit_kwargs.pop("static_argnums", ())
+        static = (static,) if isinstance(static, int) else tuple(static)
+        jitted = jax.jit(
+            lambda cluster, *args: fn(self.bind(cluster), *args),
+            static_argnums=tuple(i + 1 for i in static),
+            **jit_kwargs,
+        )
+        return ClusterProgram(jitted, self.setup.cluster)
+
+    def clock_work(self, steps: int = 16) -> int:
+        """About how many worker operations :meth:`clock` of ``steps`` steps costs: steps ×
+        the exchanges per step × n for the event engines (each exchange looks at every
+        worker; :attr:`Algorithm.events_per_step`), steps × n for the rounds."""
+        return steps * (self.algorithm.events_per_step or 1) * self.setup.n
+
     def clock(self, steps: int = 16) -> tuple[float, float]:
         """``(trajectories per step, simulated time per step)``: means over ``steps`` steps of
         the algorithm's clock alone (:attr:`Algorithm.simulate_clock`, key 0; no rollouts)."""
         if self.algorithm.simulate_clock is None:
             raise ValueError(f"{self.name} has no simulated clock")
-        simulate = jax.jit(self.algorithm.simulate_clock, static_argnums=1)
+        simulate = _clock_program(self)
         trajectories, ends = (np.asarray(x, np.float64) for x in simulate(jax.random.key(0), steps))
         return float(trajectories.mean()), float(ends[-1] / steps)
 
@@ -224,6 +254,27 @@ class Trainer:
             self.eval_episodes,
             deterministic=self.eval_deterministic,
         )
+
+
+class ClusterProgram(NamedTuple):
+    """A jitted program and the per-worker arrays it is called with (:meth:`Trainer.program`)."""
+
+    jitted: Any
+    cluster: core.Cluster
+
+    def __call__(self, *args: Any) -> Any:
+        return self.jitted(self.cluster, *args)
+
+    def lower(self, *args: Any) -> Any:
+        """``jax.jit``'s ``lower`` with the arrays in place (for ``compile()`` and its memory)."""
+        return self.jitted.lower(self.cluster, *args)
+
+
+@functools.lru_cache(maxsize=32)
+def _clock_program(trainer: Trainer) -> ClusterProgram:
+    """The trainer's clock as a program (cached: ``eval_every`` and ``plan`` both ask)."""
+    return trainer.program(lambda tr, key, steps: tr.algorithm.simulate_clock(key, steps),
+                           static_argnums=1)  # fmt: skip
 
 
 def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:

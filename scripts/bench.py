@@ -106,6 +106,10 @@ def _central(args):
 def _compile(args):
     from benchmarks import compile as compile_bench
 
+    if args.n:
+        ns = tuple(int(v) for v in args.n.split(","))
+        rows = compile_bench.run_n(ns, args.algorithm)
+        return rows, compile_bench.format_rows(rows)
     envs = tuple(args.envs.split(",")) if args.envs else None
     rows = compile_bench.run(args.quick, envs=envs)
     return rows, compile_bench.format_rows(rows)
@@ -245,7 +249,14 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
                 f"steps; compile {r['jaxnigt_compile_s']:.0f}s excluded)"
             )
         elif name == "compile":
-            out.append(f"compile {r['env']}: {r['first_round_total_s']:.1f}s lower+compile")
+            if "env" in r:
+                out.append(f"compile {r['env']}: {r['first_round_total_s']:.1f}s lower+compile")
+            else:
+                out.append(
+                    f"compile {r['algorithm']} n = {r['n']:,} ({r['arrays']}): "
+                    f"{r['compile_s']:.1f}s (lower {r['lower_s']:.1f}s, prepare "
+                    f"{r['prepare_s']:.1f}s)"
+                )
         elif name == "memory" and r is rows[-1]:
             out.append(
                 f"memory: {r['kb_per_traj_xla_round']:.2f} KB/trajectory (XLA round), "
@@ -306,6 +317,11 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--ls-iterations", type=int, default=None)
         if name == "scaling":
             p.add_argument("--env", default=None, help="default: reacher")
+        if name == "compile":
+            p.add_argument(
+                "--n", default=None, help="instead: the run's chunk program at these n (demo)"
+            )
+            p.add_argument("--algorithm", default="sync_nigt", help="with --n (default sync_nigt)")
         if name == "seeds":
             p.add_argument("--env", default="reacher")
         if name == "gpu":

@@ -103,6 +103,10 @@ class AsyncExtra(NamedTuple):
 # on a CPU a batch-1 rollout costs what ~6 trajectories cost in a large batch (measured on
 # reacher, docs/benchmarks.md); an accelerator runs hundreds of lanes for the price of one.
 WAVE_OVERHEAD = {"cpu": 6.0, "gpu": 256.0, "tpu": 256.0}
+#: Worker operations (arrivals × n) above which :func:`default_wave` does not simulate, and
+#: the capacity it then takes at most.
+WAVE_SIMULATION_LIMIT = 2**31
+LARGE_N_WAVE = 1024
 
 
 def default_wave(tm, link: str, block: int, *, backend: str | None = None, blocks: int = 4) -> int:
@@ -111,13 +115,20 @@ def default_wave(tm, link: str, block: int, *, backend: str | None = None, block
     counted on ``blocks`` simulated blocks (fixed key) by :func:`count_waves`.
 
     Every capacity gives the same results; this only trades batch slots for sequential waves.
+    Where simulating the blocks would cost more than :data:`WAVE_SIMULATION_LIMIT` worker
+    operations (each arrival looks at every worker: large n), the capacity is
+    ``min(n, block, LARGE_N_WAVE)``: with that many workers a block's arrivals are almost all
+    ready at once, so waves of that size cost about what one wave of the block would, without
+    its memory (a wave holds its rollouts and per-slot gradients).
     """
+    top = max(1, min(block, tm.n))
+    if block * blocks * tm.n > WAVE_SIMULATION_LIMIT:
+        return min(top, LARGE_N_WAVE)
     overhead = WAVE_OVERHEAD.get(backend or jax.default_backend(), WAVE_OVERHEAD["gpu"])
     state = events.async_init(tm, jax.random.key(0), 0.0)
     simulate = jax.jit(functools.partial(events.async_arrivals, link=link), static_argnums=3)
     _, arr = simulate(tm, jax.random.key(1), state, block * blocks)
     dispatch = np.asarray(arr.dispatch_version)
-    top = max(1, min(block, tm.n))
     sizes = [2**k for k in range(int(np.log2(top)) + 1)] + ([top] if top & (top - 1) else [])
     cost = {w: count_waves(dispatch, block, w) * (overhead + w) for w in sizes}
     return min(cost, key=lambda w: (cost[w], w))
@@ -157,7 +168,7 @@ class AsyncOptions(NamedTuple):
     def resolve(cls, setup: Setup, hparams: Any) -> AsyncOptions:
         """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
         block = hparams.async_block or setup.n
-        wave = hparams.async_wave or default_wave(setup.tm, setup.link, block)
+        wave = hparams.async_wave or default_wave(setup.host_time_model, setup.link, block)
         return cls(block=block, wave=wave)
 
 
@@ -196,6 +207,7 @@ def make(
         simulate_clock=functools.partial(_simulate_clock, setup, options.block, rule),
         trajectories_per_update=1,
         traits=traits.using(update),
+        events_per_step=options.block,
     )
 
 

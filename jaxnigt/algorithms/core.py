@@ -48,6 +48,22 @@ def reinforce(policy, params, traj, weights, hyper: TracedHParams, *, per_slot_p
     )
 
 
+class Cluster(NamedTuple):
+    """The per-worker arrays of a run: what grows with n.
+
+    The runner passes them to its jitted programs as arguments (:meth:`Setup.with_cluster`),
+    so compile time does not grow with the number of workers (closed-over arrays would be
+    embedded in the program as constants, and XLA folds expressions of them at compile time).
+
+    Attributes:
+      tm: the :class:`~jaxnigt.timing.TimeModel` (``[n]`` compute and communication times).
+      worker_types: ``[n]`` int32 environment type of each worker.
+    """
+
+    tm: TimeModel
+    worker_types: jax.Array
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Setup:
     """Everything static about one algorithm's run (closed over by the jitted step).
@@ -58,8 +74,9 @@ class Setup:
     Attributes:
       task: the ``TaskEnv``.
       policy: the ``GaussianPolicy``.
-      tm: the cluster's ``TimeModel`` (arrays; closed over as constants).
-      worker_types: ``[n]`` int32 environment type of each worker (numpy).
+      tm: the cluster's ``TimeModel``: concrete arrays, or inside a program built with
+        :meth:`with_cluster` that program's arguments (tracers).
+      worker_types: ``[n]`` int32 environment type of each worker (numpy, or as ``tm``).
       M: gradients per round; M_init: gradients of round 0.
       inflight: ``cancel`` or ``discard``: unfinished work at a round's end.
       allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
@@ -68,6 +85,9 @@ class Setup:
         (``jaxnigt.parallel``); None keeps everything on one device.
       kappa_dim: the d whose d^{1/4} scales ``tm.kappa`` (``cluster.scale_by_dim``), or
         None when κ is unscaled (engines that send messages of another size rescale it).
+      host_tm: the concrete time model behind a traced ``tm`` (set by :meth:`with_cluster`;
+        None when ``tm`` is concrete): what a factory reads on the host while it builds an
+        algorithm (option defaults such as the asynchronous wave), via :attr:`host_time_model`.
 
     ``inflight``, ``allreduce`` and ``link`` are the cluster model (SPEC §3): every engine
     receives it and its algorithms' :attr:`Traits.cluster_options` name the options that
@@ -88,10 +108,27 @@ class Setup:
     link: str = "shared"
     mesh: Any = None
     kappa_dim: int | None = None
+    host_tm: TimeModel | None = None
 
     @property
     def n(self) -> int:
         return int(self.worker_types.shape[0])
+
+    @property
+    def host_time_model(self) -> TimeModel:
+        """The concrete time model (``tm`` itself outside a program built on :attr:`cluster`)."""
+        return self.tm if self.host_tm is None else self.host_tm
+
+    @property
+    def cluster(self) -> Cluster:
+        """The per-worker arrays, to pass to a jitted program as an argument."""
+        return Cluster(self.tm, jnp.asarray(self.worker_types, jnp.int32))
+
+    def with_cluster(self, cluster: Cluster) -> Setup:
+        """This setup on ``cluster`` (typically a jitted program's traced arguments)."""
+        return dataclasses.replace(
+            self, tm=cluster.tm, worker_types=cluster.worker_types, host_tm=self.host_time_model
+        )
 
     @property
     def horizon(self) -> int:
@@ -242,6 +279,9 @@ class Algorithm(NamedTuple):
         trajectories one server update takes (1: an update per arrival; IMPALA: its learner
         batch), so that updates = trajectories / this.
       traits: its :class:`Traits`.
+      events_per_step: the exchanges a step's clock processes one after another, each
+        looking at every worker (so a step costs about this × n operations: the event
+        engines); None when a step's clock is vectorised over the workers (the rounds).
     """
 
     init: Callable[[jax.Array, TracedHParams], TrainState]
@@ -251,6 +291,7 @@ class Algorithm(NamedTuple):
     simulate_clock: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]] | None = None
     trajectories_per_update: int | None = None
     traits: Traits = Traits()
+    events_per_step: int | None = None
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]

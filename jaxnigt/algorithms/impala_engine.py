@@ -104,6 +104,7 @@ def make(setup: Setup, options: ImpalaOptions, *, update: core.Update,
         simulate_clock=functools.partial(_simulate_clock, setup, options),
         trajectories_per_update=options.batch,
         traits=traits.using(update),
+        events_per_step=options.block,
     )
 
 

@@ -69,7 +69,7 @@ def message_times(setup: Setup) -> np.ndarray:
     """``[n]`` each worker's step exchange time: its κ_i, and with ``scale_by_dim`` the
     d^{1/4} of a vector exchange replaced by (o + a)^{1/4}, the size of an observation and
     an action."""
-    kappa = np.asarray(setup.tm.kappa, np.float64)
+    kappa = np.asarray(setup.host_time_model.kappa, np.float64)
     if setup.kappa_dim is None:
         return kappa
     size = setup.policy.obs_size + setup.policy.action_size
@@ -148,6 +148,7 @@ def make(setup: Setup, options: SeedOptions, *, update: core.Update,
         simulate_clock=functools.partial(_simulate_clock, setup, options),
         trajectories_per_update=options.batch,
         traits=traits.using(update),
+        events_per_step=options.block * setup.horizon,
     )
 
 

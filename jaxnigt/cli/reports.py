@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jaxnigt.cli.common import add_set, announce, error, flagged
+from jaxnigt.cli.common import EXIT_USAGE, add_set, announce, error, flagged
 
 #: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
 COMPARE_FLAGS = {"statistic": "--statistic", "reference": "--reference",
                  "baselines": "--baselines"}  # fmt: skip
-PLOT_FLAGS = {"x": "--x"}
+PLOT_FLAGS = {"x": "--x", "y": "--y"}
 
 
 def add_parsers(sub) -> None:
@@ -98,7 +98,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def plan_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
-    from jaxnigt import plan
+    from jaxnigt import plan, sizing
 
     overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
     try:
@@ -106,8 +106,15 @@ def plan_command(args: argparse.Namespace) -> int:
     except config_lib.ConfigError as e:
         return error(flagged(e))
     announce(args)
-    print(plan.table(plan.plan(cfg, memory=not args.no_memory), cfg))
-    return 0
+    try:
+        rows = plan.plan(cfg, memory=not args.no_memory)
+    except sizing.SizeError as e:
+        return error(str(e))
+    print(plan.table(rows, cfg))
+    problems = [r["problem"] for r in rows if r["problem"] is not None]
+    for problem in problems:
+        error(problem)
+    return EXIT_USAGE if problems else 0
 
 
 def _plot_counts(args: argparse.Namespace) -> int:

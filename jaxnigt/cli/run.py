@@ -123,7 +123,7 @@ def _print_summary(out: Path, summary: dict) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from jaxnigt import checkpoint, experiment, files, runner, signals
+    from jaxnigt import checkpoint, experiment, files, plan, runner, signals, sizing
     from jaxnigt import config as config_lib
     from jaxnigt.distributed import is_writer
 
@@ -133,11 +133,16 @@ def command(args: argparse.Namespace) -> int:
     flag = "--resume" if args.resume else "--out"
     try:
         cfg = load_config(args)
+        notes = plan.preflight(cfg)  # before anything of size n is built or written
         out = run_dir(args, cfg)
     except config_lib.ConfigError as e:
         return error(flagged(e))
+    except sizing.SizeError as e:
+        return error(str(e))
     except (files.NotResumableError, files.RunDirError) as e:
         return error(dir_problem(e, flag))
+    for note in notes:
+        print(f"[jaxnigt] warning: {note}", file=sys.stderr, flush=True)
     if is_writer():
         announce(args)
     try:
