@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jaxnigt import algorithms as registry
 from jaxnigt import checks, timing
 from jaxnigt.checks import ConfigError
@@ -82,7 +84,7 @@ def _profile(*, positive: bool) -> Check:
         elif not isinstance(v, str):
             v = _float()(path, v, ctx)
         try:
-            timing.profile_values(v, ctx["n"], name=path, allow_zero=not positive)
+            timing.check_profile(v, ctx["n"], name=path, allow_zero=not positive)
         except ValueError as e:
             raise ConfigError(f"{path}: {e}") from None
         return v
@@ -383,10 +385,12 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             "budget: got null and max_rounds is null; set at least one stop criterion"
         )
+    # Only what runs is checked against the cluster: the values of an algorithm the config
+    # does not list were checked for type and range, and may be for another n (a sweep).
     for path, hp in [("hparams", cfg.hparams)] + [
-        (f"per_algorithm.{a}", h) for a, h in cfg.per_algorithm.items()
+        (f"per_algorithm.{a}", h) for a, h in cfg.per_algorithm.items() if a in cfg.algorithms
     ]:
-        if hp.msync_m is not None and hp.msync_m > n:
+        if hp.msync_m is not None and hp.msync_m > n and "msync_nigt" in cfg.algorithms:
             raise ConfigError(
                 f"{path}.msync_m: got {hp.msync_m}; an m-synchronous round waits for at most "
                 f"cluster.n = {n} workers"
@@ -451,6 +455,85 @@ def _check_options(cfg: ExperimentConfig) -> None:
         _check_read(f"per_algorithm.{name}", hp, cfg.hparams, (name,))
 
 
+class ConfigWarning(UserWarning):
+    """A config value that is valid but does nothing, or gives a run little to show; the
+    command line prints it as one ``[jaxnigt] warning:`` line."""
+
+
+#: Below this many evaluations in the budget a curve and a time to a target say little.
+MIN_EVALUATIONS = 20
+
+
+def overridden_hparams(
+    raw: Mapping[str, Any], cfg: ExperimentConfig, keys: Sequence[str]
+) -> list[str]:
+    """Those of the ``hparams`` ``keys`` that ``per_algorithm`` sets again for every listed
+    algorithm of ``raw``, to another value for one of them at least: the ``hparams`` value
+    is dead."""
+    per = raw.get("per_algorithm") or {}
+    dead = []
+    for key in dict.fromkeys(keys):
+        own = [a for a in cfg.algorithms if key in (per.get(a) or {})]
+        base = getattr(cfg.hparams, key, None)
+        if len(own) == len(cfg.algorithms) and any(
+            not _same(getattr(cfg.per_algorithm[a], key), base) for a in own
+        ):
+            dead.append(key)
+    return dead
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the program sees them (numbers as float32: the traced hyperparameters)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return bool(np.float32(a) == np.float32(b))
+    return a == b
+
+
+def _value(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+
+def config_warnings(
+    raw: Mapping[str, Any], cfg: ExperimentConfig, overrides: Sequence[str] = ()
+) -> list[str]:
+    """What is valid in ``cfg`` (read from ``raw``, then ``overrides``) but likely not what
+    its user meant, one line each: an override ``hparams.KEY=...`` that ``per_algorithm``
+    overrides again for every listed algorithm (:func:`overridden_hparams`; in a file the two
+    stand side by side, as in a tuning's ``tuned.yaml``), and an ``eval.every_time`` that
+    leaves fewer than :data:`MIN_EVALUATIONS` evaluations in the budget."""
+    keys = []
+    for text in overrides:
+        parts, _ = parse_override(text)
+        if len(parts) == 2 and parts[0] == "hparams":
+            keys.append(parts[1])
+    out = []
+    for key in overridden_hparams(raw, cfg, keys):
+        values = ", ".join(
+            f"{a} {_value(getattr(cfg.per_algorithm[a], key))}" for a in cfg.algorithms
+        )
+        out.append(
+            f"hparams.{key} = {_value(getattr(cfg.hparams, key))} has no effect: per_algorithm "
+            f"sets {key} for every listed algorithm ({values}); set per_algorithm.<name>.{key}"
+        )
+    every, budget = cfg.eval.every_time, cfg.budget
+    if every is not None and budget is not None and budget / every < MIN_EVALUATIONS:
+        out.append(
+            f"eval.every_time = {every:g} leaves {int(budget // every)} evaluations in the "
+            f"budget of {budget:g} (a curve and a time to a target need {MIN_EVALUATIONS} or "
+            f"more); set eval.every_time <= {budget / MIN_EVALUATIONS:g}"
+        )
+    return out
+
+
+def warn(raw: Mapping[str, Any], cfg: ExperimentConfig, overrides: Sequence[str] = ()) -> None:
+    """Each of :func:`config_warnings` as a :class:`ConfigWarning` (the command line prints
+    each once, as one line)."""
+    import warnings
+
+    for text in config_warnings(raw, cfg, overrides):
+        warnings.warn(text, ConfigWarning, stacklevel=3)
+
+
 def from_dict(raw: Any) -> ExperimentConfig:
     """Builds and validates an :class:`ExperimentConfig` from a plain mapping."""
     cfg = checks.parse_dataclass(ExperimentConfig, raw, "")
@@ -461,6 +544,24 @@ def from_dict(raw: Any) -> ExperimentConfig:
 
 def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     """Loads, overrides and validates a YAML config file (a ``sweep:`` section, read by
-    ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point)."""
-    raw = {k: v for k, v in read_yaml(path).items() if k != "sweep"}
-    return from_dict(apply_overrides(raw, overrides))
+    ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point).
+
+    An empty file (or one of comments only) is an error (:func:`read`), not a run of the
+    defaults."""
+    raw = {k: v for k, v in read(path).items() if k != "sweep"}
+    cfg = from_dict(apply_overrides(raw, overrides))
+    warn(raw, cfg, overrides)
+    return cfg
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """The mapping of a config file a user gave (:func:`read_yaml`); a file that sets
+    nothing (empty, or comments only) raises :class:`ConfigError`: the defaults are no
+    experiment anyone meant to run."""
+    raw = read_yaml(path)
+    if not raw:
+        raise ConfigError(
+            f"config: {str(path)!r} sets nothing (empty, or comments only); start from a "
+            "bundled config (`jaxnigt list` names them, e.g. demo)"
+        )
+    return raw

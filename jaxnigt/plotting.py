@@ -46,6 +46,18 @@ def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") ->
         ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
 
 
+#: The identifying columns of ``metrics.csv``: not a quantity to plot.
+ID_COLUMNS = ("algorithm", "grid", "seed", "learning_rate", "eta")
+
+
+def metric_columns(run_dir: str | Path) -> list[str]:
+    """The columns of a run's ``metrics.csv`` that ``plot_runs`` can draw (its header
+    without the identifying columns)."""
+    with open(Path(run_dir) / "metrics.csv", newline="") as f:
+        header = f.readline().strip().split(",")
+    return [c for c in header if c and c not in ID_COLUMNS]
+
+
 def plot_runs(
     run_dirs: Sequence[str | Path],
     *,
@@ -69,7 +81,8 @@ def plot_runs(
       The path written.
 
     Raises:
-      PlotError: ``x`` is not one of :data:`X_AXES`.
+      PlotError: ``x`` is not one of :data:`X_AXES`, or ``y`` is not a numeric column of
+        every run's ``metrics.csv``.
     """
     import matplotlib
 
@@ -78,6 +91,13 @@ def plot_runs(
 
     if x not in X_AXES:
         raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
+    for run_dir in run_dirs:
+        columns = metric_columns(run_dir)
+        if y not in columns:
+            raise PlotError(
+                f"got {y!r}; {Path(run_dir) / 'metrics.csv'} has the columns {columns}",
+                param="y",
+            )
     xcol = X_AXES[x]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for run_dir in run_dirs:

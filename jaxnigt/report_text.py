@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from jaxnigt import stats
 from jaxnigt.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD, TIE
 
 STATISTIC_TEXT = {
@@ -81,6 +82,9 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
         lines.append("| " + " | ".join([*cells, f"{updates(ref)} / {updates(b)}"]) + " |")
     claim = "ahead of every baseline" if result["claim"] == "ahead" else "tied with the baselines"
     lines += ["", f"Verdict ({ref} {claim}): **{verdict_text(result)}**"]
+    why = stats.no_target_reason(result["initial_median_return"], result["best_second_half_median"])
+    if why is not None:
+        lines += ["", f"Note: {why}."]
     return "\n".join(lines)
 
 

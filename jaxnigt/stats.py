@@ -136,6 +136,18 @@ def targets(
     return {f: r0 + f * (best - r0) for f in fractions}
 
 
+def no_target_reason(r0: float, best: float) -> str | None:
+    """Why the targets of :func:`targets` are NaN (None when they are not): one line."""
+    if best > r0:
+        return None
+    return (
+        f"no method improved on its start: the best second-half median return ({best:.4g}) "
+        f"is not above the initial median ({r0:.4g}), so the targets (fractions of the "
+        "improvement) are NaN and no time to a target exists; run longer, or evaluate more "
+        "often (eval.every_time)"
+    )
+
+
 def improvement_over_spread(initial: np.ndarray, levels: Mapping[str, np.ndarray]) -> float:
     """(R_best − R0) / the seed spread: the median over methods of the 20 %–80 % range of the
     per-seed second-half statistic (``levels``: method -> per-seed values).  Well above 1:

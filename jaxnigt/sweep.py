@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxnigt import analysis, files, results
+from jaxnigt import analysis, files, results, stats
 from jaxnigt import config as config_lib
 
 SWEEP_FILE = "sweep.json"  # the sweep's own record: axes, points, status
@@ -97,6 +97,7 @@ def sweep_points(
         except config_lib.ConfigError as e:
             where = ", ".join(f"{k}={_text(v)}" for k, v in values.items())
             raise SweepError(f"sweep point {where}: {e}") from None
+        config_lib.warn(base, cfg, overrides)
         points.append(Point(values, cfg))
     return points
 
@@ -170,7 +171,7 @@ def run_sweep(
     for k, point in enumerate(points, 1):
         log(f"[sweep] point {k}/{len(points)}: {point.name}")
         run_point(point, out / point.name, resume=resume, progress=progress, log=log, stop=stop)
-    rows = table(out, points)
+    rows = table(out, points, log=log)
     results.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])
     from jaxnigt.plotting import plot_sweep
 
@@ -178,8 +179,9 @@ def run_sweep(
     return rows
 
 
-def table(out: Path, points: list[Point]) -> list[dict]:
-    """The rows of ``sweep.csv`` (see the module docstring)."""
+def table(out: Path, points: list[Point], log: Callable[[str], None] | None = None) -> list[dict]:
+    """The rows of ``sweep.csv`` (see the module docstring); ``log`` is told why the time
+    columns are empty when no point improved on its start."""
     runs, messages = {}, {}
     for p in points:
         d = out / p.name
@@ -198,6 +200,9 @@ def table(out: Path, points: list[Point]) -> list[dict]:
         for m in run.algorithms().values()
     ]
     targets = analysis.targets(initial, levels, FRACTIONS) if levels else {}
+    why = stats.no_target_reason(float(np.nanmedian(initial)), max(levels)) if levels else None
+    if why is not None and log is not None:
+        log(f"[sweep] warning: {why}: the time columns of {TABLE} are empty")
     rows = []
     for p in points:
         base = {"point": p.name, **{k: _text(v) for k, v in p.values.items()}}

@@ -531,6 +531,7 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     from jaxnigt import config as config_lib
 
     cfg = config_lib.from_dict(_runnable(raw))
+    config_lib.warn(raw, cfg)
     algorithms = list(algorithms or cfg.algorithms)
     known = config_lib.algorithm_names()
     unknown = [a for a in algorithms if a not in known]
@@ -684,6 +685,9 @@ class _Searches:
             f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
             f"{len(dirs)} initial programs)"
         )
+        why = stats.no_target_reason(t["R0"], t["R_best"])
+        if why is not None:
+            self.log(f"[tune] warning: {why}: every point scores the budget")
 
     def score(self, a: str, ids) -> list[dict]:
         target = self.report.get("target", {}).get("value")

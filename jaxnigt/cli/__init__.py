@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 from jaxnigt.cli import common, grids, reports
@@ -87,8 +88,20 @@ def _quiet_closed_loops(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning: a config's warning (``config.ConfigWarning``) is one line."""
+    if category.__name__ == "ConfigWarning":
+        print(f"[jaxnigt] warning: {message}", file=sys.stderr, flush=True)
+        return
+    _DEFAULT_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_DEFAULT_SHOWWARNING = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_closed_loops
+    warnings.showwarning = _show_warning
     if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails a write instead of killing
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     parser = build_parser()

@@ -22,10 +22,14 @@ def error(message: str) -> int:
     return EXIT_USAGE
 
 
-def dir_problem(e: Exception, flag: str, named: str | Path | None = None) -> str:
+def dir_problem(
+    e: Exception, flag: str, named: str | Path | None = None, resume: str = "--resume DIR"
+) -> str:
     """The message of a run-directory error with the command line's words: the flag that
     named the directory (when the error is about that directory, ``named``; any directory
-    when None), and what to pass to reuse a directory that holds files."""
+    when None), and what to pass to reuse a directory that holds files: to continue work
+    that stopped there (``resume``, the command's flag; ``DIR`` stands for the directory),
+    or to discard it."""
     from jaxnigt import files
 
     text = str(e)
@@ -34,8 +38,31 @@ def dir_problem(e: Exception, flag: str, named: str | Path | None = None) -> str
     if isinstance(e, files.UnusableDirError) and (named is None or e.path == Path(named)):
         text = f"{flag} {text}"
     if isinstance(e, files.NotEmptyError):
-        text += "; pass --overwrite to reuse it"
+        if unfinished(e.path):
+            again = resume.replace("DIR", str(e.path))
+            text += (
+                f"; it holds work that stopped before the end: continue it with {again}, or "
+                "pass --overwrite to discard it and start afresh"
+            )
+        else:
+            text += "; pass --overwrite to reuse it"
     return text
+
+
+def unfinished(path: Path) -> bool:
+    """Whether ``path`` holds a run, sweep or tuning that began but did not finish (its
+    record is there, its results are not all)."""
+    from jaxnigt import checkpoint
+
+    if (path / "config.yaml").is_file():  # a run directory
+        try:
+            return not checkpoint.finished(path)
+        except Exception:  # an unreadable config: not a run to continue
+            return False
+    for record, result in (("sweep.json", "sweep.csv"), ("tune.json", "tuned.yaml")):
+        if (path / record).is_file():
+            return not (path / result).is_file()
+    return False
 
 
 def flagged(e: Exception, flags: Mapping[str, str] | None = None) -> str:
@@ -58,11 +85,13 @@ def flagged(e: Exception, flags: Mapping[str, str] | None = None) -> str:
     return text
 
 
-def stopped(command: str, e: Exception, flag: str = "--out", named=None) -> int:
+def stopped(
+    command: str, e: Exception, flag: str = "--out", named=None, resume: str = "--resume DIR"
+) -> int:
     """A run-directory or checkpoint failure: a usage error (exit 2) before any work started,
     else one line saying the command stopped with its last checkpoint kept (exit 1)."""
     if not getattr(e, "started", False):
-        return error(dir_problem(e, flag, named))
+        return error(dir_problem(e, flag, named, resume))
     print(f"jaxnigt: {command} stopped: {e} (the last checkpoint is kept)", file=sys.stderr)
     return 1
 

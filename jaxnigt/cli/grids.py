@@ -105,7 +105,7 @@ def _sweep_request(args: argparse.Namespace):
     from jaxnigt import config as config_lib
     from jaxnigt import sweep
 
-    raw = config_lib.read_yaml(args.config)
+    raw = config_lib.read(args.config)
     sets = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
     config_lib.apply_overrides(raw, sets)  # a malformed --set, named as such (OverrideError)
     axes = {**sweep.sweep_section(raw), **parse_over(args.over or [])}
@@ -139,7 +139,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     except (sweep.SweepError, config_lib.ConfigError) as e:
         return error(flagged(e))
     except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
-        return stopped("sweep", e, "--out", out)
+        return stopped("sweep", e, "--out", out, resume="--resume")
     failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
     print(
         f"[jaxnigt] wrote {out}/{sweep.TABLE} and {out}/sweep.png ({len(failed)} failed point(s))"
@@ -153,7 +153,7 @@ def _tune_request(args: argparse.Namespace):
     """``(raw config, Grid, seeds, algorithms)`` from the flags (raises on a bad value)."""
     from jaxnigt import config as config_lib
 
-    raw = config_lib.apply_overrides(config_lib.read_yaml(args.config), args.set or [])
+    raw = config_lib.apply_overrides(config_lib.read(args.config), args.set or [])
     grid = tuning.Grid(
         lr_exp=tuning.DEFAULT_LR_EXP if args.lr_exp is None else tuning.parse_lr_exp(args.lr_exp),
         eta=tuning.DEFAULT_ETA
@@ -201,7 +201,7 @@ def tune_command(args: argparse.Namespace) -> int:
     except (tuning.TuningError, config_lib.ConfigError) as e:
         return error(flagged(e, TUNE_FLAGS))
     except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
-        return stopped("tuning", e, "--out", args.out)
+        return stopped("tuning", e, "--out", args.out, resume="--resume")
     except runner.RunError as e:
         print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
         return 1
