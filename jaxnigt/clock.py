@@ -191,26 +191,18 @@ def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
     return raw
 
 
-def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
-    """Validates every flag (before any computation); raises :class:`FlagError`."""
-    n = _int("--n", args.n)
-    M = _int("--M", args.M)
-    rounds = _int("--rounds", args.rounds)
-    seed = _int("--seed", args.seed, minimum=0)
-    rule = _choice("--rule", args.rule, RULES)
-    per_round = rule in ROUND_RULES
-    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=per_round)
-    try:  # before anything of size n is built
+def _check_size(n: int, rounds: int, rule: str) -> None:
+    """``--n`` too large for this machine's memory (:mod:`jaxnigt.sizing`) is a flag error."""
+    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=rule in ROUND_RULES)
+    try:
         sizing.check(f"the {rule} clock of {rounds:,} rows", needed, n, name="n")
     except sizing.SizeError as e:
-        raise FlagError(
-            "--n", f"got {str(e).removeprefix('n = ').replace(': ', '; ', 1)}"
-        ) from None
-    if rule == "msync" and M > n:
-        raise FlagError("--M", f"got {M}; --rule msync waits for m = M <= n = {n} workers")
-    inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
-    allreduce = _choice("--allreduce", args.allreduce, schedules.ALLREDUCE)
-    link = _choice("--link", args.link, events.LINKS)
+        reason = str(e).removeprefix("n = ").replace(": ", "; ", 1)
+        raise FlagError("--n", f"got {reason}") from None
+
+
+def _profiles(args: argparse.Namespace, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``--h`` and ``--kappa`` as ``[n]`` values."""
     allowed_profiles = f"{'|'.join(timing.PROFILES)} or {n} comma-separated values"
     try:
         h = timing.profile_values(args.h, n, name="h")
@@ -220,6 +212,23 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
         kappa = timing.profile_values(args.kappa, n, name="kappa", allow_zero=True)
     except ValueError as e:
         raise FlagError("--kappa", f"{e}; allowed: {allowed_profiles} >= 0") from None
+    return h, kappa
+
+
+def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
+    """Validates every flag (before any computation); raises :class:`FlagError`."""
+    n = _int("--n", args.n)
+    M = _int("--M", args.M)
+    rounds = _int("--rounds", args.rounds)
+    seed = _int("--seed", args.seed, minimum=0)
+    rule = _choice("--rule", args.rule, RULES)
+    _check_size(n, rounds, rule)  # before anything of size n is built
+    if rule == "msync" and M > n:
+        raise FlagError("--M", f"got {M}; --rule msync waits for m = M <= n = {n} workers")
+    inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
+    allreduce = _choice("--allreduce", args.allreduce, schedules.ALLREDUCE)
+    link = _choice("--link", args.link, events.LINKS)
+    h, kappa = _profiles(args, n)
     try:
         kind, _ = timing.parse_noise(args.noise)
     except ValueError as e:

@@ -558,7 +558,14 @@ def read(path: str | Path) -> dict[str, Any]:
     """The mapping of a config file a user gave (:func:`read_yaml`); a file that sets
     nothing (empty, or comments only) raises :class:`ConfigError`: the defaults are no
     experiment anyone meant to run."""
-    raw = read_yaml(path)
+    try:
+        raw = read_yaml(path)
+    except ConfigError as e:
+        if Path(path).exists():
+            raise
+        raise ConfigError(
+            f"{e}; it is neither a file nor a bundled config (`jaxnigt list` names them)"
+        ) from None
     if not raw:
         raise ConfigError(
             f"config: {str(path)!r} sets nothing (empty, or comments only); start from a "

@@ -85,6 +85,15 @@ class Floor(NamedTuple):
     clock_work: int
 
 
+def _check_cluster(config: ExperimentConfig, limit: tuple[int, str]) -> None:
+    """The first stage of :func:`memory_floors`, from n alone: the time model on the host and
+    every run's per-worker state (each engine's holds one float32 per worker at least)."""
+    runs = max(batch_size(config, a) for a in config.algorithms)
+    floor = lambda m: sizing.cluster_bytes(m) + 4 * runs * m
+    what = "the cluster's time model and every run's per-worker state"
+    sizing.check(what, floor, config.cluster.n, limit)
+
+
 def memory_floors(
     config: ExperimentConfig, limit: tuple[int, str] | None = None
 ) -> dict[str, Floor]:
@@ -99,10 +108,7 @@ def memory_floors(
 
     limit = limit or sizing.device_limit()
     n = config.cluster.n
-    runs = max(batch_size(config, a) for a in config.algorithms)
-    # Every engine's state holds at least one float32 per worker and run (busy_until).
-    floor = lambda m: sizing.cluster_bytes(m) + 4 * runs * m
-    sizing.check("the cluster's time model and every run's per-worker state", floor, n, limit)
+    _check_cluster(config, limit)
     out = {}
     for algorithm in config.algorithms:
         batch = batch_size(config, algorithm)
@@ -127,10 +133,7 @@ def preflight(config: ExperimentConfig, limit: tuple[int, str] | None = None) ->
     :data:`CLOCK_WORK_LIMIT` worker operations a step (such a run hardly moves)."""
     limit = limit or sizing.device_limit()
     if config.cluster.n <= SIZED_N:
-        runs = max(batch_size(config, a) for a in config.algorithms)
-        floor = lambda m: sizing.cluster_bytes(m) + 4 * runs * m
-        sizing.check("the cluster's time model and every run's per-worker state", floor,
-                     config.cluster.n, limit)  # fmt: skip
+        _check_cluster(config, limit)
         return []
     warnings = []
     for algorithm, floor in memory_floors(config, limit).items():

@@ -80,8 +80,10 @@ def _wait(tree: Any) -> Any:
 class _Progress:
     """tqdm bar over simulated time (or rounds), disabled when not wanted.
 
-    Its rate is simulated time (``sim-t``) or rounds per wall-clock second, counted from
-    :meth:`start` (after compilation), so the rate and the time left exclude compiling.
+    It shows the simulated time (or rounds) every running seed has reached, its rate:
+    simulated time (``sim-t``) or rounds per wall-clock second, counted from :meth:`start`
+    (after compilation, so the rate and the time left exclude compiling), the rounds done and
+    ``eval_median``, the median over the running seeds of their latest evaluation.
     """
 
     def __init__(self, enabled: bool, total: float, desc: str, unit: str):
@@ -94,8 +96,21 @@ class _Progress:
                 postfix={"status": "compiling"},
             )  # fmt: skip
 
-    def start(self) -> None:
-        """Counts the rate (and the time left) from now on, from where the bar stands."""
+    started = False
+
+    @classmethod
+    def of(cls, run: _Run, enabled: bool, desc: str) -> _Progress:
+        """The bar of ``run``: over its budget of simulated time, else over its rounds."""
+        if math.isfinite(run.budget):
+            return cls(enabled, run.budget, desc, unit=" sim-t")
+        return cls(enabled, run.max_rounds, desc, unit=" rounds")
+
+    def start(self, *, once: bool = False) -> None:
+        """Counts the rate (and the time left) from now on, from where the bar stands
+        (``once``: unless it was started before)."""
+        if once and self.started:
+            return
+        self.started = True
         if self.bar is not None:
             self.bar.start_t = self.bar.last_print_t = self.bar._time()
             self.bar.initial = self.bar.last_print_n = self.bar.n
@@ -123,12 +138,12 @@ class _Run:
     mesh: Any
     program: Callable
     init: Callable
-    first_step: Callable | None
     budget: float
     max_rounds: float
     budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
     diverged: np.ndarray  # [B] bool
     every: int = 1  # steps per chunk
+    first_step: Callable | None = None  # round 0's program when M_init != M
     history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     chunks: int = 0
     state: Any = None
@@ -320,7 +335,8 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
         run.budgets[run.diverged] = -np.inf
         run.history = [restored]
-        run.last_eval = _last_finite(restored["eval_return"])
+        if "eval_return" in restored:
+            run.last_eval = _last_finite(restored["eval_return"])
         steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
         if steps != run.chunks * run.every:
             raise checkpoint.CheckpointError(
@@ -421,11 +437,8 @@ def run_algorithm(
     on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
     label: str | None = None,
 ) -> dict[str, np.ndarray]:
-    """Runs one algorithm for all seeds and grid points; returns stacked metrics.
-
-    The progress bar (``label``, default the algorithm's name) shows the simulated time (or
-    rounds) every running seed has reached, its rate per second after compilation, the
-    rounds done and ``eval_median``, the median over seeds of their latest evaluation.
+    """Runs one algorithm for all seeds and grid points; returns stacked metrics. The
+    progress bar (:class:`_Progress`) is named ``label`` (default: the algorithm).
 
     With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
@@ -445,41 +458,39 @@ def run_algorithm(
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
     if config.eval.every_time is not None:
         log(f"[jaxnigt] {algorithm}: evaluating every {run.every} steps (eval.every_time)")
-    timed = math.isfinite(run.budget)
-    total = run.budget if timed else run.max_rounds
-    bar = _Progress(progress, total, label or algorithm, unit=" sim-t" if timed else " rounds")
+    bar = _Progress.of(run, progress, label or algorithm)
     t_start = time.perf_counter()
     save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
     with _compile_seconds(run):
         try:
             start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
-            # The rate counts from the end of compilation: the evaluation at time 0 compiled
-            # the chunk's program; a resumed run compiles it in its first chunk.
-            compiling = run.chunks > 0
-            if not compiling:
+            if run.chunks == 0:  # compiled by time 0's evaluation (a resumed run: its 1st chunk)
                 bar.start()
             while True:
                 _health(run, algorithm, config.on_nonfinite == "mark", log)
                 if _finished(run, bar):
                     break
                 if stop is not None and stop.requested:
-                    if run_dir is not None:
-                        save()
-                    interrupted = Interrupted(stop.signum, algorithm, run.chunks)
-                    interrupted.partial = _output(run, t_start)
-                    raise interrupted
+                    raise _interrupted(run, algorithm, stop, save if run_dir else None, t_start)
                 every = config.checkpoint_every
                 if run_dir is not None and every and run.chunks and run.chunks % every == 0:
                     save()
                 next_chunk(run)
-                if compiling:
-                    bar.start()
-                    compiling = False
+                bar.start(once=True)
                 if on_chunk is not None:
                     on_chunk(functools.partial(_output, run, t_start))
         finally:
             bar.close()
     return _output(run, t_start)
+
+
+def _interrupted(run: _Run, algorithm: str, stop: StopFlag, save, t_start: float) -> Interrupted:
+    """The :class:`Interrupted` of a stop request, after the checkpoint (``save``, if any)."""
+    if save is not None:
+        save()
+    interrupted = Interrupted(stop.signum, algorithm, run.chunks)
+    interrupted.partial = _output(run, t_start)
+    return interrupted
 
 
 def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:

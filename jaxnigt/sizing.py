@@ -161,16 +161,26 @@ def tree_bytes(tree: Any) -> int:
     return sum(_nbytes(x) for x in jax.tree.leaves(tree))
 
 
+def _kind(aval: Any) -> str:
+    """``float32[5,64]``: an array's dtype and shape."""
+    try:
+        name = np.dtype(aval.dtype).name
+    except TypeError:
+        name = str(aval.dtype)
+    return f"{name}[{','.join(str(d) for d in aval.shape)}]"
+
+
 def largest_array(jaxpr: Any) -> tuple[int, str]:
     """``(bytes, type)`` of the largest array a (closed) jaxpr makes, nested jaxprs (scan,
-    cond, while, pjit bodies) included; ``type`` as JAX prints it (``float32[5,64]``)."""
+    cond, while, pjit bodies) included; ``type`` such as ``float32[5,64]``."""
     from jax.extend import core as jex_core
 
     inner = getattr(jaxpr, "jaxpr", jaxpr)
     top = (0, "")
     for eqn in inner.eqns:
         for v in eqn.outvars:
-            top = max(top, (_nbytes(v.aval), str(v.aval)))
+            if hasattr(v.aval, "shape"):
+                top = max(top, (_nbytes(v.aval), _kind(v.aval)))
         for param in eqn.params.values():
             for sub in param if isinstance(param, list | tuple) else (param,):
                 if isinstance(sub, jex_core.ClosedJaxpr | jex_core.Jaxpr):

@@ -363,3 +363,23 @@ def test_analysis_keeps_the_names_its_importers_use():
     assert analysis.bootstrap_interval is verdicts.bootstrap_interval
     assert analysis.CLAIMS == verdicts.CLAIMS and "time_to_50" in analysis.STATISTICS
     assert set(analysis.__all__) <= set(vars(analysis))
+
+
+def test_no_improvement_says_why_the_targets_are_nan(tmp_path, capsys):
+    """Every method falls from its start: no target exists, and compare says so in one line
+    instead of printing blank times."""
+    worse = [_curve([-10, -11, -12, -12, -13, -13])] * 3
+    run_dir = _write_run(tmp_path / "r", {"rennala_nigt": worse, "afedpg": worse[::-1]})
+    result = analysis.compare(analysis.load_run(run_dir), "rennala_nigt", reps=100)
+    assert all(math.isnan(t) for t in result["targets"].values())
+    why = stats.no_target_reason(result["initial_median_return"], result["best_second_half_median"])
+    assert why.startswith("no method improved on its start: the best second-half median")
+    assert f"Note: {why}." in report_text.compare_markdown(result)
+    assert cli.main(["compare", str(run_dir)]) == 0
+    assert "no method improved on its start" in capsys.readouterr().out
+    assert stats.no_target_reason(-10.0, -9.0) is None
+    fine = analysis.compare(
+        analysis.load_run(_write_run(tmp_path / "f", {"rennala_nigt": FAST, "afedpg": SLOW})),
+        "rennala_nigt", reps=100,
+    )  # fmt: skip
+    assert "Note:" not in report_text.compare_markdown(fine)

@@ -123,6 +123,73 @@ def test_plot_errors(tiny_run, tmp_path, capsys):
     assert "jaxnigt: error: --x: got 'wall'; expected one of" in capsys.readouterr().err
     assert cli.main(["plot", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    png = tmp_path / "foo.png"
+    assert cli.main(["plot", str(out), "--y", "foo", "--out", str(png)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: --y: got 'foo';"), err
+    assert "eval_return" in err[0] and "train_return" in err[0]  # the columns there are
+    assert not png.exists()
+    assert cli.main(["plot", str(out), "--y", "train_return", "--out", str(png)]) == 0
+    assert_plot(png)
+
+
+def test_an_empty_config_exits_2_and_writes_nothing(tmp_path, capsys):
+    cfg = tmp_path / "empty.yaml"
+    cfg.write_text("# a config to fill in later\n")
+    out = tmp_path / "never"
+    for command in (["run", str(cfg), "--out", str(out)], ["plan", str(cfg)],
+                    ["sweep", str(cfg), "--over", "seeds=1,2", "--out", str(out)]):  # fmt: skip
+        assert cli.main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "sets nothing" in err[0] and "jaxnigt list" in err[0], err
+        assert not out.exists()
+
+
+def test_run_of_a_huge_n_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from jaxnigt import sizing
+
+    monkeypatch.setattr(sizing, "device_limit", lambda: (8 * 2**30, "the test's limit"))
+    out = tmp_path / "never"
+    argv = ["run", "demo", "--set", "cluster.n=1000000000", "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: cluster.n = 1,000,000,000:")
+    assert "the largest n that fits is about" in err[0] and not out.exists()
+
+
+def test_plan_of_an_unknown_name_points_to_list(capsys):
+    assert cli.main(["plan", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'nosuch'" in err[0] and "`jaxnigt list`" in err[0], err
+
+
+def test_a_dead_hparams_override_is_one_warning_line(tiny_run, tmp_path, capsys):
+    _, cfg, _ = tiny_run
+    text = cfg.read_text().replace(
+        "per_algorithm: {afedpg: {learning_rate: 0.02}}",
+        "per_algorithm: {afedpg: {learning_rate: 0.02}, rennala_nigt: {learning_rate: 0.05}}",
+    )
+    both = tmp_path / "both.yaml"
+    both.write_text(text)
+    assert cli.main(["plan", str(both), "--no-memory", "--set", "hparams.learning_rate=0"]) == 0
+    err = [x for x in capsys.readouterr().err.splitlines() if "warning" in x]
+    assert err == [
+        "[jaxnigt] warning: hparams.learning_rate = 0 has no effect: per_algorithm sets "
+        "learning_rate for every listed algorithm (rennala_nigt 0.05, afedpg 0.02); set "
+        "per_algorithm.<name>.learning_rate"
+    ]
+
+
+def test_the_progress_bar_names_what_it_shows(tiny_run, tmp_path, capsys):
+    _, cfg, _ = tiny_run
+    assert cli.main(["run", str(cfg), "--out", str(tmp_path / "bar")]) == 0
+    err = capsys.readouterr().err
+    assert "rennala_nigt (1 of 2)" in err and "afedpg (2 of 2)" in err
+    assert "eval_median=" in err and "median_return" not in err
+    assert "sim-t/s" in err  # the rate: simulated time per second
+    summary = json.loads((tmp_path / "bar" / "summary.json").read_text())
+    final = re.findall(r"afedpg \(2 of 2\).*eval_median=(-?[0-9.]+)", err)[-1]
+    assert float(final) == pytest.approx(summary["afedpg"]["final_median_return"], abs=0.006)
 
 
 def test_bad_config_exits_2_and_writes_nothing(tmp_path, capsys):
@@ -296,10 +363,28 @@ def test_sigterm_checkpoints_writes_partial_results_and_resumes(long_run, termin
     assert _chunk_dirs(out / "checkpoints" / "afedpg")
     rows = list(csv.DictReader((out / "metrics.csv").open()))
     assert {r["algorithm"] for r in rows} == {"rennala_nigt", "afedpg"}  # partial afedpg rows
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rennala_nigt"]["finished"] is True
+    assert summary["afedpg"]["finished"] is False  # its return is the latest evaluation so far
+    reached = min(
+        max(float(r["sim_time"]) for r in rows if r["algorithm"] == "afedpg" and r["seed"] == s)
+        for s in ("0", "1")
+    )
+    assert summary["afedpg"]["sim_time_reached"] == pytest.approx(reached)
+    assert 0 < reached < 150.0
     assert cli.main(["plot", str(out), "--out", str(out / "mid.png")]) == 0
+    capsys.readouterr()
+    # A fresh run into it is refused, pointing to --resume (--overwrite would discard it).
+    assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"continue it with --resume {out}" in err[0], err
+    assert "--overwrite to discard it" in err[0]
     assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 0
     for name in ("metrics.csv", "worker_counts.csv"):
         assert (out / name).read_text() == (reference / name).read_text(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(entry["finished"] for entry in summary.values())
+    assert "sim_time_reached" not in summary["afedpg"]
 
 
 def test_second_process_on_a_run_directory_is_refused(terminated):

@@ -277,3 +277,46 @@ def test_async_shared_link_rate_at_paper_scale(tmp_path, capsys):
         rates[link] = float(stdout.split("arrivals_per_time=")[1].split()[0])
     assert rates["shared"] <= 1.0 / 5188**0.25
     assert rates["independent"] > 10 * rates["shared"]
+
+
+def test_a_size_the_machine_cannot_hold_is_one_line_before_anything_is_built(
+    tmp_path, capsys, monkeypatch
+):
+    """Sized against a fixed limit (the machine's own memory would make the test depend on
+    the machine): n = 10⁹ stops before its profiles are built, and writes nothing."""
+    from jaxnigt import sizing
+
+    monkeypatch.setattr(sizing, "device_limit", lambda: (8 * 2**30, "the test's limit"))
+    monkeypatch.setattr(timing, "profile_values", _small_only(timing.profile_values))
+    out = tmp_path / "c.csv"
+    for rule in ("rennala", "async"):
+        assert clock.main(["--n", "1000000000", "--rule", rule, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("jaxnigt clock: error: --n: got 1,000,000,000;")
+        assert "more than the 8.0 GiB of the test's limit" in err[0]
+        per_round = rule == "rennala"
+        fits = sizing.largest_fitting(
+            lambda m: sizing.clock_bytes(m, 10, per_round=per_round), 8 * 2**30, 10**9
+        )
+        assert f"the largest n that fits is about {fits:,}" in err[0]
+        assert not out.exists()
+
+
+def test_the_default_out_is_said(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert clock.main(["--n", "3", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == f"[jaxnigt] wrote {tmp_path / 'clock.csv'} (the default --out)"
+    assert (tmp_path / "clock.csv").is_file()
+    assert clock.main(["--n", "3", "--rounds", "2", "--out", str(tmp_path / "x.csv")]) == 0
+    assert "default --out" not in capsys.readouterr().out
+
+
+def _small_only(profile_values):
+    """``timing.profile_values`` that fails where it would build a huge n's values."""
+
+    def values(spec, n, **kw):
+        assert n <= 1000, f"{n} values built before the size check"
+        return profile_values(spec, n, **kw)
+
+    return values

@@ -200,3 +200,66 @@ def test_unreadable_and_malformed_yaml(tmp_path):
     lst.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="mapping"):
         config_lib.load(lst)
+
+
+def test_values_of_unlisted_algorithms_are_not_checked_against_the_cluster():
+    """The demo carries msync_nigt's m = 10 without running it: any n of a sweep loads."""
+    for n in (2, 4, 5, 16):
+        cfg = config_lib.load("configs/demo.yaml", [f"cluster.n={n}"])
+        assert cfg.cluster.n == n and "msync_nigt" not in cfg.algorithms
+        assert cfg.per_algorithm["msync_nigt"].msync_m == 10  # kept, type- and range-checked
+    with pytest.raises(ConfigError, match=r"per_algorithm.msync_nigt.msync_m: got 10; .* = 4"):
+        config_lib.load("configs/demo.yaml", ["cluster.n=4", "algorithms=[msync_nigt]"])
+    with pytest.raises(ConfigError, match=r"per_algorithm.msync_nigt.msync_m: got 0"):
+        config_lib.load("configs/demo.yaml", ["per_algorithm.msync_nigt.msync_m=0"])
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n# and another\n", "{}\n"])
+def test_a_config_that_sets_nothing_is_an_error(tmp_path, text):
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"sets nothing .*`jaxnigt list`"):
+        config_lib.load(path)
+    with pytest.raises(ConfigError, match="sets nothing"):
+        config_lib.read(path)
+
+
+def _warnings(path, overrides=()):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = config_lib.load(path, overrides)
+    return cfg, [str(w.message) for w in caught if w.category is config_lib.ConfigWarning]
+
+
+def test_a_set_hparams_value_that_per_algorithm_overrides_everywhere_warns():
+    cfg, said = _warnings("configs/demo.yaml", ["hparams.learning_rate=0"])
+    assert cfg.hparams.learning_rate == 0.0
+    assert [cfg.hparams_for(a).learning_rate for a in cfg.algorithms] == [2**-5, 2**-5, 2**-6]
+    assert said == [
+        "hparams.learning_rate = 0 has no effect: per_algorithm sets learning_rate for every "
+        "listed algorithm (rennala_nigt 0.03125, sync_nigt 0.03125, afedpg 0.015625); set "
+        "per_algorithm.<name>.learning_rate"
+    ]
+    # Read by an algorithm without its own value: it takes effect, no warning.
+    _, said = _warnings("configs/demo.yaml", ["hparams.M=30"])
+    assert said == []
+    # The same as every algorithm's own value (nothing is lost), or the file itself (a
+    # tuning's tuned.yaml keeps both side by side): no warning either.
+    assert _warnings("configs/demo.yaml", ["hparams.eta=0.1"])[1] == []
+    assert _warnings("configs/cpu/reacher_sqrt.yaml")[1] == []
+
+
+def test_too_few_evaluations_in_the_budget_warn_once():
+    cfg, said = _warnings("configs/cpu/point_mass_sqrt.yaml", ["budget=300"])
+    every = cfg.eval.every_time
+    assert 300 / every < config_lib.MIN_EVALUATIONS
+    assert said == [
+        f"eval.every_time = {every:g} leaves {int(300 // every)} evaluations in the budget of "
+        f"300 (a curve and a time to a target need 20 or more); set eval.every_time <= 15"
+    ]
+    assert (
+        _warnings("configs/cpu/point_mass_sqrt.yaml", ["budget=300", "eval.every_time=15"])[1] == []
+    )
+    assert _warnings("configs/demo.yaml")[1] == []  # 200 evaluations

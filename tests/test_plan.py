@@ -80,6 +80,8 @@ def test_memory_is_the_compiled_programs():
     m = compiled.memory_analysis()
     want = m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
     assert row["memory_mb"] * 2**20 == pytest.approx(want, rel=0.10)
+    # The floor needs no compile, and stays below what the compiled step needs.
+    assert 0 < row["memory_floor_mb"] <= row["memory_mb"]
     assert row["steps"] == pytest.approx(cfg.budget / row["step_time"])
     assert row["env_steps_per_run"] == pytest.approx(
         row["steps"] * row["trajectories_per_step"] * tr.setup.horizon
@@ -118,3 +120,54 @@ def test_updates_of_the_asynchronous_actor_critics(algorithm, batch):
     row = plan.plan_algorithm(cfg, algorithm, memory=False)
     per_update = 1 if algorithm == "a3c" else batch or cfg.cluster.n
     assert row["updates"] == pytest.approx(row["steps"] * row["trajectories_per_step"] / per_update)
+
+
+LIMIT = (8 * 2**30, "the test's limit")  # fixed: the machine's own memory would vary
+
+
+def test_a_huge_n_is_one_line_before_anything_of_its_size_is_built(capsys, monkeypatch):
+    from jaxnigt import sizing, timing
+
+    monkeypatch.setattr(sizing, "device_limit", lambda: LIMIT)
+    monkeypatch.setattr(timing, "profile_values", _small_only(timing.profile_values))
+    assert cli.main(["plan", "demo", "--set", "cluster.n=1000000000", "--no-memory"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("jaxnigt: error: cluster.n = 1,000,000,000: the cluster's time")
+    assert "more than the 8.0 GiB of the test's limit; the largest n that fits is about" in err[0]
+
+
+def test_an_algorithm_that_cannot_fit_is_named_under_the_whole_table(capsys, monkeypatch):
+    """n = 10⁵ on point_mass: the rounds fit; afedpg's step keeps a parameter version per
+    arrival of its block of n (5·10⁵ · 16 KiB) and its clock (n exchanges a step, each over
+    all n workers) is not simulated."""
+    from jaxnigt import sizing
+
+    monkeypatch.setattr(sizing, "device_limit", lambda: (2**30, "the test's limit"))
+    raw = {**BASE, "cluster": {"n": 100_000, "h": "sqrt"}, "seeds": 5, "hparams": {"M": 6}}
+    cfg = config_lib.from_dict({**raw, "algorithms": ["rennala_nigt", "afedpg"]})
+    floors = plan.memory_floors(cfg)
+    assert floors["rennala_nigt"].problem is None
+    assert floors["afedpg"].problem.startswith(
+        "cluster.n = 100,000: one step of afedpg (5 runs; its largest array float32[5,100000,"
+    )
+    assert floors["afedpg"].clock_work == 100_000**2
+    rows = {r["algorithm"]: r for r in plan.plan(cfg, memory=False)}
+    assert rows["afedpg"]["step_time"] is None and rows["afedpg"]["problem"]
+    assert rows["rennala_nigt"]["step_time"] > 0 and rows["rennala_nigt"]["problem"] is None
+    text = plan.table(list(rows.values()), cfg)
+    assert "afedpg: clock not simulated" in text
+    with pytest.raises(sizing.SizeError, match="one step of afedpg"):
+        plan.preflight(cfg)
+    few = config_lib.from_dict({**raw, "algorithms": ["rennala_nigt"]})
+    assert plan.preflight(few) == []
+
+
+def _small_only(profile_values):
+    """``timing.profile_values`` that fails where it would build a huge n's values."""
+
+    def values(spec, n, **kw):
+        assert n <= 1000, f"{n} values built before the size check"
+        return profile_values(spec, n, **kw)
+
+    return values

@@ -145,3 +145,19 @@ def test_runs_of_one_experiment_share_their_programs():
     assert runner.programs_for(other, "sync_pg", 2).trainer.setup.n == 3
     lr = config_lib.from_dict({**raw, "hparams": {"learning_rate": 0.5}})
     assert runner.programs_for(lr, "sync_pg", 2) is not a
+
+
+def test_the_progress_rate_counts_from_the_end_of_compilation():
+    """The bar's rate and time left are counted from ``start`` (called once the programs are
+    compiled), from where the bar stands then, not from its creation."""
+    bar = runner._Progress(True, 100.0, "x (1 of 2)", unit=" sim-t")
+    created = bar.bar.start_t
+    bar.update(10.0, round=1, eval_median="-3.00")
+    bar.start()
+    assert bar.bar.initial == bar.bar.n == 10.0 and bar.bar.start_t >= created
+    first = bar.bar.start_t
+    bar.update(20.0)
+    bar.start(once=True)  # started already: keeps counting from the first start
+    assert bar.bar.start_t == first and bar.bar.initial == 10.0
+    assert "sim-t" in str(bar.bar) and "x (1 of 2)" in str(bar.bar)
+    bar.close()

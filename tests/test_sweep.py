@@ -161,3 +161,15 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
     assert [r["point"] for r in _rows(out / "sweep.csv")] == ["cluster.n=2"] * 2 + [
         "cluster.n=4"
     ] * 2
+
+
+def test_the_demo_sweeps_over_n_from_two_up():
+    """The demo carries values for algorithms it does not run (msync_nigt's m = 10): they
+    are not checked against each point's cluster."""
+    from jaxnigt import config as config_lib
+
+    raw = config_lib.read("configs/demo.yaml")
+    points = sweep.sweep_points(raw, {"cluster.n": [2, 3, 4, 16]}, ["seeds=1"])
+    assert [p.config.cluster.n for p in points] == [2, 3, 4, 16]
+    with pytest.raises(sweep.SweepError, match=r"cluster.n=4: per_algorithm.msync_nigt.msync_m"):
+        sweep.sweep_points(raw, {"cluster.n": [4, 16]}, ["algorithms=[msync_nigt]"])

@@ -178,3 +178,42 @@ def test_runner_chunks_follow_every_time(trainer):
     evaluated = np.nonzero(out["evaluated"][0])[0]
     # round 0 (initial point), then the last step of each 3-step chunk
     np.testing.assert_array_equal(evaluated[:3], [0, 3, 6])
+
+
+def _consts(jaxpr):
+    """Every constant of a closed jaxpr and of the programs nested in it."""
+    from jax.extend import core as jex_core
+
+    out = list(getattr(jaxpr, "consts", []))
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, list | tuple) else (param,):
+                if isinstance(sub, jex_core.ClosedJaxpr | jex_core.Jaxpr):
+                    out += _consts(sub)
+    return out
+
+
+def test_programs_take_the_per_worker_arrays_as_arguments(trainer):
+    """Trainer.program passes the time model and the worker types in: no constant of the
+    compiled step has the n = 37 workers' length (closed over, they would, and XLA would
+    fold expressions of them at compile time), and its results are the trainer's own."""
+    n = 37
+    tr = make_trainer(config_lib.from_dict({**_RAW, "cluster": {**_RAW["cluster"], "n": n}}),
+                      trainer.name)  # fmt: skip
+    keys, hyper = _keys([0, 1]), tr.hyper(batch=2)
+    init = tr.program(lambda t, k, h: jax.vmap(t.init)(k, h))
+    step = tr.program(lambda t, s: jax.vmap(lambda x: t.run_chunk(x, 2))(s))
+    state = init(keys, hyper)
+    jaxpr = jax.make_jaxpr(step.jitted)(step.cluster, state)
+    assert not [c.shape for c in _consts(jaxpr) if n in np.shape(c)]
+    closed = jax.jit(jax.vmap(lambda x: tr.run_chunk(x, 2)))
+    assert any(n in np.shape(c) for c in _consts(jax.make_jaxpr(closed)(state)))
+    plain = lambda tree: jax.tree.map(
+        lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x,
+        tree,
+    )
+    chex.assert_trees_all_close(plain(step(state)), plain(closed(state)), rtol=1e-4, atol=1e-4)
+    chex.assert_trees_all_equal(
+        plain(init(keys, hyper)), plain(jax.jit(jax.vmap(tr.init))(keys, hyper))
+    )
+    assert tr.clock(3) == tr.clock(3)  # cached program, same clock
