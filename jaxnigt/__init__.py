@@ -3,16 +3,27 @@
 Rennala NIGT and Malenia NIGT (and the paper's baselines) on a simulated cluster of
 MuJoCo-MJX workers, with NIGT as a reusable optax transformation.
 
-The core needs only jax, optax, chex and numpy: the NIGT transformations, the time model
-(:mod:`jaxnigt.timing`), the round schedules (:mod:`jaxnigt.schedules`), the asynchronous
-event engine (:mod:`jaxnigt.events`), the aggregators and the ``jaxnigt clock`` command.
-The experiment API (environments, trainers, runner; the ``rl`` extra) is imported on first
-use, e.g. ``jaxnigt.make_trainer`` or ``jaxnigt.envs``.
+**The public API** is what this module names in ``__all__``:
+
+* the optimizer: ``nigt``, ``scale_by_nigt``, ``nigt_eval_params``, ``NigtState``,
+  ``ScaleByNigtState``, ``scale_by_normalized_momentum`` (:mod:`jaxnigt.nigt`);
+* the simulated cluster's core modules ``timing``, ``schedules``, ``events`` and
+  ``aggregators`` (from :mod:`jaxnigt.cluster`);
+* the experiment API, imported on first use (the ``rl`` extra): ``make_trainer`` and
+  ``build_trainer`` (:mod:`jaxnigt.run.trainer`), the ``config`` package (``load``,
+  ``ExperimentConfig``, ...) and ``envs``;
+* beside them, ``jaxnigt.algorithms.register`` (an algorithm of your own) and the ``jaxnigt``
+  command (:mod:`jaxnigt.cli`, every flag).
+
+Everything else is internal and may move; the folders (``cluster``, ``rl``, ``envs``,
+``algorithms``, ``config``, ``run``, ``studies``, ``analysis``, ``cli``) each say in their
+``__init__`` what they hold. The core needs only jax, optax, chex and numpy: the NIGT
+transformations, :mod:`jaxnigt.cluster` and ``jaxnigt clock``.
 """
 
 import importlib
 
-from jaxnigt import aggregators, events, schedules, timing
+from jaxnigt.cluster import aggregators, events, schedules, timing
 from jaxnigt.nigt import (
     NigtState,
     ScaleByNigtState,
@@ -26,7 +37,7 @@ __version__ = "0.1.0"
 
 # Experiment API, imported on first access (needs the `rl` extra: brax, mujoco, flax, ...).
 _LAZY_MODULES = ("config", "envs")
-_LAZY_NAMES = {"make_trainer": "jaxnigt.trainer", "build_trainer": "jaxnigt.trainer"}
+_LAZY_NAMES = {"make_trainer": "jaxnigt.run.trainer", "build_trainer": "jaxnigt.run.trainer"}
 
 
 def __getattr__(name: str):

@@ -11,7 +11,7 @@ one grid extension, where the CPU editions allow four), then the report run, 5 s
 vmapped, then ``jaxnigt compare`` with the claim's statistic and a plot.
 
 **Sizing.** There is no time for a first look here, so the budget comes from the time: each
-scenario gets an equal share of the time left when it starts; :func:`jaxnigt.plan.
+scenario gets an equal share of the time left when it starts; :func:`jaxnigt.run.plan.
 plan_algorithm` gives the environment steps a run takes per unit of simulated time, and the
 budget is the largest (at most the paper's) for which every program of the scenario fits
 its share at ``--rate`` environment steps per second plus ``--compile`` seconds per program.
@@ -41,7 +41,8 @@ from pathlib import Path
 import third_edition as third  # scripts/third_edition.py
 
 from jaxnigt import config as config_lib
-from jaxnigt import plan, tuning
+from jaxnigt.run import plan
+from jaxnigt.studies import tuning
 
 PAPER_BUDGET = {"sqrt_dim": 40000.0, "sqrt": 40000.0, "equal": 40000.0, "hetero": 20000.0}
 MIN_ROUNDS = 20

@@ -14,9 +14,9 @@ shared/all,independent/all`` (``run``: only those cluster models of each scenari
 ``--variants default,contributors`` (``tune``: only those tunings of each family; default: the
 family's own and every model variant its scenarios need).
 
-This script holds no statistic: the tuning protocol is :mod:`jaxnigt.tuning` (score, tie
-rule, grid extension), every statistic is :mod:`jaxnigt.stats` and every interval, outcome
-and verdict :mod:`jaxnigt.verdicts` (the comparison: :mod:`jaxnigt.analysis`).  What is
+This script holds no statistic: the tuning protocol is :mod:`jaxnigt.studies.tuning` (score, tie
+rule, grid extension), every statistic is :mod:`jaxnigt.analysis.stats` and every interval, outcome
+and verdict :mod:`jaxnigt.analysis.verdicts` (the comparison: :mod:`jaxnigt.analysis`).  What is
 here: which families share tuned step sizes, which scenarios and cluster models run, which
 claim each scenario tests (its reference, its baselines, ``ahead`` or ``tie``), and the page.
 
@@ -24,14 +24,14 @@ claim each scenario tests (its reference, its baselines, ``ahead`` or ``tie``), 
 whatever the length of an algorithm's step.
 
 **Tuning** (per family, on seeds the report never uses: base seed 100, two seeds): the
-family's base config at its budget through :func:`jaxnigt.tuning.tune`.  A cluster-model
+family's base config at its budget through :func:`jaxnigt.studies.tuning.tune`.  A cluster-model
 variant (``link: independent``, ``allreduce: contributors``) retunes only the algorithms
 whose ``Traits.cluster_options`` include that option.  The winners go to
 ``configs/cpu/<scenario>.yaml`` (the report configs) and ``DOCS/tuning_<family>.json``.
 
 **Analysis** (per scenario and cluster model): :func:`jaxnigt.analysis.compare` of the
 claim's reference (Rennala NIGT; Malenia NIGT for heterogeneous environments) against every
-baseline, the claim's verdict over its baselines, and :func:`jaxnigt.verdicts.lead_growth`
+baseline, the claim's verdict over its baselines, and :func:`jaxnigt.analysis.verdicts.lead_growth`
 from ``<env>_sqrt`` to ``<env>_sqrt_dim``.
 """
 
@@ -48,9 +48,11 @@ from pathlib import Path
 
 import yaml
 
-from jaxnigt import analysis, report_text, run_data, tuning, verdicts
+from jaxnigt import analysis
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms import traits
+from jaxnigt.analysis import report_text, run_data, verdicts
+from jaxnigt.studies import tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = (("shared", "all"), ("shared", "contributors"), ("independent", "all"))
@@ -306,7 +308,7 @@ def tune_family(
     fam: Family, out: Path, docs: Path, variant: str | None = None, jobs: int = 1
 ) -> dict:
     """Tunes the algorithms of ``fam`` (those a cluster-model ``variant`` affects) with
-    :func:`jaxnigt.tuning.tune` (``jobs`` programs at once) and writes
+    :func:`jaxnigt.studies.tuning.tune` (``jobs`` programs at once) and writes
     ``DOCS/tuning_<family>[__<variant>].json``."""
     algorithms = affected(fam.algorithms, variant)
     raw = merge(fam.base, {"name": f"tune_{fam.name}", "algorithms": list(fam.algorithms)})
@@ -501,7 +503,7 @@ def gap_growth(small: tuple, large: tuple, baseline: str) -> dict:
 def analyze_all(out: Path, docs: Path, names: list[str] | None = None) -> None:
     """Analyzes the finished runs of the scenarios ``names`` (default every one), then
     rewrites the tables from every analysis JSON in ``docs``."""
-    from jaxnigt.plotting import plot_runs
+    from jaxnigt.run.plots import plot_runs
 
     analyses = {}
     for sc in SCENARIOS.values():
@@ -535,7 +537,7 @@ def model_matrix(out: Path, sc: Scenario, docs: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from jaxnigt.plotting import draw_curves
+    from jaxnigt.run.plots import draw_curves
 
     dirs = [(m, out / sc.model_dir(m)) for m in sc.models]
     if len(dirs) != 4 or not all((d / "metrics.csv").is_file() for _, d in dirs):

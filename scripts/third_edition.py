@@ -17,7 +17,7 @@ puts the tables on the page.
 
 **The protocol** (docs/results.md, "The third edition's statistics, fixed before its runs";
 issue "Results, third edition").  Sync NIGT computes one trajectory per worker and round
-(the default ``per_worker_batch: 1``).  Every method is tuned by :func:`jaxnigt.tuning.tune`
+(the default ``per_worker_batch: 1``).  Every method is tuned by :func:`jaxnigt.studies.tuning.tune`
 over the paper's grid, α = 2^e, e = −10 … −1 (extended while a winner sits at an edge),
 η ∈ {0.001, 0.01, 0.1}, and M = M_init ∈ {20, 30, 50} for Rennala and Malenia NIGT, on the
 seeds 100 and 101, which no reported run uses; the tuning score is the average return over
@@ -35,7 +35,7 @@ before 2026-12-02 13:30 UTC reran it at the finer cadence.
 
 **The claims** (:data:`CLAIMS`): each has its primary statistic, fixed before the runs, and
 is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the lead-growth claim by
-:func:`jaxnigt.verdicts.speed_lead_growth` from ``<env>_sqrt`` to ``<env>_sqrt_dim``.  A
+:func:`jaxnigt.analysis.verdicts.speed_lead_growth` from ``<env>_sqrt`` to ``<env>_sqrt_dim``.  A
 scenario with ``sensitivity`` also runs the matched-batch Sync NIGT (``per_worker_batch:
 match_M``, b = ⌈M/n⌉ with M the reference's tuned M: :meth:`Pipeline.matched`), tuned the
 same way, beside its reference.  (Before 2026-12-02 the sensitivity runs left M at the base
@@ -56,8 +56,10 @@ from pathlib import Path
 import numpy as np
 import results as second  # scripts/results.py: the cluster models, merge, the variants
 
-from jaxnigt import analysis, run_data, stats, tuning, verdicts
+from jaxnigt import analysis
 from jaxnigt import config as config_lib
+from jaxnigt.analysis import run_data, stats, verdicts
+from jaxnigt.studies import tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = second.DEFAULT_MODEL
@@ -400,7 +402,7 @@ class Pipeline:
 
     # -- analyze: the claim's statistic and the second views
     def analyze(self) -> list[dict]:
-        from jaxnigt.plotting import plot_runs
+        from jaxnigt.run.plots import plot_runs
 
         reference, kind, baselines, statistic = CLAIMS[self.sc.claim]
         done = []
@@ -470,7 +472,7 @@ def _state(p: Pipeline) -> str:
 
 def _numbers(param: str, kind: type, low: float, high: float):
     """An argparse ``type``: comma-separated ``kind`` values in ``(low, high]`` for ``param``
-    (:func:`jaxnigt.tuning.parse_numbers`, its error as argparse's)."""
+    (:func:`jaxnigt.studies.tuning.parse_numbers`, its error as argparse's)."""
 
     def parse(text: str) -> tuple:
         try:

@@ -96,7 +96,7 @@ def run(argv, log_dir: Path, *, name: str = "child", env=None, timeout: float = 
     return code, child.stdout, child.stderr
 
 
-# --------------------------------------------- jobs of jaxnigt.processes (test_processes.py)
+# --------------------------------------------- jobs of jaxnigt.run.processes (test_processes.py)
 
 
 def write_job(path: str, text: str, *, stop=None) -> None:
@@ -129,7 +129,7 @@ def waiting_job(path: str, *, stop=None) -> None:
     (``signals.Interrupted``); :data:`TIMEOUT` only catches a flag that never comes."""
     import time
 
-    from jaxnigt import signals
+    from jaxnigt.run import signals
 
     Path(path).write_text("started")
     deadline = time.monotonic() + TIMEOUT
@@ -142,6 +142,6 @@ def waiting_job(path: str, *, stop=None) -> None:
 
 
 if __name__ == "__main__":  # a parent of waiting jobs, for test_processes.py (to kill it)
-    from jaxnigt import processes
+    from jaxnigt.run import processes
 
     processes.run_all(waiting_job, [(p,) for p in sys.argv[1:]], workers=len(sys.argv) - 1)

@@ -2,7 +2,7 @@
 
 It replays the compute times ``tau`` that the jax code sampled (passed as numpy arrays) with
 a ``heapq`` event queue, one completion at a time, and recomputes what
-``jaxnigt.schedules`` computes with array math: counts, collection end ``T``, round end,
+``jaxnigt.cluster.schedules`` computes with array math: counts, collection end ``T``, round end,
 busy-until times, wasted time and trajectories, Malenia's overflow flag, and the sequence
 of asynchronous arrivals.
 

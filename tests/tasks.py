@@ -48,7 +48,7 @@ def match_task():
 
 def linear_policy():
     """Linear Gaussian policy a = k·obs + b + σε (state-independent σ, no squashing)."""
-    from jaxnigt.policy import GaussianPolicy
+    from jaxnigt.rl.policy import GaussianPolicy
 
     return GaussianPolicy(
         obs_size=1, action_size=1, hidden=(), squash=False, state_dependent_std=False
@@ -61,8 +61,8 @@ def match_setup(*, h, kappa, M, link="shared", noise="deterministic"):
     cluster (the engines' own options come from the ``HParams`` a test builds with it)."""
     import numpy as np
 
-    from jaxnigt import timing
     from jaxnigt.algorithms.core import Setup
+    from jaxnigt.cluster import timing
 
     return Setup(
         task=match_task(),

@@ -20,10 +20,10 @@ from jaxnigt.algorithms.admm_pg import (
     consensus_update,
     lagrangian_ascent,
 )
-from jaxnigt.collect import slot_keys
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.rollout import rollout
-from jaxnigt.trainer import build_trainer, make_trainer
+from jaxnigt.rl.collect import slot_keys
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.rollout import rollout
+from jaxnigt.run.trainer import build_trainer, make_trainer
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.aggregators."""
+"""Tests for jaxnigt.cluster.aggregators."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import aggregators as A
-from jaxnigt import schedules as S
-from jaxnigt.timing import make_time_model
+from jaxnigt.cluster import aggregators as A
+from jaxnigt.cluster import schedules as S
+from jaxnigt.cluster.timing import make_time_model
 
 C = np.array([[1.0, -2.0], [5.0, 4.0]], np.float32)  # constant "gradient" of worker 0 and 1
 M, CAP = 20, 120

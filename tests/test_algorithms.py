@@ -13,11 +13,11 @@ from tasks import match_setup
 
 from jaxnigt import algorithms
 from jaxnigt import config as config_lib
-from jaxnigt.collect import slot_keys
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.rollout import rollout
-from jaxnigt.runner import run_algorithm
-from jaxnigt.trainer import build_trainer, make_trainer
+from jaxnigt.rl.collect import slot_keys
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.rollout import rollout
+from jaxnigt.run.loop import run_algorithm
+from jaxnigt.run.trainer import build_trainer, make_trainer
 
 # Learning rates that suit each update rule on point_mass (NIGT steps are normalized; plain
 # PG steps scale with the gradient, single-trajectory asynchronous SGD needs the smallest;
@@ -249,7 +249,8 @@ def _normalized_sgd(hyper):
 def test_afedpg_vanilla_with_eta_one_is_asynchronous_normalized_sgd():
     """Two programs of one computation (normalized steps of 0.05 from params of order 1:
     atol 1e-5); with η < 1 it is not AFedPG, whose rollouts are at the lookahead point."""
-    from jaxnigt.algorithms import async_engine, core
+    from jaxnigt.algorithms import updates
+    from jaxnigt.algorithms.engines import async_engine
 
     def cfg(eta):
         return config_lib.from_dict({
@@ -270,7 +271,7 @@ def test_afedpg_vanilla_with_eta_one_is_asynchronous_normalized_sgd():
         algorithm=async_engine.make(
             vanilla.setup,
             async_engine.AsyncOptions.resolve(vanilla.setup, vanilla.hparams),
-            update=core.Update(_normalized_sgd, core.held_params),
+            update=updates.Update(_normalized_sgd, updates.held_params),
         ),
     )
     chex.assert_trees_all_close(run(vanilla), run(reference), atol=1e-5)

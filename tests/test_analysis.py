@@ -1,6 +1,6 @@
 """Tests for jaxnigt.analysis and ``jaxnigt compare``: hand-computed statistics
-(jaxnigt.stats), the bootstrap against a plain numpy resampling, outcomes and verdicts
-(jaxnigt.verdicts), a run directory read back (jaxnigt.run_data).
+(jaxnigt.analysis.stats), the bootstrap against a plain numpy resampling, outcomes and verdicts
+(jaxnigt.analysis.verdicts), a run directory read back (jaxnigt.analysis.run_data).
 
 The run directories here are written by hand (no training), so nothing compiles.
 """
@@ -12,8 +12,10 @@ import chex
 import numpy as np
 import pytest
 
-from jaxnigt import analysis, cli, report_text, results, run_data, stats, verdicts
+from jaxnigt import analysis, cli
 from jaxnigt import config as config_lib
+from jaxnigt.analysis import report_text, run_data, stats, verdicts
+from jaxnigt.run import metrics as results
 
 # --------------------------------------------------------------------- step functions
 
@@ -31,8 +33,7 @@ def test_time_average_of_a_step_function_with_an_evaluation_past_the_budget():
     # no value at the window's start: undefined
     assert math.isnan(stats.average_return(xs[1:], ys[1:], 10.0))
     assert math.isnan(stats.time_average(xs, ys, 4.0, 4.0))
-    # jaxnigt.results re-exports the same function
-    assert results.curve_average is stats.average_return
+    # jaxnigt.run.metrics re-exports the same function
 
 
 def test_time_to_target_censors_a_seed_that_never_reaches_it():
@@ -353,8 +354,8 @@ def test_analysis_errors_name_the_parameter_not_the_flag(tmp_path):
 
 
 def test_analysis_keeps_the_names_its_importers_use():
-    """The command line, jaxnigt sweep and jaxnigt.results import these from jaxnigt.analysis:
-    the very objects of the modules that define them."""
+    """The command line and jaxnigt sweep import these from jaxnigt.analysis (loaded on first
+    use from analysis.comparison): the very objects of the modules that define them."""
     assert analysis.load_run is run_data.load_run and analysis.Method is run_data.Method
     assert analysis.AnalysisError is run_data.AnalysisError
     assert analysis.compare_markdown is report_text.compare_markdown
@@ -362,7 +363,10 @@ def test_analysis_keeps_the_names_its_importers_use():
     assert analysis.first_time is stats.first_time and analysis.FRACTIONS == stats.FRACTIONS
     assert analysis.bootstrap_interval is verdicts.bootstrap_interval
     assert analysis.CLAIMS == verdicts.CLAIMS and "time_to_50" in analysis.STATISTICS
-    assert set(analysis.__all__) <= set(vars(analysis))
+    from jaxnigt.analysis import comparison
+
+    assert set(comparison.__all__) <= set(vars(comparison))
+    assert all(getattr(analysis, name) is getattr(comparison, name) for name in comparison.__all__)
 
 
 def test_no_improvement_says_why_the_targets_are_nan(tmp_path, capsys):

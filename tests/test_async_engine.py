@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.algorithms.async_engine against a hand computation.
+"""Tests for jaxnigt.algorithms.engines.async_engine against a hand computation.
 
 Two workers with known deterministic times (h = (1, 1.5), κ = (1, 3)) on the one-step Match
 task with a linear Gaussian policy, whose trajectory gradient has a closed form. The hand
@@ -15,8 +15,8 @@ import pytest
 from tasks import match_setup
 
 from jaxnigt import config as config_lib
-from jaxnigt.rollout import rollout
-from jaxnigt.trainer import build_trainer
+from jaxnigt.rl.rollout import rollout
+from jaxnigt.run.trainer import build_trainer
 
 # (worker, its k-th gradient) in arrival order, worked out in tests/test_events.py:
 # shared link: w0 at 2, w1 at 5, w0 at 6, w1 at 9.5, w0 at 10.5;
@@ -114,7 +114,7 @@ def test_block_matches_hand_computation(algorithm, link, budget):
 
 
 def _point_mass_trainer(algorithm, link, wave, n=6):
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.run.trainer import make_trainer
 
     raw = {  # endings drawn at reset: wave sizes change float rounding, never an ending
         "env": {"name": "timed_point_mass"},

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.checkpoint: exact round trip of a vmapped training state with keys."""
+"""Tests for jaxnigt.run.checkpoint: exact round trip of a vmapped training state with keys."""
 
 import chex
 import jax
@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import checkpoint
 from jaxnigt import config as config_lib
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run import checkpoint
+from jaxnigt.run.trainer import make_trainer
 
 
 # afedpg: a per-arrival engine state; impala: per-actor parameters, learner history, critic

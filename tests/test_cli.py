@@ -146,7 +146,7 @@ def test_an_empty_config_exits_2_and_writes_nothing(tmp_path, capsys):
 
 
 def test_run_of_a_huge_n_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    from jaxnigt import sizing
+    from jaxnigt.run import sizing
 
     monkeypatch.setattr(sizing, "device_limit", lambda: (8 * 2**30, "the test's limit"))
     out = tmp_path / "never"
@@ -212,7 +212,7 @@ def test_list(capsys):
 
 
 def test_bundled_config_by_name_from_any_directory(tmp_path, monkeypatch, capsys):
-    """A config argument that is no file names a bundled config (jaxnigt.bundled)."""
+    """A config argument that is no file names a bundled config (jaxnigt.config.bundled)."""
     monkeypatch.chdir(tmp_path)
     argv = ["plan", "cpu/point_mass_sqrt", "--no-memory", "--set", "algorithms=[afedpg]"]
     assert cli.main(argv) == 0
@@ -497,7 +497,7 @@ def test_nonfinite_stops_with_message_or_marks_seed(tmp_path, capsys, monkeypatc
     1 never, on every machine. (Live writes are off: a stopped run writes no summary.)"""
     from tasks import register_test_envs
 
-    from jaxnigt import checkpoint
+    from jaxnigt.run import checkpoint
 
     register_test_envs(monkeypatch)
     cfg = tmp_path / "nan.yaml"
@@ -571,7 +571,7 @@ def test_each_bad_input_exits_2_with_one_line(tmp_path, capsys, sets, field):
 def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, capsys, monkeypatch):
     """``hparams.impala_batch`` without ``impala`` is a config error (the config's option
     check): one line naming the key and its reader, exit 2, nothing compiled or written."""
-    from jaxnigt import experiment
+    from jaxnigt.run import experiment
 
     monkeypatch.setattr(experiment, "run_experiment", lambda *a, **k: pytest.fail("it ran"))
     cfg = tmp_path / "one.yaml"

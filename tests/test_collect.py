@@ -1,15 +1,16 @@
-"""Tests for jaxnigt.collect: chunked slot gradients equal one big batch; keys per slot."""
+"""Tests for jaxnigt.rl.collect: chunked slot gradients equal one big batch; keys per slot."""
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt import aggregators, envs, schedules, timing
-from jaxnigt.collect import gradient_from_schedule, slot_keys
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import make_policy
-from jaxnigt.rollout import rollout
+from jaxnigt import envs
+from jaxnigt.cluster import aggregators, schedules, timing
+from jaxnigt.rl.collect import gradient_from_schedule, slot_keys
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.policy import make_policy
+from jaxnigt.rl.rollout import rollout
 
 
 def test_slot_keys_depend_only_on_worker_and_rank():

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.critic: V-trace and GAE targets against the IMPALA paper's definitions, the
+"""Tests for jaxnigt.rl.critic: V-trace and GAE targets against the IMPALA paper's definitions, the
 critic learning a fixed policy's value, and the actor-critic gradient."""
 
 import chex
@@ -9,10 +9,10 @@ import optax
 import pytest
 from tasks import linear_policy
 
-from jaxnigt import critic
 from jaxnigt.envs import make_env
 from jaxnigt.envs.toy import lqr1d_objective
-from jaxnigt.rollout import rollout
+from jaxnigt.rl import critic
+from jaxnigt.rl.rollout import rollout
 
 
 def test_vtrace_on_policy_equals_gae_lambda_one():
@@ -92,7 +92,7 @@ def test_critic_learns_the_value_of_a_fixed_policy():
 def test_actor_critic_gradient_shapes_and_per_slot_equivalence():
     H = 6
     task = make_env("point_mass", horizon=H)
-    from jaxnigt.policy import make_policy
+    from jaxnigt.rl.policy import make_policy
 
     model = critic.ActorCritic(make_policy(task), H)
     params = model.init(jax.random.key(1))

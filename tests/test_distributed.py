@@ -9,7 +9,7 @@ import pytest
 from children import Child, child_env, cli_argv
 
 from jaxnigt import cli
-from jaxnigt.distributed import is_writer, to_host
+from jaxnigt.run.distributed import is_writer, to_host
 
 TINY = """
 name: tiny_mp

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.estimator: closed-form unbiasedness, weighting, masking, learning."""
+"""Tests for jaxnigt.rl.estimator: closed-form unbiasedness, weighting, masking, learning."""
 
 import chex
 import jax
@@ -9,9 +9,9 @@ import pytest
 
 from jaxnigt.envs import make_env
 from jaxnigt.envs.toy import lqr1d_objective
-from jaxnigt.estimator import policy_gradient, reward_to_go, surrogate
-from jaxnigt.policy import GaussianPolicy, make_policy
-from jaxnigt.rollout import Trajectories, evaluate, rollout
+from jaxnigt.rl.estimator import policy_gradient, reward_to_go, surrogate
+from jaxnigt.rl.policy import GaussianPolicy, make_policy
+from jaxnigt.rl.rollout import Trajectories, evaluate, rollout
 
 GAMMA = 0.7
 N_MC = 20_000

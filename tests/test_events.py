@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.events (the per-arrival engine) against hand-computed cases and two
+"""Tests for jaxnigt.cluster.events (the per-arrival engine) against hand-computed cases and two
 independent references (tests/reference_sim.py and tests/reference_natural.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import events as E
-from jaxnigt.timing import make_time_model, sample_compute_times, sample_noise
+from jaxnigt.cluster import events as E
+from jaxnigt.cluster.timing import make_time_model, sample_compute_times, sample_noise
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_natural as natural

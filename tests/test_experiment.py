@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.experiment and jaxnigt.signals without running an algorithm: what a
+"""Tests for jaxnigt.run.experiment and jaxnigt.run.signals without running an algorithm: what a
 fresh run does to a reused directory, and the stop flag (whole runs: tests/test_cli.py)."""
 
 import os
@@ -7,7 +7,9 @@ import signal
 import pytest
 
 from jaxnigt import config as config_lib
-from jaxnigt import experiment, files, results, signals
+from jaxnigt.run import experiment, signals
+from jaxnigt.run import metrics as results
+from jaxnigt.run import run_dir as files
 
 
 def test_fresh_run_replaces_an_earlier_runs_outputs(tmp_path):

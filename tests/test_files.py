@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.files: atomic writes, run-directory preparation, resumability checks."""
+"""Tests for jaxnigt.run.run_dir: atomic writes, run-directory preparation, resumability checks."""
 
 import os
 import stat
@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from jaxnigt import config as config_lib
-from jaxnigt import files
+from jaxnigt.run import run_dir as files
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):

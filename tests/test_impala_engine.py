@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.algorithms.impala_engine: learner batches, received versions and policy
+"""Tests for jaxnigt.algorithms.engines.impala_engine: learner batches, received versions and policy
 lag against the arrivals of the reference simulator, with and without learner time."""
 
 import jax
@@ -8,9 +8,9 @@ import pytest
 from tasks import match_setup
 
 from jaxnigt import config as config_lib
-from jaxnigt.algorithms.impala_engine import HISTORY
-from jaxnigt.timing import sample_compute_times, sample_noise
-from jaxnigt.trainer import build_trainer
+from jaxnigt.algorithms.engines.impala_engine import HISTORY
+from jaxnigt.cluster.timing import sample_compute_times, sample_noise
+from jaxnigt.run.trainer import build_trainer
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_sim as ref
@@ -131,7 +131,7 @@ def test_learner_time_longer_than_the_history_is_reported():
 
 
 def _arrivals(workers, times):
-    from jaxnigt import events
+    from jaxnigt.cluster import events
 
     z = jnp.zeros(len(workers))
     return events.Arrival(
@@ -152,7 +152,7 @@ def test_repeated_actor_rolls_out_what_it_received_and_is_handed_its_last():
     (params = the version number) completed at times 5, 4, 3, 2; actors hold sentinel params
     100, 101, 102 (versions 6, 7, 8).  Arrivals: actor 0 at 1.5, actor 1 at 3.5, actor 0 at
     4.5 and 6.0, actor 2 at 6.5."""
-    from jaxnigt.algorithms import impala_engine as ie
+    from jaxnigt.algorithms.engines import impala_engine as ie
 
     assert HISTORY == 4
     ex = ie.ImpalaExtra(

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.parallel: sharded runs equal the single-device run (4 fake CPU devices)."""
+"""Tests for jaxnigt.run.devices: sharded runs equal the single-device run (4 fake CPU devices)."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import textwrap
 import jax
 from children import TESTS, child_env, run
 
-from jaxnigt import parallel
+from jaxnigt.run import devices as parallel
 
 SCRIPT = textwrap.dedent(
     """
@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent(
     import jax
     import numpy as np
     from jaxnigt import config as config_lib
-    from jaxnigt.parallel import batch_sharding, device_plan, make_mesh
-    from jaxnigt.runner import run_algorithm
+    from jaxnigt.run.devices import batch_sharding, device_plan, make_mesh
+    from jaxnigt.run.loop import run_algorithm
 
     assert len(jax.devices()) == 4, jax.devices()
     out = {}
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent(
             "same_shape": a["sim_time"].shape == b["sim_time"].shape,
         }
     # Slot sharding turns the gradient's sum over slots into a cross-device all-reduce.
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.run.trainer import make_trainer
     texts = {}
     for mesh in (None, make_mesh()):
         tr = make_trainer(cfg, "rennala_nigt", mesh=mesh)

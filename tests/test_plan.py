@@ -1,13 +1,14 @@
-"""Tests for jaxnigt.plan and ``jaxnigt plan``: the clock's trajectories per step equal what
+"""Tests for jaxnigt.run.plan and ``jaxnigt plan``: the clock's trajectories per step equal what
 the real trainer rolls out, and the memory figure is the compiled step's."""
 
 import jax
 import numpy as np
 import pytest
 
-from jaxnigt import algorithms, cli, plan
+from jaxnigt import algorithms, cli
 from jaxnigt import config as config_lib
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run import plan
+from jaxnigt.run.trainer import make_trainer
 
 BASE = {
     "env": {"name": "point_mass"},
@@ -126,7 +127,8 @@ LIMIT = (8 * 2**30, "the test's limit")  # fixed: the machine's own memory would
 
 
 def test_a_huge_n_is_one_line_before_anything_of_its_size_is_built(capsys, monkeypatch):
-    from jaxnigt import sizing, timing
+    from jaxnigt.cluster import timing
+    from jaxnigt.run import sizing
 
     monkeypatch.setattr(sizing, "device_limit", lambda: LIMIT)
     monkeypatch.setattr(timing, "profile_values", _small_only(timing.profile_values))
@@ -141,7 +143,7 @@ def test_an_algorithm_that_cannot_fit_is_named_under_the_whole_table(capsys, mon
     """n = 10⁵ on point_mass: the rounds fit; afedpg's step keeps a parameter version per
     arrival of its block of n (5·10⁵ · 16 KiB) and its clock (n exchanges a step, each over
     all n workers) is not simulated."""
-    from jaxnigt import sizing
+    from jaxnigt.run import sizing
 
     monkeypatch.setattr(sizing, "device_limit", lambda: (2**30, "the test's limit"))
     raw = {**BASE, "cluster": {"n": 100_000, "h": "sqrt"}, "seeds": 5, "hparams": {"M": 6}}

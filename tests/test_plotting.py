@@ -1,8 +1,8 @@
-"""Tests for jaxnigt.plotting: step-function resampling and grouping of metric rows."""
+"""Tests for jaxnigt.run.plots: step-function resampling and grouping of metric rows."""
 
 import numpy as np
 
-from jaxnigt.results import group_curves, resample
+from jaxnigt.run.metrics import group_curves, resample
 
 
 def test_resample_is_last_value_at_or_before():

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.policy: density against numpy, shapes, squashing, sizes."""
+"""Tests for jaxnigt.rl.policy: density against numpy, shapes, squashing, sizes."""
 
 import chex
 import jax
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxnigt.envs import make_env
-from jaxnigt.policy import GaussianPolicy, make_policy, num_params
+from jaxnigt.rl.policy import GaussianPolicy, make_policy, num_params
 
 OBS, ACT = 5, 3
 

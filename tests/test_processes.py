@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.processes: jobs in child processes (their files, their pids), the
+"""Tests for jaxnigt.run.processes: jobs in child processes (their files, their pids), the
 in-process path, a failing job's exception raised again in the parent, and a stop flag
 forwarded to the children as SIGTERM.  The jobs live in ``tests/children.py``."""
 
@@ -11,7 +11,7 @@ import time
 import children
 import pytest
 
-from jaxnigt import processes, signals
+from jaxnigt.run import processes, signals
 
 
 def test_jobs_run_in_child_processes_and_every_one_finishes(tmp_path):

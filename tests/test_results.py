@@ -1,10 +1,11 @@
-"""Tests for jaxnigt.results: CSV columns and rows, reading back, curves, summaries."""
+"""Tests for jaxnigt.run.metrics: CSV columns and rows, reading back, curves, summaries."""
 
 import numpy as np
 import pytest
 
-from jaxnigt import results
 from jaxnigt.algorithms.core import StepMetrics
+from jaxnigt.analysis import stats, verdicts
+from jaxnigt.run import metrics as results
 
 
 def _rows():
@@ -113,20 +114,20 @@ def test_worker_count_rows_sum_each_evaluation_interval():
 def test_curve_average_is_the_time_average_of_the_step_curve():
     xs, ys = np.array([0.0, 2.0, 5.0, 20.0]), np.array([1.0, 3.0, -1.0, 100.0])
     # 1 on [0, 2), 3 on [2, 5), -1 on [5, 10): (2 + 9 - 5) / 10
-    assert results.curve_average(xs, ys, 10.0) == pytest.approx(0.6)
-    assert np.isnan(results.curve_average(np.array([1.0]), np.array([1.0]), 10.0))
+    assert stats.average_return(xs, ys, 10.0) == pytest.approx(0.6)
+    assert np.isnan(stats.average_return(np.array([1.0]), np.array([1.0]), 10.0))
 
 
 def test_bootstrap_interval_covers_the_difference_of_means():
     rng = np.random.default_rng(1)
     a, b = rng.normal(1.0, 0.5, 40), rng.normal(0.0, 0.5, 40)
     diff = lambda x, y: x.mean() - y.mean()
-    est, low, high = results.bootstrap_interval(diff, a, b, reps=500)
+    est, low, high = verdicts.bootstrap_interval(diff, a, b, reps=500)
     assert est == pytest.approx(a.mean() - b.mean())
     assert low < est < high and 0.0 < low  # a clear difference excludes a tie
-    same = results.bootstrap_interval(diff, a, a.copy(), reps=500)
+    same = verdicts.bootstrap_interval(diff, a, a.copy(), reps=500)
     assert same[1] < 0.0 < same[2]
     # deterministic given its seed
-    assert results.bootstrap_interval(diff, a, b, reps=200) == results.bootstrap_interval(
+    assert verdicts.bootstrap_interval(diff, a, b, reps=200) == verdicts.bootstrap_interval(
         diff, a, b, reps=200
     )

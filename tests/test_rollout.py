@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.rollout: masking, non-finite guard, types, per-slot params, MJX smoke."""
+"""Tests for jaxnigt.rl.rollout: masking, non-finite guard, types, per-slot params, MJX smoke."""
 
 import dataclasses
 
@@ -10,9 +10,9 @@ import pytest
 from brax.envs.base import State
 
 from jaxnigt.envs import TaskEnv, make_env, make_heterogeneous
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import GaussianPolicy, make_policy
-from jaxnigt.rollout import Trajectories, evaluate, rollout
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.policy import GaussianPolicy, make_policy
+from jaxnigt.rl.rollout import Trajectories, evaluate, rollout
 
 H = 8
 
@@ -314,7 +314,7 @@ def test_per_step_versions_act_with_each_steps_parameters(lanes):
 
 
 def test_refill_lanes_count_and_non_terminating_tasks_keep_one_lane_per_trajectory():
-    from jaxnigt.rollout import num_lanes
+    from jaxnigt.rl.rollout import num_lanes
 
     assert num_lanes(_random_stop_task(0.25), 12) == 3
     assert num_lanes(_random_stop_task(0.01), 12) == 1

@@ -1,11 +1,12 @@
-"""Tests for jaxnigt.runner: evaluation bookkeeping and health checks of the run loop."""
+"""Tests for jaxnigt.run.loop: evaluation bookkeeping and health checks of the run loop."""
 
 import types
 
 import numpy as np
 import pytest
 
-from jaxnigt import runner
+from jaxnigt.run import loop as runner
+from jaxnigt.run import progress
 
 
 def test_evaluation_belongs_to_each_seeds_last_active_step():
@@ -86,7 +87,7 @@ def _resumable(monkeypatch, steps_done):
     import jax
     import jax.numpy as jnp
 
-    from jaxnigt import checkpoint
+    from jaxnigt.run import checkpoint
 
     tr = types.SimpleNamespace(first_step=None)
     run = runner._Run(
@@ -113,7 +114,7 @@ def _resumable(monkeypatch, steps_done):
 def test_resume_refuses_a_checkpoint_of_another_chunk_length(monkeypatch):
     """eval.every_time is converted to steps with the algorithm's clock: a checkpoint written
     with other chunks (the clock changed) cannot continue the same evaluation sequence."""
-    from jaxnigt import checkpoint
+    from jaxnigt.run import checkpoint
 
     logs = []
     runner.start_or_resume(_resumable(monkeypatch, 6), "run", True, "afedpg", logs.append)
@@ -150,7 +151,7 @@ def test_runs_of_one_experiment_share_their_programs():
 def test_the_progress_rate_counts_from_the_end_of_compilation():
     """The bar's rate and time left are counted from ``start`` (called once the programs are
     compiled), from where the bar stands then, not from its creation."""
-    bar = runner._Progress(True, 100.0, "x (1 of 2)", unit=" sim-t")
+    bar = progress.Progress(True, 100.0, "x (1 of 2)", unit=" sim-t")
     created = bar.bar.start_t
     bar.update(10.0, round=1, eval_median="-3.00")
     bar.start()

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.schedules against hand-computed cases and two independent references:
+"""Tests for jaxnigt.cluster.schedules against hand-computed cases and two independent references:
 tests/reference_sim.py (round by round) and tests/reference_natural.py (Tyurin's event form)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import schedules as S
-from jaxnigt import simulation
-from jaxnigt.timing import make_time_model, sample_compute_times
+from jaxnigt.cluster import schedules as S
+from jaxnigt.cluster import simulation
+from jaxnigt.cluster.timing import make_time_model, sample_compute_times
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_natural as natural

@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.algorithms.seed_engine (``seed_rl``): the engine's steps follow the
+"""Tests for jaxnigt.algorithms.engines.seed_engine (``seed_rl``): the engine's steps follow the
 per-step clock (a hand-computed case with updates mid-trajectory: lags over steps, times,
 counts, messages, the kept versions), its options, and with instant exchanges, no inference
 time and B = n it is IMPALA (every trajectory acts with one version)."""
@@ -11,8 +11,8 @@ import pytest
 from tasks import match_setup
 
 from jaxnigt import config as config_lib
-from jaxnigt.algorithms import seed_engine
-from jaxnigt.trainer import build_trainer, make_trainer
+from jaxnigt.algorithms.engines import seed_engine
+from jaxnigt.run.trainer import build_trainer, make_trainer
 
 
 def hand_trainer(versions: int = 8):

@@ -1,4 +1,4 @@
-"""Stopping on signals (jaxnigt.signals): the first asks for a checkpoint and a stop, the
+"""Stopping on signals (jaxnigt.run.signals): the first asks for a checkpoint and a stop, the
 second exits at once, even when both arrive while the main thread is inside a long call."""
 
 import os
@@ -7,12 +7,12 @@ import subprocess
 import sys
 import time
 
-from jaxnigt import signals
+from jaxnigt.run import signals
 
 CHILD = """
 import sys, time
 import numpy as np
-from jaxnigt import signals
+from jaxnigt.run import signals
 
 values = np.random.default_rng(0).random(20_000_000)
 with signals.stop_on_signals() as stop:

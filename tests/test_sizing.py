@@ -1,11 +1,11 @@
-"""The memory estimates made before anything of size n exists (jaxnigt.sizing)."""
+"""The memory estimates made before anything of size n exists (jaxnigt.run.sizing)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import sizing
+from jaxnigt.run import sizing
 
 LIMIT = (10 * 2**30, "a test device")
 

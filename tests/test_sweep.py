@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.sweep and ``jaxnigt sweep``: the grid, the table, resume, failures."""
+"""Tests for jaxnigt.studies.sweep and ``jaxnigt sweep``: the grid, the table, resume, failures."""
 
 import csv
 import json
@@ -9,8 +9,9 @@ import pytest
 from children import TIMEOUT, Child, child_env
 from tasks import assert_plot
 
-from jaxnigt import cli, sweep
+from jaxnigt import cli
 from jaxnigt import config as config_lib
+from jaxnigt.studies import sweep
 
 BASE = """
 name: tiny_sweep

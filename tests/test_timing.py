@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.timing."""
+"""Tests for jaxnigt.cluster.timing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt import timing
-from jaxnigt.timing import make_time_model, parse_noise, profile_values, sample_compute_times
+from jaxnigt.cluster import timing
+from jaxnigt.cluster.timing import (
+    make_time_model,
+    parse_noise,
+    profile_values,
+    sample_compute_times,
+)
 
 
 def test_profiles_are_one_based():

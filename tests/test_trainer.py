@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.trainer: vmapped seeds/grids, budget masking, determinism."""
+"""Tests for jaxnigt.run.trainer: vmapped seeds/grids, budget masking, determinism."""
 
 import json
 import sys
@@ -12,7 +12,7 @@ import pytest
 from children import TESTS, run
 
 from jaxnigt import config as config_lib
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run.trainer import make_trainer
 
 # timed_point_mass (tests/tasks.py): point_mass whose episodes end at steps drawn at reset, so
 # programs compiled differently (batched vs single) can differ only by float32 rounding.
@@ -64,7 +64,7 @@ _FRESH = textwrap.dedent(
     tasks.register_test_envs()
     import jax, jax.numpy as jnp, numpy as np
     from jaxnigt import config as config_lib
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.run.trainer import make_trainer
     cfg = config_lib.from_dict(json.loads(sys.argv[1]))
     tr = make_trainer(cfg, sys.argv[2])
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.asarray([0, 1]))
@@ -132,7 +132,7 @@ def test_chunk_and_evaluate_without_training_keeps_state(trainer):
 def test_dim_is_the_policy_d_that_scales_kappa():
     """``Trainer.dim`` (what the run logs as d=) is the d of κ·d^{1/4}, for the actor-critic
     family too, whose built algorithm's parameters add the critic's."""
-    from jaxnigt.policy import num_params
+    from jaxnigt.rl.policy import num_params
 
     cfg = config_lib.from_dict(
         {"env": {"name": "lqr1d"}, "algorithms": ["a2c"],
@@ -147,7 +147,7 @@ def test_dim_is_the_policy_d_that_scales_kappa():
 
 def test_make_task_lanes_default_and_override():
     from jaxnigt import envs
-    from jaxnigt.trainer import make_task
+    from jaxnigt.run.trainer import make_task
 
     assert make_task(_CFG).lanes == (envs.DEFAULT_LANES if make_task(_CFG).terminates else 1.0)
     reacher = config_lib.from_dict({**_RAW, "env": {"name": "reacher"}})
@@ -169,7 +169,7 @@ def test_eval_every_time_is_steps_of_simulated_time(trainer):
 
 
 def test_runner_chunks_follow_every_time(trainer):
-    from jaxnigt import runner
+    from jaxnigt.run import loop as runner
 
     _, step_time = trainer.clock(16)
     sets = [f"eval.every_time={3 * step_time}", f"budget={7 * step_time}", "seeds=1"]

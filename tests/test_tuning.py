@@ -1,4 +1,4 @@
-"""Tests for jaxnigt.tuning and ``jaxnigt tune``: parsing, the tie rule, the self-extending
+"""Tests for jaxnigt.studies.tuning and ``jaxnigt tune``: parsing, the tie rule, the self-extending
 grid (on a scorer by hand), algorithm traits, bad requests, the shape hyperparameters (M,
 msync_m, ringmaster_R: their programs, tie rule and write-back, the runs faked) and two tiny
 point_mass tunings.
@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from jaxnigt import algorithms, cli, run_data, tuning
+from jaxnigt import algorithms, cli
 from jaxnigt import config as config_lib
+from jaxnigt.analysis import run_data
+from jaxnigt.studies import tuning
 
 # ---------------------------------------------------------------------------- parsing
 

@@ -7,12 +7,13 @@ weights and ``optax.sgd(momentum=0.9)``. One module, one ``register`` call
 
 import optax
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import core, round_engine
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
-MOMENTUM = core.Update(
+MOMENTUM = updates.Update(
     optimizer=lambda hyper: optax.sgd(hyper["learning_rate"], momentum=0.9),
-    eval_params=core.held_params,
+    eval_params=updates.held_params,
 )
 TRAITS = round_engine.SYNC.using(MOMENTUM)
 make = round_engine.factory(

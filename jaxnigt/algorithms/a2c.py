@@ -2,13 +2,14 @@
 
 Every worker rolls out b trajectories (``per_worker_batch``, default 1) with the current
 parameters, the round waits for the slowest worker, one AllReduce; the update is the
-actor-critic loss of :mod:`jaxnigt.critic` with on-policy GAE(λ) advantages, applied by
+actor-critic loss of :mod:`jaxnigt.rl.critic` with on-policy GAE(λ) advantages, applied by
 Adam (or RMSProp: ``hparams.ac_optimizer``). Evaluated and deployed: the policy part of
 the parameters.
 """
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import actor_critic, round_engine
+from jaxnigt.algorithms import actor_critic
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
 TRAITS = round_engine.SYNC.reading(*actor_critic.KEYS, *actor_critic.GAE)
 

@@ -11,12 +11,12 @@ import dataclasses
 
 import optax
 
-from jaxnigt.algorithms import core
-from jaxnigt.critic import ActorCritic, actor_critic_gradient
+from jaxnigt.algorithms import core, updates
+from jaxnigt.rl.critic import ActorCritic, actor_critic_gradient
 
 
 def with_critic(setup: core.Setup) -> core.Setup:
-    """The setup with its policy wrapped in an :class:`~jaxnigt.critic.ActorCritic`."""
+    """The setup with its policy wrapped in an :class:`~jaxnigt.rl.critic.ActorCritic`."""
     return dataclasses.replace(setup, policy=ActorCritic(setup.policy, setup.horizon))
 
 
@@ -26,10 +26,10 @@ KEYS = ("ac_optimizer", "value_coef", "entropy_coef")
 GAE = ("gae_lambda",)
 
 
-def update(hparams) -> core.Update:
+def update(hparams) -> updates.Update:
     """Adam (default) or RMSProp with the traced learning rate; evaluate the policy part."""
     make_opt = {"adam": optax.adam, "rmsprop": optax.rmsprop}[hparams.ac_optimizer]
-    return core.Update(
+    return updates.Update(
         optimizer=lambda hyper: make_opt(hyper["learning_rate"]),
         eval_params=lambda state: state.params["policy"],
     )
@@ -37,7 +37,7 @@ def update(hparams) -> core.Update:
 
 def estimator(model, params, traj, weights, hyper, *, per_slot_params=False, behaviour=None,
               behaviour_log_prob=None):  # fmt: skip
-    """The actor-critic loss's gradient (:func:`jaxnigt.critic.actor_critic_gradient`)."""
+    """The actor-critic loss's gradient (:func:`jaxnigt.rl.critic.actor_critic_gradient`)."""
     return actor_critic_gradient(
         model, params, traj, weights, hyper, per_slot_params=per_slot_params,
         behaviour=behaviour, behaviour_log_prob=behaviour_log_prob,

@@ -45,12 +45,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxnigt import schedules
-from jaxnigt.algorithms import core
+from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
-from jaxnigt.collect import slot_keys
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.rollout import rollout
+from jaxnigt.cluster import schedules
+from jaxnigt.rl.collect import slot_keys
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.rollout import rollout
 
 
 class AdmmOptions(NamedTuple):
@@ -97,7 +97,7 @@ def make(setup: Setup, hparams: Any) -> Algorithm:
     return Algorithm(
         init=functools.partial(admm_init, setup, opts),
         step=functools.partial(admm_step, setup, opts),
-        eval_params=core.held_params,
+        eval_params=updates.held_params,
         simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.tm),
         traits=TRAITS,
     )

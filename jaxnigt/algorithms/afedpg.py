@@ -9,7 +9,8 @@ weights are not public; this reconstruction (no delay adaptation; one communicat
 gradient) is the project's.
 """
 
-from jaxnigt.algorithms import async_engine, core
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import async_engine
 
-TRAITS = async_engine.TRAITS.using(core.NIGT)
-make = async_engine.factory(update=core.NIGT)
+TRAITS = async_engine.TRAITS.using(updates.NIGT)
+make = async_engine.factory(update=updates.NIGT)

@@ -7,7 +7,8 @@ lookahead point θ_k + ((1−η)/η)(θ_k − θ_{k−1}): normalized momentum a
 (:func:`jaxnigt.scale_by_normalized_momentum`). With η = 1 it is asynchronous normalized SGD.
 """
 
-from jaxnigt.algorithms import async_engine, core
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import async_engine
 
-TRAITS = async_engine.TRAITS.using(core.NORMALIZED_MOMENTUM)
-make = async_engine.factory(update=core.NORMALIZED_MOMENTUM)
+TRAITS = async_engine.TRAITS.using(updates.NORMALIZED_MOMENTUM)
+make = async_engine.factory(update=updates.NORMALIZED_MOMENTUM)

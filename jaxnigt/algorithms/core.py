@@ -2,10 +2,8 @@
 
 An algorithm is an :class:`Algorithm`: pure functions over a :class:`TrainState` (init, step,
 eval_params, and optionally first_step and simulate_clock) that a factory
-``make(setup, hparams)`` builds by composing a shared engine
-(:mod:`~jaxnigt.algorithms.round_engine`, :mod:`~jaxnigt.algorithms.async_engine`,
-:mod:`~jaxnigt.algorithms.impala_engine`) with a schedule, aggregator weights, an estimator and
-an optax update.  Every step returns a
+``make(setup, hparams)`` builds by composing a shared engine (:mod:`jaxnigt.algorithms.engines`)
+with a schedule, aggregator weights, an estimator and an optax update.  Every step returns a
 :class:`StepMetrics`, whose simulated-time counters are advanced by one helper
 (:func:`advance`), so the metric names live in one place and the CSV columns derive from it.
 
@@ -25,9 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxnigt import schedules
-from jaxnigt.nigt import nigt, nigt_eval_params, scale_by_normalized_momentum
-from jaxnigt.timing import TimeModel
+from jaxnigt.cluster import schedules
+from jaxnigt.cluster.timing import TimeModel
 
 # Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
 # HParams hold the Python values; these are what the compiled program sees).
@@ -40,8 +37,8 @@ Estimator = Callable[..., tuple[Any, dict]]
 
 
 def reinforce(policy, params, traj, weights, hyper: TracedHParams, *, per_slot_params=False):
-    """The policy-gradient estimator g_H (SPEC §1, :func:`jaxnigt.estimator.policy_gradient`)."""
-    from jaxnigt.estimator import policy_gradient
+    """The policy-gradient estimator g_H (SPEC §1, :func:`jaxnigt.rl.estimator.policy_gradient`)."""
+    from jaxnigt.rl.estimator import policy_gradient
 
     return policy_gradient(
         policy, params, traj, weights, hyper["gamma"], per_slot_params=per_slot_params
@@ -56,7 +53,7 @@ class Cluster(NamedTuple):
     embedded in the program as constants, and XLA folds expressions of them at compile time).
 
     Attributes:
-      tm: the :class:`~jaxnigt.timing.TimeModel` (``[n]`` compute and communication times).
+      tm: the :class:`~jaxnigt.cluster.timing.TimeModel` (``[n]`` compute and communication times).
       worker_types: ``[n]`` int32 environment type of each worker.
     """
 
@@ -82,7 +79,7 @@ class Setup:
       allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
       link: ``shared`` or ``independent``: the server link of the exchanges.
       mesh: optional device mesh over which each round's trajectory slots are split
-        (``jaxnigt.parallel``); None keeps everything on one device.
+        (``jaxnigt.run.devices``); None keeps everything on one device.
       kappa_dim: the d whose d^{1/4} scales ``tm.kappa`` (``cluster.scale_by_dim``), or
         None when κ is unscaled (engines that send messages of another size rescale it).
       host_tm: the concrete time model behind a traced ``tm`` (set by :meth:`with_cluster`;
@@ -247,8 +244,9 @@ class Traits(NamedTuple):
     step_sizes: tuple[str, ...] = ("learning_rate",)
     options: tuple[str, ...] = ()
 
-    def using(self, update: Update) -> Traits:
-        """These traits with the step sizes of ``update``."""
+    def using(self, update: Any) -> Traits:
+        """These traits with the step sizes of ``update`` (an
+        :class:`~jaxnigt.algorithms.updates.Update`)."""
         return self._replace(step_sizes=update.step_sizes)
 
     def reading(self, *keys: str) -> Traits:
@@ -295,51 +293,6 @@ class Algorithm(NamedTuple):
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]
-
-
-# ----------------------------------------------------------------------------- updates
-
-
-def nigt_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
-    """NIGT with traced learning rate and η (params held = the extrapolated point)."""
-    return nigt(hyper["learning_rate"], hyper["eta"])
-
-
-def sgd_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
-    """Plain step θ ← θ + α g (descent on −g)."""
-    return optax.sgd(hyper["learning_rate"])
-
-
-def nigt_iterate(state: TrainState) -> Any:
-    """NIGT's iterate x_t, the params to evaluate (the held params are y_t)."""
-    return nigt_eval_params(state.opt_state)
-
-
-def held_params(state: TrainState) -> Any:
-    """The held params themselves (plain steps; ADMM's consensus point z)."""
-    return state.params
-
-
-class Update(NamedTuple):
-    """A server update: the optax transformation, the params it leaves to evaluate and the
-    traced step-size hyperparameters it reads (``Traits.step_sizes`` of its algorithms)."""
-
-    optimizer: OptimizerFactory
-    eval_params: Callable[[TrainState], Any]
-    step_sizes: tuple[str, ...] = ("learning_rate",)
-
-
-def normalized_momentum_optimizer(hyper: TracedHParams) -> optax.GradientTransformation:
-    """Normalized momentum at the held params (NIGT without its extrapolation)."""
-    return optax.chain(
-        scale_by_normalized_momentum(hyper["eta"]),
-        optax.scale_by_learning_rate(hyper["learning_rate"]),
-    )
-
-
-NIGT = Update(nigt_optimizer, nigt_iterate, ("learning_rate", "eta"))
-SGD = Update(sgd_optimizer, held_params)
-NORMALIZED_MOMENTUM = Update(normalized_momentum_optimizer, held_params, ("learning_rate", "eta"))
 
 
 # ------------------------------------------------------------------------------ helpers

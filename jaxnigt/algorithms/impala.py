@@ -2,10 +2,11 @@
 
 Actors roll out with the parameters they last received; the learner updates on every batch
 of ``impala_batch`` trajectories (default n) with V-trace targets (ρ̄ = c̄ = 1) against each
-trajectory's behaviour policy; see :mod:`jaxnigt.algorithms.impala_engine` for the clock.
+trajectory's behaviour policy; see :mod:`jaxnigt.algorithms.engines.impala_engine` for the clock.
 """
 
-from jaxnigt.algorithms import actor_critic, impala_engine
+from jaxnigt.algorithms import actor_critic
+from jaxnigt.algorithms.engines import impala_engine
 
 TRAITS = impala_engine.TRAITS.reading(*actor_critic.KEYS)
 

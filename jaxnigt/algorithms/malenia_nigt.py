@@ -5,13 +5,14 @@ counts reaches M/n (SPEC ยง4), then averages the per-worker means (weights 1/(nย
 unbiased estimate of the average objective's gradient, whatever the speeds. NIGT step.
 """
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import core, round_engine
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
-TRAITS = round_engine.MALENIA.using(core.NIGT)
+TRAITS = round_engine.MALENIA.using(updates.NIGT)
 make = round_engine.factory(
     schedule=round_engine.malenia_schedule,
     weights=aggregators.malenia_weights,
-    update=core.NIGT,
+    update=updates.NIGT,
     traits=TRAITS,
 )

@@ -4,13 +4,14 @@ arrived; the others' gradients are stopped (``inflight``), then one AllReduce an
 on the plain mean.  The synchronous method that ignores stragglers *without* letting fast
 workers contribute more: the ablation between Sync NIGT (m = n) and Rennala NIGT."""
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import core, round_engine
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
-TRAITS = round_engine.MSYNC.using(core.NIGT)
+TRAITS = round_engine.MSYNC.using(updates.NIGT)
 make = round_engine.factory(
     schedule=round_engine.msync_schedule,
     weights=aggregators.sync_weights,
-    update=core.NIGT,
+    update=updates.NIGT,
     traits=TRAITS,
 )

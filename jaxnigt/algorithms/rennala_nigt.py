@@ -5,13 +5,14 @@ y_t (fast workers contribute more), averages them (weights 1/M), AllReduces once
 NIGT step. Round 0 aggregates M_init gradients at x_0 to form d_0.
 """
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import core, round_engine
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
-TRAITS = round_engine.RENNALA.using(core.NIGT)
+TRAITS = round_engine.RENNALA.using(updates.NIGT)
 make = round_engine.factory(
     schedule=round_engine.rennala_schedule,
     weights=aggregators.rennala_weights,
-    update=core.NIGT,
+    update=updates.NIGT,
     traits=TRAITS,
 )

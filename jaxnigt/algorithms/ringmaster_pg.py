@@ -3,7 +3,7 @@
 Per-arrival SGD steps θ += α g as :mod:`~jaxnigt.algorithms.asgd`, but with a bound on the
 delay: a gradient whose delay δ (server updates since its worker was dispatched) is at least
 ``ringmaster_R`` is discarded, and its worker restarts from the current point, which the
-exchange brought down (:func:`jaxnigt.events.bounded_next`).  With ``ringmaster_stops`` (the
+exchange brought down (:func:`jaxnigt.cluster.events.bounded_next`).  With ``ringmaster_stops`` (the
 variant with calculation stops) a gradient is cancelled as soon as its delay reaches R, and
 its worker fetches the current point with one exchange on its link (κ_i, queued on a shared
 link; with κ = 0 it restarts at once) and starts again when that exchange ends.
@@ -23,9 +23,10 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxnigt import events
-from jaxnigt.algorithms import async_engine, core
+from jaxnigt.algorithms import updates
 from jaxnigt.algorithms.core import Algorithm, Setup
+from jaxnigt.algorithms.engines import async_engine
+from jaxnigt.cluster import events
 
 
 class RingmasterOptions(NamedTuple):
@@ -74,7 +75,7 @@ def make(setup: Setup, hparams) -> Algorithm:
     return async_engine.make(
         setup,
         async_engine.AsyncOptions.resolve(setup, hparams),
-        update=core.SGD,
+        update=updates.SGD,
         traits=TRAITS,
         rule=rule(options),
     )

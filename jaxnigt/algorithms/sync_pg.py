@@ -1,12 +1,13 @@
 """Synchronous policy gradient: the synchronous schedule with a plain step θ += α g."""
 
-from jaxnigt import aggregators
-from jaxnigt.algorithms import core, round_engine
+from jaxnigt.algorithms import updates
+from jaxnigt.algorithms.engines import round_engine
+from jaxnigt.cluster import aggregators
 
-TRAITS = round_engine.SYNC.using(core.SGD)
+TRAITS = round_engine.SYNC.using(updates.SGD)
 make = round_engine.factory(
     schedule=round_engine.sync_schedule,
     weights=aggregators.sync_weights,
-    update=core.SGD,
+    update=updates.SGD,
     traits=TRAITS,
 )

@@ -5,9 +5,9 @@ Errors in user input (bad config values, bad flags, an existing run directory) p
 line naming the problem and exit with status 2, before anything is written.  The commands
 live by concept: :mod:`~jaxnigt.cli.run` (``run``), :mod:`~jaxnigt.cli.grids` (``sweep``,
 ``tune``), :mod:`~jaxnigt.cli.reports` (``plan``, ``plot``, ``compare``, ``list``) and
-:mod:`jaxnigt.clock`; :mod:`~jaxnigt.cli.common` turns library errors into the command
+:mod:`jaxnigt.cli.clock`; :mod:`~jaxnigt.cli.common` turns library errors into the command
 line's words.  A config argument is a file or the name of a bundled config
-(:mod:`jaxnigt.bundled`).
+(:mod:`jaxnigt.config.bundled`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def missing_rl_module() -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jaxnigt import clock
+    from jaxnigt.cli import clock
 
     parser = argparse.ArgumentParser(
         prog="jaxnigt",
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"missing); install it with: {RL_INSTALL}"
             )
     if args.command in COMPILING_COMMANDS:
-        from jaxnigt import parallel
+        from jaxnigt.run import devices as parallel
 
         args.xla_flags = parallel.apply_gpu_flags()  # before any JAX backend starts
     if args.command in (*COMPILING_COMMANDS, "clock"):

@@ -30,7 +30,7 @@ def dir_problem(
     when None), and what to pass to reuse a directory that holds files: to continue work
     that stopped there (``resume``, the command's flag; ``DIR`` stands for the directory),
     or to discard it."""
-    from jaxnigt import files
+    from jaxnigt.run import run_dir as files
 
     text = str(e)
     if isinstance(e, files.NotResumableError):
@@ -52,7 +52,7 @@ def dir_problem(
 def unfinished(path: Path) -> bool:
     """Whether ``path`` holds a run, sweep or tuning that began but did not finish (its
     record is there, its results are not all)."""
-    from jaxnigt import checkpoint
+    from jaxnigt.run import checkpoint
 
     if (path / "config.yaml").is_file():  # a run directory
         try:
@@ -98,11 +98,11 @@ def stopped(
 
 def resolve_config(name: str, stack) -> str:
     """The path of the config ``name``: a file, or else a bundled config of that name
-    (:mod:`jaxnigt.bundled`; kept readable while ``stack`` is open); unchanged if neither
+    (:mod:`jaxnigt.config.bundled`; kept readable while ``stack`` is open); unchanged if neither
     (the loader then says it cannot read it)."""
     from importlib import resources
 
-    from jaxnigt import bundled
+    from jaxnigt.config import bundled
 
     if Path(name).is_file():
         return name
@@ -126,7 +126,7 @@ def announce(args: argparse.Namespace) -> None:
     """The backend line, and a warning when a GPU-sized config runs on a CPU."""
     import jax
 
-    from jaxnigt import parallel
+    from jaxnigt.run import devices as parallel
 
     print(parallel.backend_line(getattr(args, "xla_flags", "none")), flush=True)
     note = gpu_sized_note(args.config)

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxnigt import tuning
+from jaxnigt.analysis import stats
 from jaxnigt.cli.common import add_set, announce, error, flagged, stopped
+from jaxnigt.studies import tuning
 
 #: The flag of each shape hyperparameter of ``tuning.SHAPES``.
 SHAPE_FLAGS = {"M": "--M", "msync_m": "--msync-m", "ringmaster_R": "--ringmaster-R"}
@@ -62,7 +63,7 @@ def add_tune_parser(sub) -> None:
                         help=f"{shape.what}, integers >= 1 (default: the config's)")  # fmt: skip
     tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
                     help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
-    tu.add_argument("--statistic", default="average", choices=tuning.STATISTICS,
+    tu.add_argument("--statistic", default="average", choices=stats.STATISTICS,
                     help="the score's per-seed statistic (default average)")  # fmt: skip
     tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
                     help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
@@ -80,7 +81,7 @@ def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
     """``{key: [values]}`` from ``--over KEY=V1,V2,...`` (values are YAML, like ``--set``)."""
     import yaml
 
-    from jaxnigt.sweep import SweepError
+    from jaxnigt.studies.sweep import SweepError
 
     axes: dict[str, list[Any]] = {}
     for text in texts:
@@ -103,7 +104,7 @@ def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
 def _sweep_request(args: argparse.Namespace):
     """``(raw config, axes, sets, out)`` from the flags (raises on a bad value)."""
     from jaxnigt import config as config_lib
-    from jaxnigt import sweep
+    from jaxnigt.studies import sweep
 
     raw = config_lib.read(args.config)
     sets = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
@@ -119,8 +120,10 @@ def _sweep_request(args: argparse.Namespace):
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from jaxnigt import checkpoint, files, signals, sweep
     from jaxnigt import config as config_lib
+    from jaxnigt.run import checkpoint, signals
+    from jaxnigt.run import run_dir as files
+    from jaxnigt.studies import sweep
 
     announce(args)
     try:
@@ -177,8 +180,10 @@ def _tune_request(args: argparse.Namespace):
 
 
 def tune_command(args: argparse.Namespace) -> int:
-    from jaxnigt import checkpoint, files, runner, signals
     from jaxnigt import config as config_lib
+    from jaxnigt.run import checkpoint, signals
+    from jaxnigt.run import loop as runner
+    from jaxnigt.run import run_dir as files
 
     try:
         raw, grid, seeds, algorithms = _tune_request(args)

@@ -15,7 +15,7 @@ PLOT_FLAGS = {"x": "--x", "y": "--y"}
 
 
 def add_parsers(sub) -> None:
-    from jaxnigt import analysis
+    from jaxnigt.analysis import stats, verdicts
 
     plot = sub.add_parser("plot", help="plot return against time/steps/comms")
     plot.add_argument("dirs", nargs="+", help="run directories")
@@ -37,12 +37,12 @@ def add_parsers(sub) -> None:
     co.add_argument("run_dir", help="a finished run directory")
     co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
     co.add_argument("--baselines", metavar="A,B", help="default: every other algorithm")
-    co.add_argument("--statistic", default="average", choices=analysis.STATISTICS,
+    co.add_argument("--statistic", default="average", choices=stats.STATISTICS,
                     help="the effect the verdict uses (default average)")  # fmt: skip
     co.add_argument(
         "--claim",
         default="ahead",
-        choices=analysis.CLAIMS,
+        choices=verdicts.CLAIMS,
         help="ahead: the reference beats every baseline; tie: they equal it",
     )
     co.set_defaults(func=compare_command)
@@ -72,7 +72,8 @@ def analysis_problem(e: Exception, flags=COMPARE_FLAGS) -> str:
 def compare_command(args: argparse.Namespace) -> int:
     import json
 
-    from jaxnigt import analysis, files
+    from jaxnigt import analysis
+    from jaxnigt.run import run_dir as files
 
     baselines = None
     if args.baselines is not None:
@@ -98,7 +99,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def plan_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
-    from jaxnigt import plan, sizing
+    from jaxnigt.run import plan, sizing
 
     overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
     try:
@@ -118,8 +119,8 @@ def plan_command(args: argparse.Namespace) -> int:
 
 
 def _plot_counts(args: argparse.Namespace) -> int:
-    from jaxnigt.plotting import plot_counts
-    from jaxnigt.results import COUNTS_FILE
+    from jaxnigt.run.metrics import COUNTS_FILE
+    from jaxnigt.run.plots import plot_counts
 
     for d in args.dirs:
         if not (Path(d) / COUNTS_FILE).is_file():
@@ -131,7 +132,7 @@ def _plot_counts(args: argparse.Namespace) -> int:
 
 
 def plot_command(args: argparse.Namespace) -> int:
-    from jaxnigt.plotting import PlotError, plot_runs, plot_sweep
+    from jaxnigt.run.plots import PlotError, plot_runs, plot_sweep
 
     if len(args.dirs) == 1 and (Path(args.dirs[0]) / "sweep.json").is_file():
         try:
@@ -157,8 +158,9 @@ def plot_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     del args
-    from jaxnigt import bundled, envs
+    from jaxnigt import envs
     from jaxnigt.algorithms import NAMES
+    from jaxnigt.config import bundled
 
     print("environments:", ", ".join(envs.list_envs()))
     print("algorithms:  ", ", ".join(NAMES))

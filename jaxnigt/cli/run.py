@@ -58,7 +58,7 @@ def init_distributed(args: argparse.Namespace) -> str | None:
         return f"--num-processes: got {args.num_processes}; expected an integer >= 1"
     if args.process_id is not None and not 0 <= args.process_id < (args.num_processes or 1):
         return f"--process-id: got {args.process_id}; expected 0 <= I < --num-processes"
-    from jaxnigt import distributed
+    from jaxnigt.run import distributed
 
     distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     return None
@@ -97,8 +97,8 @@ def run_dir(args: argparse.Namespace, cfg) -> Path:
     """The run directory: one to continue is checked to hold a run of ``cfg``; a fresh one
     is prepared (created, checked writable, refused if it holds files without --overwrite)."""
     from jaxnigt import config as config_lib
-    from jaxnigt import files
-    from jaxnigt.distributed import is_writer
+    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.distributed import is_writer
 
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):
@@ -123,9 +123,11 @@ def _print_summary(out: Path, summary: dict) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from jaxnigt import checkpoint, experiment, files, plan, runner, signals, sizing
     from jaxnigt import config as config_lib
-    from jaxnigt.distributed import is_writer
+    from jaxnigt.run import checkpoint, experiment, plan, signals, sizing
+    from jaxnigt.run import loop as runner
+    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.distributed import is_writer
 
     problem = init_distributed(args)
     if problem:

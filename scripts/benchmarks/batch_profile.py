@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import interleaved
 
 from jaxnigt.envs import make_env
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import make_policy
-from jaxnigt.rollout import rollout
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.policy import make_policy
+from jaxnigt.rl.rollout import rollout
 
 
 def main() -> None:

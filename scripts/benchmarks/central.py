@@ -7,7 +7,7 @@ trajectories each:
     per update), the rollout at per-step versions, the V-trace update;
 (b) ``impala``: the per-arrival clock (B turns per update), the rollout at per-slot
     parameters, the same V-trace update;
-(c) seed_rl's clock alone (``jaxnigt.step_clock.simulate``, the same B, H and K).
+(c) seed_rl's clock alone (``jaxnigt.cluster.step_clock.simulate``, the same B, H and K).
 
 ``seed / impala`` is what central inference's per-step bookkeeping costs in wall time per
 update (the simulated times differ: that is the experiment, not the simulator);
@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from benchmarks.common import compiled_chunk, format_table, interleaved, make_config
 
-from jaxnigt import step_clock
+from jaxnigt.cluster import step_clock
 
 UPDATES = 4
 

@@ -95,7 +95,7 @@ def compiled_chunk(
     ``early_exit=False`` builds the trainer on the task with ``terminates=False``: rollouts
     then compute all H steps of every trajectory (same trajectories, fixed work).
     """
-    from jaxnigt.trainer import build_trainer, make_setup, make_trainer
+    from jaxnigt.run.trainer import build_trainer, make_setup, make_trainer
 
     key = (repr(cfg), algorithm, int(rounds), bool(early_exit))
     if key not in _CHUNKS:

@@ -40,7 +40,7 @@ def measure(env: str, M: int = 20, n: int = 10, horizon: int | None = None) -> d
     jax.config.update("jax_enable_compilation_cache", False)
     from benchmarks.common import make_config
 
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.run.trainer import make_trainer
 
     t0 = time.perf_counter()
     tr = make_trainer(make_config(env, n=n, M=M, horizon=horizon), "rennala_nigt")
@@ -80,8 +80,8 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
 
     jax.config.update("jax_enable_compilation_cache", False)
     from jaxnigt import config as config_lib
-    from jaxnigt import runner
-    from jaxnigt.batch import eval_keys
+    from jaxnigt.run import loop as runner
+    from jaxnigt.run.batch import eval_keys
 
     cfg = config_lib.load("configs/demo.yaml", [f"cluster.n={n}", f"algorithms=[{algorithm}]"])
     t0 = time.perf_counter()

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 from benchmarks.common import compile_timed, format_table, make_config
 
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run.trainer import make_trainer
 
 ALGORITHMS = ("rennala_nigt", "sync_nigt", "afedpg")
 LANES = (1.0, 0.5, 0.25)
@@ -49,9 +49,9 @@ def _rollouts(env, horizon, batches, reps, start, deadline, rows) -> list[dict]:
     import jax.numpy as jnp
 
     from jaxnigt.envs import make_env
-    from jaxnigt.estimator import policy_gradient
-    from jaxnigt.policy import make_policy
-    from jaxnigt.rollout import rollout
+    from jaxnigt.rl.estimator import policy_gradient
+    from jaxnigt.rl.policy import make_policy
+    from jaxnigt.rl.rollout import rollout
 
     base = make_env(env, horizon=horizon)
     policy = make_policy(base)
@@ -87,7 +87,7 @@ def _rollouts(env, horizon, batches, reps, start, deadline, rows) -> list[dict]:
 
 
 def _bench(cfg, algorithm: str, seeds: int, rounds: int, reps: int) -> dict:
-    from jaxnigt import batch
+    from jaxnigt.run import batch
 
     tr = make_trainer(cfg, algorithm)
     if seeds == 1:

@@ -10,7 +10,7 @@ itself is taken from jaxnigt so that both sides compute the same rounds:
   trainer's ``init``, i.e. ``policy.init(key)``), evaluated in numpy float32 per step;
   Humanoid-v5 observes 348 numbers where brax's humanoid observes 244, so there the MLP has
   the same architecture sized for gymnasium (``GaussianPolicy(348, 17, action_scale=0.4)``);
-* **schedule**: ``jaxnigt.schedules.rennala`` on the trainer's time model with the trainer's
+* **schedule**: ``jaxnigt.cluster.schedules.rennala`` on the trainer's time model with the trainer's
   own key sequence (``key, k_sched, k_roll = split(key, 3)`` per round), so round r has
   exactly the slot list of jaxnigt's round r (checked: the simulated end time matches);
 * **horizon** H. Two reference modes: ``terminating`` (gymnasium's default: a trajectory
@@ -60,12 +60,12 @@ from benchmarks.common import (
     make_config,
 )
 
-from jaxnigt import aggregators, schedules
 from jaxnigt.algorithms.core import nigt_optimizer
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import GaussianPolicy, num_params
-from jaxnigt.rollout import Trajectories
-from jaxnigt.trainer import make_task
+from jaxnigt.cluster import aggregators, schedules
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.policy import GaussianPolicy, num_params
+from jaxnigt.rl.rollout import Trajectories
+from jaxnigt.run.trainer import make_task
 
 GYM_IDS = {"hopper": "Hopper-v5", "humanoid": "Humanoid-v5"}
 TARGET = 2.0
@@ -84,7 +84,7 @@ VARIANTS = {
 
 
 class NumpyPolicy:
-    """:class:`~jaxnigt.policy.GaussianPolicy` evaluated in numpy float32 for one state."""
+    """:class:`~jaxnigt.rl.policy.GaussianPolicy` evaluated in numpy float32 for one state."""
 
     def __init__(self, policy: GaussianPolicy, params: Any):
         if not policy.state_dependent_std or not policy.squash:
@@ -239,7 +239,7 @@ def _lane_steps(lengths: np.ndarray, horizon: int, lanes: int) -> int:
     """Lane-steps a rollout computes for trajectories of these lengths on ``lanes`` lanes:
     without refill (lanes = S) the batch runs in blocks until its longest episode ends; with
     refill, a lane takes the next trajectory every REFILL_EVERY steps once its own ended."""
-    from jaxnigt.rollout import REFILL_EVERY, _block_size
+    from jaxnigt.rl.rollout import REFILL_EVERY, _block_size
 
     S = len(lengths)
     if lanes >= S:
@@ -254,8 +254,8 @@ def _lane_steps(lengths: np.ndarray, horizon: int, lanes: int) -> int:
 
 def _alive_share(tr, state, rounds_keys=None) -> float:
     """Share of round 0's computed lane-steps that are alive (from its trajectory lengths)."""
-    from jaxnigt.collect import slot_keys
-    from jaxnigt.rollout import num_lanes, rollout
+    from jaxnigt.rl.collect import slot_keys
+    from jaxnigt.rl.rollout import num_lanes, rollout
 
     setup = tr.setup
     _, k_sched, k_roll = jax.random.split(state.key, 3)

@@ -79,9 +79,9 @@ def measure(M: int, env: str = "reacher", horizon: int = 50, n: int = 10) -> dic
     import jax.numpy as jnp
     from benchmarks.common import make_config
 
-    from jaxnigt.estimator import policy_gradient, surrogate
-    from jaxnigt.rollout import Trajectories
-    from jaxnigt.trainer import make_trainer
+    from jaxnigt.rl.estimator import policy_gradient, surrogate
+    from jaxnigt.rl.rollout import Trajectories
+    from jaxnigt.run.trainer import make_trainer
 
     tr = make_trainer(make_config(env, n=n, M=M, horizon=horizon), "rennala_nigt")
     state = jax.block_until_ready(jax.jit(tr.init)(jax.random.key(0), tr.hyper()))

@@ -40,9 +40,9 @@ from benchmarks.common import (
     make_config,
 )
 
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.rollout import rollout
-from jaxnigt.trainer import make_task
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.rollout import rollout
+from jaxnigt.run.trainer import make_task
 
 TARGET = 0.85
 

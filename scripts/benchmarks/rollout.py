@@ -33,9 +33,9 @@ import jax
 import jax.numpy as jnp
 
 from jaxnigt.envs import default_horizon, make_env
-from jaxnigt.estimator import policy_gradient
-from jaxnigt.policy import make_policy
-from jaxnigt.rollout import rollout
+from jaxnigt.rl.estimator import policy_gradient
+from jaxnigt.rl.policy import make_policy
+from jaxnigt.rl.rollout import rollout
 
 
 def _time(fn, *args, reps: int) -> float:

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 from benchmarks.common import compile_timed, format_table, interleaved, make_config
 
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run.trainer import make_trainer
 
 M = 50
 TARGET = 1.25
@@ -99,7 +99,7 @@ def bench_waves(env, horizon, ns, reps) -> list[dict]:
             compiled, lower_s, compile_s = compile_timed(lambda s, tr=tr: tr.run_chunk(s, 1), state)
             progs[mode] = (compiled, state, lower_s + compile_s, tr)
         med = interleaved({m: (lambda c=c, s=s: c(s)) for m, (c, s, _, _) in progs.items()}, reps)
-        from jaxnigt.algorithms.async_engine import default_wave
+        from jaxnigt.algorithms.engines.async_engine import default_wave
 
         tr = progs["waves"][3]
         wave = default_wave(tr.setup.tm, tr.setup.link, n)

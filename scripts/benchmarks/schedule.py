@@ -25,9 +25,9 @@ import time
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.aggregators import rennala_weights
-from jaxnigt.schedules import rennala, sequential_cumsum
-from jaxnigt.timing import make_time_model, sample_compute_times
+from jaxnigt.cluster.aggregators import rennala_weights
+from jaxnigt.cluster.schedules import rennala, sequential_cumsum
+from jaxnigt.cluster.timing import make_time_model, sample_compute_times
 
 SIZES = (10, 100, 1000, 10_000)
 M = 50

@@ -4,7 +4,7 @@
   8 runs one after another through the same jitted function at batch 1 (one compile per
   batch shape, both in this process).
 * **grid**: the config's 4 × 2 learning-rate × η grid (``grid:`` section, expanded by
-  ``jaxnigt.batch.grid_points``), one seed per point, through the *same* batch-8 program
+  ``jaxnigt.run.batch.grid_points``), one seed per point, through the *same* batch-8 program
   (the values are traced, so the grid must not recompile) vs sequential batch-1 runs.
 
 ``speedup = wall(sequential) / wall(vmapped)`` (interleaved medians). Compile time is
@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 from benchmarks.common import format_table, interleaved, make_config
 
-from jaxnigt import batch
-from jaxnigt.trainer import make_trainer
+from jaxnigt.run import batch
+from jaxnigt.run.trainer import make_trainer
 
 SEEDS = 8
 GRID = {"learning_rate": [0.0078125, 0.015625, 0.03125, 0.0625], "eta": [0.01, 0.1]}

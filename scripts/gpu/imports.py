@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 #: plots, orbax checkpoints, the actor-critic family's rlax).
 RUN_MODULES = (
     "jaxnigt.cli",
-    "jaxnigt.runner",
-    "jaxnigt.experiment",
-    "jaxnigt.trainer",
-    "jaxnigt.checkpoint",
-    "jaxnigt.critic",
-    "jaxnigt.plotting",
+    "jaxnigt.run.loop",
+    "jaxnigt.run.experiment",
+    "jaxnigt.run.trainer",
+    "jaxnigt.run.checkpoint",
+    "jaxnigt.rl.critic",
+    "jaxnigt.run.plots",
     "jaxnigt.envs",
     "orbax.checkpoint",
     "rlax",

@@ -1,0 +1,413 @@
+"""The engine of the asynchronous per-arrival methods (AFedPG, A3C-style SGD, A3C).
+
+The event engine (:mod:`jaxnigt.cluster.events`) delivers gradients one at a time in arrival order;
+each is rolled out at the point its worker was dispatched with (stale), and the server
+applies an optax update per arrival.  :func:`make` turns an optax update into an
+:class:`~jaxnigt.algorithms.core.Algorithm` whose step processes ``async_block`` arrivals.
+
+**Waves.**  Compute times never depend on trajectories, so a block's whole arrival sequence
+(worker, dispatch version, gradient index, times) is computed first, before any rollout.
+Arrival j's trajectory needs only the point its worker was dispatched with, which is known
+once the server has applied the updates up to that dispatch (version ``d_j``).  So a block
+is processed in *waves*: with ``a`` arrivals applied (server version ``V0 + a``), a wave
+rolls out, as one batch at per-slot points, up to ``W`` (``async_wave``) of the arrivals not
+rolled out yet whose points are known (``d_j <= V0 + a``), in arrival order, keeps their
+gradients, and then applies the server updates in arrival order for as long as the next
+arrival's gradient is there.  A worker's second arrival in a block is dispatched by its
+first, so it waits for a later wave; the number of waves per block is at least the number of
+arrivals of the most frequent worker.  The results are those of rolling out one arrival at a
+time (``W = 1``): the same trajectory keys, arrival order and updates.  Memory: the block's
+gradients, ``async_block × d`` floats per run.
+
+**Rules.**  An :class:`EventRule` says how exchanges become server updates: :data:`PLAIN`
+applies every arrival; a bounded-delay rule (Ringmaster, :mod:`~jaxnigt.algorithms.
+ringmaster_pg`) refuses some, and a refused exchange is neither rolled out nor applied: its
+worker only takes the current point.  Readiness is counted in exchanges (an arrival's point is
+known once the exchange that dispatched its worker is processed), so both rules share the
+waves.
+
+Keys: a worker's trajectory for its k-th gradient uses ``fold_in(fold_in(roll_key, worker),
+k)``; the compute time drawn at the e-th exchange uses ``fold_in(time_key, e)`` (with
+:data:`PLAIN`, e is the server version).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnigt.algorithms import core, updates
+from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.cluster import events
+from jaxnigt.rl.collect import slot_keys
+from jaxnigt.rl.rollout import rollout
+
+
+class EventRule(NamedTuple):
+    """How the event engine's exchanges become server updates.
+
+    Attributes:
+      init: ``AsyncState -> state``: the rule's state from the engine's initial one.
+      next: ``(tm, time_key, state, link) -> (state, events.Event)``: the next exchange, its
+        compute time drawn from ``fold_in(time_key, exchanges processed)``.
+      clock: ``state -> AsyncState``.
+      exchanges: ``state -> []`` int32 exchanges processed.
+      refuses: static: some exchanges are not server updates (False: every one is).
+    """
+
+    init: Callable[[events.AsyncState], Any]
+    next: Callable[..., tuple[Any, events.Event]]
+    clock: Callable[[Any], events.AsyncState]
+    exchanges: Callable[[Any], jax.Array]
+    refuses: bool
+
+
+def _plain_next(tm, time_key, state: events.AsyncState, link: str):
+    key = jax.random.fold_in(time_key, state.version)
+    new, arr = events.async_next(tm, key, state, link=link)
+    return new, events.Event(arr, jnp.bool_(True), jnp.float32(0.0), arr.dispatch_version)
+
+
+# Every arrival is a server update (AFedPG, asynchronous SGD, A3C).
+PLAIN = EventRule(
+    init=lambda clock: clock,
+    next=_plain_next,
+    clock=lambda state: state,
+    exchanges=lambda state: state.version,
+    refuses=False,
+)
+
+
+class AsyncExtra(NamedTuple):
+    """Engine state kept in ``TrainState.extra``.
+
+    Attributes:
+      event_state: the rule's state (:data:`PLAIN`: the
+        :class:`~jaxnigt.cluster.events.AsyncState`).
+      worker_params: ``[n, ...]`` the point each worker was dispatched with.
+      time_key: key of the compute times.
+      roll_key: key of the trajectories.
+    """
+
+    event_state: events.AsyncState
+    worker_params: Any
+    time_key: jax.Array
+    roll_key: jax.Array
+
+
+# A batch of W rollouts costs about (OVERHEAD + W) single-trajectory units of batched work:
+# on a CPU a batch-1 rollout costs what ~6 trajectories cost in a large batch (measured on
+# reacher, docs/benchmarks.md); an accelerator runs hundreds of lanes for the price of one.
+WAVE_OVERHEAD = {"cpu": 6.0, "gpu": 256.0, "tpu": 256.0}
+#: Worker operations (arrivals × n) above which :func:`default_wave` does not simulate, and
+#: the capacity it then takes at most.
+WAVE_SIMULATION_LIMIT = 2**31
+LARGE_N_WAVE = 1024
+
+
+def default_wave(tm, link: str, block: int, *, backend: str | None = None, blocks: int = 4) -> int:
+    """A wave capacity for this cluster and backend: the power of two ``W <= min(n, block)``
+    that minimizes the estimated block cost ``waves(W) * (overhead + W)``, with ``waves(W)``
+    counted on ``blocks`` simulated blocks (fixed key) by :func:`count_waves`.
+
+    Every capacity gives the same results; this only trades batch slots for sequential waves.
+    Where simulating the blocks would cost more than :data:`WAVE_SIMULATION_LIMIT` worker
+    operations (each arrival looks at every worker: large n), the capacity is
+    ``min(n, block, LARGE_N_WAVE)``: with that many workers a block's arrivals are almost all
+    ready at once, so waves of that size cost about what one wave of the block would, without
+    its memory (a wave holds its rollouts and per-slot gradients).
+    """
+    top = max(1, min(block, tm.n))
+    if block * blocks * tm.n > WAVE_SIMULATION_LIMIT:
+        return min(top, LARGE_N_WAVE)
+    overhead = WAVE_OVERHEAD.get(backend or jax.default_backend(), WAVE_OVERHEAD["gpu"])
+    state = events.async_init(tm, jax.random.key(0), 0.0)
+    simulate = jax.jit(functools.partial(events.async_arrivals, link=link), static_argnums=3)
+    _, arr = simulate(tm, jax.random.key(1), state, block * blocks)
+    dispatch = np.asarray(arr.dispatch_version)
+    sizes = [2**k for k in range(int(np.log2(top)) + 1)] + ([top] if top & (top - 1) else [])
+    cost = {w: count_waves(dispatch, block, w) * (overhead + w) for w in sizes}
+    return min(cost, key=lambda w: (cost[w], w))
+
+
+def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
+    """Waves the engine needs for the whole blocks of a host-side arrival sequence (global
+    versions: the version before arrival j is j) with capacity ``wave``."""
+    total = 0
+    for b0 in range(0, len(dispatch_version) - block + 1, block):
+        d = dispatch_version[b0 : b0 + block] - b0
+        rolled = np.zeros(block, bool)
+        applied = 0
+        while applied < block:
+            ready = np.nonzero(~rolled & (d <= applied))[0][:wave]
+            rolled[ready] = True
+            total += 1
+            applied += (
+                int(np.argmin(rolled[applied:])) if not rolled[applied:].all() else block - applied
+            )
+    return total
+
+
+class AsyncOptions(NamedTuple):
+    """The asynchronous engine's options, from the config's hyperparameters.
+
+    Attributes:
+      block: arrivals per step (``async_block``; default n).
+      wave: at most this many ready arrivals are rolled out as one batch (``async_wave``;
+        default :func:`default_wave` of the cluster); every value gives the same results.
+    """
+
+    block: int
+    wave: int
+
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> AsyncOptions:
+        """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
+        block = hparams.async_block or setup.n
+        wave = hparams.async_wave or default_wave(setup.host_time_model, setup.link, block)
+        return cls(block=block, wave=wave)
+
+
+KEYS = ("async_block", "async_wave")
+
+# Every exchange crosses the server link (queued when ``link: shared``); there are no rounds,
+# so neither the in-flight rule nor the AllReduce participants apply.
+TRAITS = core.Traits(cluster_options=("link",), options=KEYS)
+
+
+def factory(
+    *, update: updates.Update, estimator: core.Estimator = core.reinforce
+) -> core.AlgorithmFactory:
+    """``make(setup, hparams)`` of an asynchronous algorithm with this server update."""
+
+    def make_algorithm(setup: Setup, hparams) -> Algorithm:
+        return make(setup, AsyncOptions.resolve(setup, hparams), update=update, estimator=estimator)
+
+    return make_algorithm
+
+
+def make(
+    setup: Setup,
+    options: AsyncOptions,
+    *,
+    update: updates.Update,
+    estimator: core.Estimator = core.reinforce,
+    traits: core.Traits = TRAITS,
+    rule: EventRule = PLAIN,
+) -> Algorithm:
+    """An asynchronous algorithm from the server's update on each accepted arrival."""
+    return Algorithm(
+        init=functools.partial(_init, setup, update.optimizer, rule),
+        step=functools.partial(_block, setup, options, update.optimizer, estimator, rule),
+        eval_params=update.eval_params,
+        simulate_clock=functools.partial(_simulate_clock, setup, options.block, rule),
+        trajectories_per_update=1,
+        traits=traits.using(update),
+        events_per_step=options.block,
+    )
+
+
+def _simulate_clock(setup: Setup, block_size: int, rule: EventRule, key: jax.Array, steps: int):
+    """Blocks of ``block_size`` exchanges: the trajectories each block rolls out (its
+    accepted arrivals) and the block's end (keys as :func:`events.arrival_blocks`)."""
+    if not rule.refuses:
+        arr = events.arrival_blocks(setup.tm, key, steps, block_size, link=setup.link)
+        return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
+    state = rule.init(events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0))
+
+    def block(s, b):
+        run_key = jax.random.fold_in(key, 1 + b)
+        one = lambda s, _: rule.next(setup.tm, run_key, s, setup.link)
+        s, ev = jax.lax.scan(one, s, None, length=block_size)
+        return s, (jnp.sum(ev.accepted.astype(jnp.int32)), ev.arrival.time[-1])
+
+    return jax.lax.scan(block, state, jnp.arange(steps))[1]
+
+
+def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
+    """What an event engine starts from: ``(params, opt_state, event_state, time_key,
+    roll_key)`` — x_0, every worker dispatched at server version 0 at time 0."""
+    k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
+    params = setup.policy.init(k_init)
+    event_state = events.async_init(setup.tm, k_first, 0.0)
+    return params, optimizer(hyper).init(params), event_state, k_time, k_roll
+
+
+def _init(setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
+          ) -> TrainState:  # fmt: skip
+    """Every worker dispatched at x_0 (server version 0) at time 0."""
+    params, opt_state, event_state, k_time, k_roll = start(setup, optimizer, key, hyper)
+    workers = core.stack_workers(params, setup.n)
+    extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra)
+
+
+class _Plan(NamedTuple):
+    """A block's exchanges, known before any rollout (leading axis ``[A]``)."""
+
+    worker: jax.Array
+    grad_index: jax.Array
+    dispatch_event: jax.Array  # exchanges processed when the worker was dispatched
+    staleness: jax.Array
+    accepted: jax.Array  # a server update (else only the worker's restart)
+    wasted: jax.Array  # trajectories' worth of discarded or cancelled work
+    live: jax.Array  # processed: the previous exchange came before the budget
+    num_live: jax.Array  # [] the processed exchanges are a prefix of this length
+
+
+def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array):
+    """``(event state, plan)``: the block's exchange sequence and the rule's state after its
+    processed exchanges.
+
+    An exchange is processed only while the previous one came before ``budget``: the first
+    one past the budget is the last one (later ones change nothing and count nothing).
+    """
+
+    def step(s, _):
+        live = rule.clock(s).time < budget
+        nxt, ev = rule.next(setup.tm, ex.time_key, s, setup.link)
+        return core.select(live, nxt, s), (ev, live)
+
+    final, (ev, live) = jax.lax.scan(step, ex.event_state, None, length=block)
+    num_live = jnp.sum(live.astype(jnp.int32))
+    arr = ev.arrival
+    plan = _Plan(arr.worker, arr.grad_index, ev.dispatch_event, arr.staleness, ev.accepted,
+                 ev.wasted, live, num_live)  # fmt: skip
+    return final, plan
+
+
+class _Carry(NamedTuple):
+    applied: jax.Array  # [] int32 exchanges processed so far in the block
+    rolled: jax.Array  # [A] bool: gradient computed
+    grads: Any  # [A, ...] the computed gradients, waiting for their turn
+    returns: jax.Array  # [A] their trajectories' returns
+    lengths: jax.Array  # [A] and lengths
+    params: Any
+    opt_state: Any
+    worker_params: Any
+
+
+def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, event0,
+             carry: _Carry):  # fmt: skip
+    """Rolls out, as one batch, up to ``wave`` accepted arrivals whose points are known; keeps
+    their gradients, returns and lengths in the block's buffers."""
+    A = plan.worker.shape[0]
+    known = plan.dispatch_event <= event0 + carry.applied
+    ready = ~carry.rolled & plan.live & plan.accepted & known
+    (idx,) = jnp.nonzero(ready, size=wave, fill_value=A)
+    valid = idx < A
+    idx = jnp.minimum(idx, A - 1)
+    worker = plan.worker[idx]
+    points = jax.tree.map(lambda w: w[worker], carry.worker_params)
+    keys = slot_keys(ex.roll_key, worker, plan.grad_index[idx])
+    types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
+    traj = rollout(setup.task, setup.policy, points, keys, types, per_slot_params=True)
+    weights = valid.astype(jnp.float32)
+    grads, _ = estimator(setup.policy, points, traj, weights, hyper, per_slot_params=True)
+    drop = jnp.where(valid, idx, A)  # out of range: not written
+    put = lambda buf, x: buf.at[drop].set(x, mode="drop")
+    return carry._replace(
+        rolled=put(carry.rolled, True),
+        grads=jax.tree.map(put, carry.grads, grads),
+        returns=put(carry.returns, traj.returns),
+        lengths=put(carry.lengths, traj.lengths.astype(jnp.float32)),
+    )
+
+
+def _apply_ready(opt, refuses: bool, plan: _Plan, carry: _Carry) -> _Carry:
+    """Server updates in arrival order while the next arrival's gradient is computed (or
+    the next exchange is refused: its worker only takes the current point)."""
+    last = plan.worker.shape[0] - 1
+
+    def can(c):
+        j = jnp.minimum(c.applied, last)
+        return (c.applied < plan.num_live) & (c.rolled[j] | ~plan.accepted[j])
+
+    def one(c):
+        j = c.applied
+        g = jax.tree.map(lambda b: b[j], c.grads)
+        descend = lambda: core.descend(opt, g, c.opt_state, c.params)
+        if refuses:
+            params, opt_state = jax.lax.cond(plan.accepted[j], descend,
+                                             lambda: (c.params, c.opt_state))  # fmt: skip
+        else:
+            params, opt_state = descend()
+        # The exchange's worker is re-dispatched with the (new) server point.
+        w = plan.worker[j]
+        workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, params)
+        return c._replace(applied=j + 1, params=params, opt_state=opt_state, worker_params=workers)
+
+    return jax.lax.while_loop(can, one, carry)
+
+
+def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, rule: EventRule,
+           state: TrainState, budget: jax.Array):  # fmt: skip
+    """Up to ``options.block`` exchanges, each accepted one a server update, stopping after
+    the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
+    ex: AsyncExtra = state.extra
+    event_state, plan = _plan(setup, rule, options.block, ex, budget)
+    opt = optimizer(state.hyper)
+    event0 = rule.exchanges(ex.event_state)
+    roll = functools.partial(
+        _roll_out, setup, options.wave, estimator, state.hyper, ex, plan, event0
+    )
+    apply = functools.partial(_apply_ready, opt, rule.refuses, plan)
+    A = options.block
+    zeros = jnp.zeros((A,), jnp.float32)
+    carry = _Carry(
+        applied=jnp.int32(0),
+        rolled=jnp.zeros((A,), bool),
+        grads=jax.tree.map(lambda p: jnp.zeros((A, *p.shape), p.dtype), state.params),
+        returns=zeros,
+        lengths=zeros,
+        params=state.params,
+        opt_state=state.opt_state,
+        worker_params=ex.worker_params,
+    )
+    carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
+    return _finish_block(setup, rule, state, event_state, plan, carry)
+
+
+def _finish_block(setup, rule: EventRule, state: TrainState, event_state, plan: _Plan,
+                  carry: _Carry):  # fmt: skip
+    """The new state and the step's metrics after a block's processed exchanges."""
+    ex: AsyncExtra = state.extra
+    exchanges = plan.num_live.astype(jnp.float32)
+    live = plan.live.astype(jnp.float32)
+    used = live * plan.accepted.astype(jnp.float32)
+    grads = jnp.sum(used) if rule.refuses else exchanges
+    before, after = rule.clock(ex.event_state), rule.clock(event_state)
+    new = state._replace(
+        params=carry.params,
+        opt_state=carry.opt_state,
+        steps=state.steps + 1,
+        counters=core.advance(
+            state.counters,
+            time=after.time,
+            env_steps=jnp.sum(live * carry.lengths),
+            env_steps_wasted=jnp.sum(live * plan.wasted) * setup.horizon,
+            comms=exchanges,
+        ),
+        extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
+    )
+    if rule.refuses:  # gradients used per worker
+        counts = jax.ops.segment_sum(used.astype(jnp.int32), plan.worker, num_segments=setup.n)
+    else:
+        counts = after.dispatch_count - before.dispatch_count
+    stale = jnp.where(used > 0, plan.staleness.astype(jnp.float32), jnp.nan)
+    grads_finite = jax.vmap(core.all_finite)(carry.grads) | ~plan.live
+    return new, core.step_metrics(
+        new,
+        round_time=after.time - before.time,
+        grads=grads,
+        train_return=core.mean_return(jnp.sum(live * carry.returns), grads),
+        counts=counts,
+        finite=jnp.all(grads_finite) & core.all_finite(carry.params),
+        staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
+        link_util=core.link_utilisation(before, after),
+    )

@@ -1,0 +1,222 @@
+"""The round engine of the AllReduce methods (Rennala/Malenia/Sync NIGT, Rennala/Sync PG, A2C).
+
+Each round a schedule (:mod:`jaxnigt.cluster.schedules`) picks the trajectory slots that count, an
+aggregator (:mod:`jaxnigt.cluster.aggregators`) weights them, the estimator reduces them to one
+gradient at the broadcast point (:func:`jaxnigt.rl.collect.gradient_from_schedule`), and an optax
+update moves the point.  :func:`make` composes those three parts into an
+:class:`~jaxnigt.algorithms.core.Algorithm`; round 0 aggregates ``M_init`` gradients at x_0
+(NIGT's d_0 = g_0), later rounds ``M``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+from jaxnigt.algorithms import core, updates
+from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.cluster import schedules
+from jaxnigt.rl.collect import gradient_from_schedule
+
+ScheduleFn = Callable[..., schedules.RoundSchedule]  # (tm, key, t0, busy_until) -> schedule
+WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
+
+
+class RoundOptions(NamedTuple):
+    """The round engine's options, from the config's hyperparameters.
+
+    Attributes:
+      per_worker_batch: the synchronous collection's gradients per worker: an integer, or
+        ``match_M`` for max(1, ceil(M/n)) of the round's M (:func:`jaxnigt.cluster.schedules.
+        sync_batch`).
+      malenia_capacity: Malenia's per-worker capacity of a round (resolved: the config's
+        value or :func:`jaxnigt.cluster.schedules.default_malenia_capacity` of M and n).
+      msync_m: the workers an m-synchronous round waits for (resolved: the config's value
+        or :func:`jaxnigt.cluster.schedules.default_msync_m` of n).
+    """
+
+    per_worker_batch: int | str = 1
+    malenia_capacity: int = 0
+    msync_m: int = 1
+
+    @classmethod
+    def resolve(cls, setup: Setup, hparams: Any) -> RoundOptions:
+        """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
+        capacity = hparams.malenia_capacity
+        m = hparams.msync_m or schedules.default_msync_m(setup.n)
+        if m > setup.n:
+            raise ValueError(f"hparams.msync_m ({m}) must be at most cluster.n ({setup.n})")
+        return cls(
+            per_worker_batch=hparams.per_worker_batch,
+            malenia_capacity=capacity or schedules.default_malenia_capacity(setup.M, setup.n),
+            msync_m=m,
+        )
+
+
+# What each collection rule makes a method (:class:`~jaxnigt.algorithms.core.Traits`).
+# Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
+# contributors need to join the AllReduce; Malenia waits for every worker (all contribute)
+# but stops the others mid-gradient; a synchronous round waits for every worker's b
+# gradients (nothing in flight, everyone contributes), so no cluster option changes it.
+RENNALA = core.Traits(cluster_options=("inflight", "allreduce"), tuned_shapes=("M",))
+MALENIA = core.Traits(
+    cluster_options=("inflight",),
+    tuned_shapes=("M",),
+    overflow="Malenia capacity overflow (raise hparams.malenia_capacity)",
+    options=("malenia_capacity",),
+)
+SYNC = core.Traits(options=("per_worker_batch",))
+# An m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may
+# be over the m contributors only: both options change it.
+MSYNC = core.Traits(
+    cluster_options=("inflight", "allreduce"), tuned_shapes=("msync_m",), options=("msync_m",)
+)
+
+
+def _modes(setup: Setup) -> dict[str, str]:
+    return {"inflight": setup.inflight, "allreduce": setup.allreduce}
+
+
+def rennala_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+    """Rennala's collection of ``M`` gradients (SPEC §4)."""
+    del options
+    return functools.partial(schedules.rennala, M=M, **_modes(setup))
+
+
+def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+    """Malenia's collection with batch ``M`` (SPEC §4)."""
+    return functools.partial(
+        schedules.malenia, M=M, capacity=options.malenia_capacity, **_modes(setup)
+    )
+
+
+def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+    """The synchronous collection: the configured gradients per worker (default 1; with
+    ``match_M``, ``max(1, ceil(M/n))``)."""
+    b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
+    return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
+
+
+def msync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+    """The m-synchronous collection: one gradient per worker, the fastest ``msync_m``
+    count (``M`` is not read)."""
+    del M
+    return functools.partial(schedules.msync, m=options.msync_m, **_modes(setup))
+
+
+ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
+
+
+def factory(
+    *,
+    schedule: ScheduleFactory,
+    weights: WeightsFn,
+    update: updates.Update,
+    traits: core.Traits,
+    estimator: core.Estimator = core.reinforce,
+) -> core.AlgorithmFactory:
+    """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights,
+    server update (:data:`~jaxnigt.algorithms.updates.NIGT` or ``SGD``) and traits."""
+
+    def make_algorithm(setup: Setup, hparams) -> Algorithm:
+        return make(
+            setup, RoundOptions.resolve(setup, hparams), schedule=schedule, weights=weights,
+            update=update, traits=traits, estimator=estimator,
+        )  # fmt: skip
+
+    return make_algorithm
+
+
+def make(
+    setup: Setup,
+    options: RoundOptions,
+    *,
+    schedule: ScheduleFactory,
+    weights: WeightsFn,
+    update: updates.Update,
+    traits: core.Traits,
+    estimator: core.Estimator = core.reinforce,
+) -> Algorithm:
+    """A round-based algorithm from its schedule, aggregator weights, server update, traits
+    and gradient estimator (the policy gradient by default)."""
+    optimizer = update.optimizer
+
+    def round_with(M: int):
+        sched = schedule(setup, options, M)
+        return functools.partial(_round, setup, M, sched, weights, optimizer, estimator)
+
+    return Algorithm(
+        init=functools.partial(_init, setup, optimizer),
+        step=round_with(setup.M),
+        eval_params=update.eval_params,
+        first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
+        simulate_clock=functools.partial(
+            core.simulate_rounds, schedule(setup, options, setup.M), setup.tm
+        ),
+        traits=traits.using(update),
+    )
+
+
+def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
+    """x_0 at time 0, nothing collected yet."""
+    k_init, k_run = jax.random.split(key)
+    params = setup.policy.init(k_init)
+    return core.initial_state(setup, params, optimizer(hyper).init(params), k_run, hyper)
+
+
+def _round(
+    setup: Setup,
+    M: int,
+    schedule: ScheduleFn,
+    weights: WeightsFn,
+    optimizer: core.OptimizerFactory,
+    estimator: core.Estimator,
+    state: TrainState,
+    budget: jax.Array,
+):
+    """One round collecting ``M`` gradients: schedule, rollouts of the slots that count (in
+    batches of ``M``), one update."""
+    del budget  # a round is applied whole once it starts before the budget
+    key, k_sched, k_roll = jax.random.split(state.key, 3)
+    sched = schedule(setup.tm, k_sched, state.counters.time, state.busy_until)
+    w = weights(sched)
+    grads, stats = gradient_from_schedule(
+        setup.task,
+        setup.policy,
+        state.params,
+        sched,
+        w,
+        k_roll,
+        setup.worker_types,
+        state.hyper["gamma"],
+        chunk=min(M, sched.slot_worker.shape[0]),
+        mesh=setup.mesh,
+        estimator=functools.partial(estimator, setup.policy, hyper=state.hyper),
+    )
+    params, opt_state = core.descend(optimizer(state.hyper), grads, state.opt_state, state.params)
+    new = state._replace(
+        params=params,
+        opt_state=opt_state,
+        key=key,
+        steps=state.steps + 1,
+        counters=core.advance(
+            state.counters,
+            time=sched.t_end,
+            env_steps=stats["sum_length"],
+            env_steps_wasted=sched.traj_wasted * setup.horizon,
+            comms=sched.comms,
+        ),
+        busy_until=sched.busy_until,
+    )
+    return new, core.step_metrics(
+        new,
+        round_time=sched.t_end - sched.t_start,
+        grads=stats["count"],
+        train_return=core.mean_return(stats["sum_return"], stats["count"]),
+        counts=sched.counts,
+        finite=core.all_finite(grads) & core.all_finite(params),
+        overflow=sched.overflow,
+    )

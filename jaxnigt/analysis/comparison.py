@@ -1,0 +1,205 @@
+"""Deciding a claim from run directories: the reference against every baseline of a run.
+
+:func:`compare` reads the per-seed statistics of every method of a :class:`Run`
+(:mod:`jaxnigt.analysis.run_data`), pools their targets, and decides each reference-vs-baseline
+comparison and the claim's verdict; ``jaxnigt compare`` writes its result as JSON and as the
+Markdown of :func:`compare_markdown`.  The definitions it uses live one concept a module:
+
+* :mod:`jaxnigt.analysis.stats` -- the per-seed statistics of a curve (average return, second half,
+  time to target, median time) and the target rule;
+* :mod:`jaxnigt.analysis.verdicts` -- effects, bootstrap intervals, a comparison's outcome, a
+  claim's verdict, lead growth;
+* :mod:`jaxnigt.analysis.run_data` -- a finished run directory read into :class:`Method` records;
+* :mod:`jaxnigt.analysis.report_text` -- the text and Markdown of the results.
+
+``--statistic`` (:data:`STATISTICS`) names the effect the verdict uses: a return statistic
+(difference of means over seeds, reference minus baseline) or a time to 50 % / 80 % of the
+improvement (ratio of median times, baseline over reference).  Each comparison also reports
+the difference in average return and the ratios of the times to every target (second
+views).  The targets pool every method of the run (grid point 0 of each algorithm).
+
+The names the command line, ``jaxnigt sweep`` and :mod:`jaxnigt.run.metrics` use from the
+analysis are importable from here too (:data:`__all__`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxnigt.analysis.report_text import compare_markdown
+from jaxnigt.analysis.run_data import AnalysisError, Method, Run, UnfinishedRunError, load_run
+from jaxnigt.analysis.stats import (
+    FRACTIONS,
+    RETURN_STATISTICS,
+    STATISTICS,
+    average_return,
+    first_time,
+    fraction,
+    improvement_over_spread,
+    median_time,
+    second_half,
+    targets,
+)
+from jaxnigt.analysis.verdicts import (
+    BASELINE_AHEAD,
+    CLAIMS,
+    LEVEL,
+    REFERENCE_AHEAD,
+    REPS,
+    SEED,
+    TIE,
+    bootstrap_interval,
+    interval,
+    mean_difference,
+    needed_seeds,
+    outcome,
+    time_ratio,
+    verdict,
+)
+
+__all__ = [
+    "CLAIMS",
+    "FRACTIONS",
+    "RETURN_STATISTICS",
+    "STATISTICS",
+    "AnalysisError",
+    "Method",
+    "Run",
+    "UnfinishedRunError",
+    "average_return",
+    "bootstrap_interval",
+    "compare",
+    "compare_markdown",
+    "first_time",
+    "load_run",
+    "median_time",
+    "targets",
+]
+
+
+def _statistic_values(m: Method, statistic: str, budget: float, tg: dict) -> np.ndarray:
+    if statistic in RETURN_STATISTICS:
+        return m.statistic(statistic, budget)
+    return m.statistic("time", budget, tg[fraction(statistic)])
+
+
+def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: str, kw) -> dict:
+    """One reference-vs-baseline row (see :func:`compare`)."""
+    ratio = statistic not in RETURN_STATISTICS
+    effect = interval(
+        time_ratio if ratio else mean_difference,
+        _statistic_values(ref, statistic, budget, tg),
+        _statistic_values(other, statistic, budget, tg),
+        **kw,
+    )
+    identical = ref.identical_to(other)
+    row = {"effect": effect, "outcome": outcome(effect, identical=identical, ratio=ratio)}
+    row["needed_seeds"] = (
+        needed_seeds(effect, len(ref.seeds), ratio=ratio) if row["outcome"] == TIE else None
+    )
+    row["identical"] = identical
+    row["decided"] = row["outcome"] in (REFERENCE_AHEAD, BASELINE_AHEAD)
+    avg = [m.statistic("average", budget) for m in (ref, other)]
+    row["average_return_difference"] = interval(mean_difference, *avg, **kw)
+    times = {f: [m.statistic("time", budget, t) for m in (ref, other)] for f, t in tg.items()}
+    row["time_to_target_ratio"] = {str(f): interval(time_ratio, *v, **kw) for f, v in times.items()}
+    return row
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def _method_summary(m: Method, budget: float, tg: dict) -> dict[str, Any]:
+    out = {
+        "seeds": len(m.seeds),
+        "average_return_median": float(np.median(m.statistic("average", budget))),
+        "second_half_median": float(np.median(m.statistic("second_half", budget))),
+        "updates_median": float(np.median(m.updates)),
+        "env_steps_median": float(np.median(m.env_steps)),
+        "time_to_target": {  # None: no majority of the seeds reached it within the budget
+            str(f): _finite(median_time(m.statistic("time", budget, t))) for f, t in tg.items()
+        },
+        "diverged_seeds": list(m.diverged),
+    }
+    for t, cs in m.per_type.items():
+        out[t] = float(np.median([second_half(x, y, budget) for x, y in cs]))
+    return out
+
+
+def _check_compare(run: Run, reference: str, statistic: str, baselines) -> tuple[dict, list]:
+    if statistic not in STATISTICS:
+        raise AnalysisError(f"got {statistic!r}; expected one of {STATISTICS}", param="statistic")
+    methods = run.algorithms()
+    if reference not in methods:
+        raise AnalysisError(
+            f"{reference!r} is not in {str(run.path)!r} (it has {', '.join(methods)})",
+            param="reference",
+        )
+    baselines = [a for a in methods if a != reference] if baselines is None else list(baselines)
+    unknown = [b for b in baselines if b not in methods or b == reference]
+    if unknown or not baselines:
+        raise AnalysisError(
+            f"{unknown or 'none'} to compare {reference} with in {str(run.path)!r} "
+            f"(it has {', '.join(methods)})",
+            param="baselines",
+        )
+    return methods, baselines
+
+
+def compare(
+    run: Run,
+    reference: str,
+    *,
+    statistic: str = "average",
+    baselines: Sequence[str] | None = None,
+    claim: str = "ahead",
+    fractions: Sequence[float] = FRACTIONS,
+    level: float = LEVEL,
+    reps: int = REPS,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    """The reference against every baseline of a run (grid point 0 of each algorithm).
+
+    Per baseline: the effect of ``statistic`` with its interval, the row's :func:`outcome`,
+    the seeds a tie would need; also the difference in average return and the ratios of times
+    to the targets (second views).  Then the claim's :func:`verdict` over all rows.  The
+    targets pool every method of the run (:func:`targets`).  Returns a JSON-able dict.
+
+    Raises:
+      AnalysisError: a bad ``statistic``, the ``reference`` or a baseline is not in the run,
+        or no baseline is left (its ``param`` names which).
+    """
+    methods, baselines = _check_compare(run, reference, statistic, baselines)
+    budget = run.budget
+    if statistic not in RETURN_STATISTICS:
+        fractions = sorted({*fractions, fraction(statistic)})
+    initial = np.concatenate([m.initial() for m in methods.values()])
+    levels = {a: m.statistic("second_half", budget) for a, m in methods.items()}
+    tg = targets(initial, [float(np.median(v)) for v in levels.values()], fractions)
+    kw = {"level": level, "reps": reps, "seed": seed}
+    rows = {b: _comparison(methods[reference], methods[b], budget, tg, statistic, kw)
+            for b in baselines}  # fmt: skip
+    decision = verdict(list(rows.values()), claim)
+    return {
+        "run": str(run.path),
+        "reference": reference,
+        "statistic": statistic,
+        "claim": claim,
+        "budget": budget,
+        "level": level,
+        "reps": reps,
+        "seed": seed,
+        "initial_median_return": float(np.nanmedian(initial)),
+        "best_second_half_median": max(float(np.median(v)) for v in levels.values()),
+        "improvement_over_spread": improvement_over_spread(initial, levels),
+        "targets": {str(f): t for f, t in tg.items()},
+        "algorithms": {a: _method_summary(m, budget, tg) for a, m in methods.items()},
+        "comparisons": rows,
+        "verdict": decision["verdict"],
+        "needed_seeds": decision["needed_seeds"],
+    }

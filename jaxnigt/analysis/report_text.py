@@ -1,0 +1,141 @@
+"""The text of a comparison: intervals, outcomes and verdicts in words, ``jaxnigt
+compare``'s Markdown table, and ``jaxnigt tune``'s table of scores.
+
+Pure functions of the JSON-able results of :func:`jaxnigt.analysis.compare` and
+:func:`jaxnigt.studies.tuning.tune` and of the rules of :mod:`jaxnigt.analysis.verdicts`;
+``scripts/results.py`` writes its tables with the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from jaxnigt.analysis import stats
+from jaxnigt.analysis.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD, TIE
+
+STATISTIC_TEXT = {
+    "average": "difference in average return over [0, B] (reference − baseline)",
+    "second_half": "difference in second-half return over [B/2, B] (reference − baseline)",
+    "time_to_50": "ratio of the times to 50 % of the improvement (baseline / reference)",
+    "time_to_80": "ratio of the times to 80 % of the improvement (baseline / reference)",
+}
+
+
+def fmt(iv: Mapping[str, float], digits: int = 2) -> str:
+    """``estimate [low, high]`` (``∞`` for infinite values)."""
+
+    def f(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        return "∞" if v == math.inf else "−∞" if v == -math.inf else f"{v:.{digits}f}"
+
+    return f"{f(iv['estimate'])} [{f(iv['low'])}, {f(iv['high'])}]"
+
+
+def outcome_text(row: Mapping[str, Any], reference: str, baseline: str) -> str:
+    """A row's outcome with the method names (and the seeds a tie would need)."""
+    text = row["outcome"]
+    if text == REFERENCE_AHEAD:
+        return f"{reference} ahead"
+    if text == BASELINE_AHEAD:
+        return f"{baseline} ahead"
+    if text == TIE and row.get("needed_seeds"):
+        return f"{TIE} (≈{row['needed_seeds']} seeds)"
+    return text
+
+
+def verdict_text(result: Mapping[str, Any]) -> str:
+    """The verdict with the seeds an inconclusive one would need."""
+    text = result["verdict"]
+    if result.get("needed_seeds"):
+        text += f" (≈{result['needed_seeds']} seeds)"
+    return text
+
+
+def compare_markdown(result: Mapping[str, Any]) -> str:
+    """:func:`compare`'s result as Markdown: one row per baseline, then the verdict."""
+    ref, stat = result["reference"], result["statistic"]
+    pct = f"{result['level'] * 100:g} %"
+    seeds = result["algorithms"][ref]["seeds"]
+    extra = [] if stat == "average" else [f"Δ average return [{pct} CI]"]
+    extra += [] if stat == "time_to_50" else [f"time to 50 %: ratio [{pct} CI]"]
+    head = ["baseline", f"effect [{pct} CI]", "outcome", *extra, "updates (ref. / baseline)"]
+    lines = [
+        f"Reference `{ref}`; effect: {STATISTIC_TEXT[stat]}, {pct} bootstrap interval over "
+        f"{seeds} seeds ({result['reps']} resamples, seed {result['seed']}); budget "
+        f"{result['budget']:g}; targets R0 + f (R_best − R0) = "
+        + ", ".join(f"{float(f) * 100:g} %: {t:.3g}" for f, t in result["targets"].items())
+        + ".",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    updates = lambda a: f"{result['algorithms'][a]['updates_median']:,.0f}"
+    for b, row in result["comparisons"].items():
+        cells = [b, fmt(row["effect"]), outcome_text(row, ref, b)]
+        if stat != "average":
+            cells.append(fmt(row["average_return_difference"]))
+        if stat != "time_to_50":
+            cells.append(fmt(row["time_to_target_ratio"]["0.5"]))
+        lines.append("| " + " | ".join([*cells, f"{updates(ref)} / {updates(b)}"]) + " |")
+    claim = "ahead of every baseline" if result["claim"] == "ahead" else "tied with the baselines"
+    lines += ["", f"Verdict ({ref} {claim}): **{verdict_text(result)}**"]
+    why = stats.no_target_reason(result["initial_median_return"], result["best_second_half_median"])
+    if why is not None:
+        lines += ["", f"Note: {why}."]
+    return "\n".join(lines)
+
+
+def tuning_table(report: Mapping[str, Any]) -> str:
+    """:func:`jaxnigt.studies.tuning.tune`'s report as the printed table: per algorithm (and value
+    of each tuned shape: M, msync_m, ringmaster_R), the score of every α × η, the winner
+    marked (and a time statistic's target first)."""
+    lines = []
+    if report.get("target"):
+        t = report["target"]
+        lines.append(
+            f"{report['statistic']}: target {t['value']:.4g} = R0 + {t['fraction']:g} (R_best − R0)"
+            f", R0 = {t['R0']:.4g}, R_best = {t['R_best']:.4g} (every initial grid pooled)"
+        )
+    for a, r in report["algorithms"].items():
+        chosen = r["chosen"]
+        names = r.get("tuned_shapes", ["M"] if r["M_tuned"] else [])
+        shape_of = lambda p, names=names: tuple(p[s] for s in names)
+        for values in dict.fromkeys(shape_of(p) for p in r["points"]):
+            mine = [p for p in r["points"] if shape_of(p) == values]
+            shapes = ", ".join(f"{s} = {v}" for s, v in zip(names, values, strict=True))
+            head = f"{a}" + (f" ({shapes})" if names else "")
+            lines += ["", f"{head}: {report['score']}", "  α \\ η  " + "".join(
+                f"{e:>11g}" for e in r["eta"])]  # fmt: skip
+            for e in r["lr_exp"]:
+                cells = []
+                for eta in r["eta"]:
+                    p = next((q for q in mine if q["lr_exp"] == e and q["eta"] == eta), None)
+                    mark = "*" if p is not None and chosen is not None and p == chosen else " "
+                    text = "–" if p is None else "diverged" if p["diverged_seeds"] else (
+                        f"{p['score']:.3f}")  # fmt: skip
+                    cells.append(f"{text + mark:>11}")
+                lines.append(f"  2^{e:<5d}" + "".join(cells))
+        if chosen is None:
+            lines.append("  chosen: none (every point diverged or is not finite)")
+        else:
+            where = "interior" if r["interior"] else "AT AN EDGE of the grid run"
+            shapes = "".join(f", {s} = {chosen[s]}" for s in names)
+            lines.append(
+                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{shapes} (score "
+                f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
+            )
+    if report.get("speed"):
+        sp = report["speed"]
+        times = "; ".join(
+            f"{a} " + ", ".join("never" if math.isinf(t) else f"{t:,.0f}" for t in ts)
+            for a, ts in sp["times"].items()
+        )
+        lines += ["", (
+            f"winners' times to {sp['target']['fraction']:.0%} of the improvement (target "
+            f"{sp['target']['value']:.4g}, every program pooled), per tuning seed: {times}; the "
+            f"slowest upper median: {sp['slowest_median']:,.0f} of a budget of {report['budget']:g}"
+        )]  # fmt: skip
+    return "\n".join(lines).strip("\n")

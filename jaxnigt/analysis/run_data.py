@@ -1,0 +1,182 @@
+"""A finished run directory read into numpy: its methods' curves and per-seed counts.
+
+:func:`load_run` reads ``config.yaml``, ``summary.json`` and ``metrics.csv`` into a
+:class:`Run` of :class:`Method` records (one per algorithm and grid point) whose
+:meth:`Method.statistic` gives the per-seed statistics of :mod:`jaxnigt.analysis.stats`.  The only
+module of the analysis that reads files; ``jaxnigt compare``, ``jaxnigt tune`` and
+``jaxnigt sweep``'s table start from it.
+
+A seed's *updates*: its trajectories that entered updates (the sum of ``grads``) over
+``trajectories_per_update`` for the methods whose ``summary.json`` entry has it (the
+per-arrival methods update every that many trajectories), the step count at its last step
+otherwise (a round is one update).  A seed is *diverged* when ``summary.json`` marks it
+(``on_nonfinite: mark``) or it stopped before the budget (and the step cap).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxnigt.analysis.stats import Curve, average_return, first_time, second_half
+
+
+class AnalysisError(ValueError):
+    """A run directory cannot be analysed as asked.  ``param``, when set, names the parameter
+    at fault (``statistic``, ``reference``, ``baselines`` of :func:`jaxnigt.analysis.compare`)
+    and the message is ``param: reason``; else the message names the directory."""
+
+    def __init__(self, reason: str, *, param: str | None = None):
+        super().__init__(f"{param}: {reason}" if param else reason)
+        self.param, self.reason = param, reason
+
+
+class UnfinishedRunError(AnalysisError):
+    """The run in ``path`` has not finished: resuming it finishes it."""
+
+    def __init__(self, reason: str, *, path: Path | None = None):
+        super().__init__(reason)
+        self.path = path
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One algorithm at one grid point of a run: its seeds' curves and per-seed counts.
+
+    Attributes:
+      name: its ``summary.json`` key (``algorithm``, or ``algorithm[grid=g]``).
+      algorithm, grid, learning_rate, eta: what ran.
+      seeds: the seed indices, in order; every per-seed array below follows it.
+      curves: per seed, its evaluations ``(sim_time, eval_return)``.
+      per_type: ``eval_type{v}`` -> per-seed curves (heterogeneous runs).
+      updates, env_steps, end_time: ``[seeds]`` at each seed's last step.
+      diverged: seeds marked diverged (``on_nonfinite: mark``) or that stopped before the
+        budget.
+    """
+
+    name: str
+    algorithm: str
+    grid: int
+    learning_rate: float
+    eta: float
+    seeds: tuple[int, ...]
+    curves: tuple[Curve, ...]
+    per_type: dict[str, tuple[Curve, ...]]
+    updates: np.ndarray
+    env_steps: np.ndarray
+    end_time: np.ndarray
+    diverged: tuple[int, ...]
+
+    def statistic(self, name: str, budget: float, target: float | None = None) -> np.ndarray:
+        """``[seeds]`` per-seed values of ``average``, ``second_half`` or ``time`` (to
+        ``target``)."""
+        if name == "time":
+            return np.array([first_time(x, y, target, budget) for x, y in self.curves])
+        per_seed = {"average": average_return, "second_half": second_half}[name]
+        return np.array([per_seed(x, y, budget) for x, y in self.curves])
+
+    def initial(self) -> np.ndarray:
+        """``[seeds]`` return at time 0 (NaN for a seed without an evaluation there)."""
+        return np.array([y[0] if x.size and x[0] == 0.0 else np.nan for x, y in self.curves])
+
+    def identical_to(self, other: Method) -> bool:
+        """Whether both have the same seeds with the same evaluation curves."""
+        return self.seeds == other.seeds and all(
+            np.array_equal(x1, x2) and np.array_equal(y1, y2)
+            for (x1, y1), (x2, y2) in zip(self.curves, other.curves, strict=True)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run directory's methods (:class:`Method` by ``summary.json`` key) and budget."""
+
+    path: Path
+    config: Any
+    budget: float
+    methods: dict[str, Method]
+
+    def algorithms(self) -> dict[str, Method]:
+        """Grid point 0 of every algorithm, by name, in the run's order."""
+        return {m.algorithm: m for m in self.methods.values() if m.grid == 0}
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Reads a finished run directory (config.yaml, summary.json, metrics.csv) into a
+    :class:`Run`.
+
+    Raises:
+      AnalysisError: not a run directory or without a simulated-time budget;
+        UnfinishedRunError (an AnalysisError): not finished.
+    """
+    from jaxnigt import config as config_lib
+    from jaxnigt.run import checkpoint
+    from jaxnigt.run import metrics as results
+
+    run_dir = Path(run_dir)
+    for name in ("config.yaml", "summary.json", "metrics.csv"):
+        if not (run_dir / name).is_file():
+            raise AnalysisError(f"{str(run_dir)!r} is not a run directory (no {name})")
+    try:
+        cfg = config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
+    except config_lib.ConfigError as e:
+        raise AnalysisError(f"{str(run_dir)!r}: {e}") from None
+    if not checkpoint.finished(run_dir):
+        missing = set(cfg.algorithms) - set(checkpoint.done_algorithms(run_dir))
+        raise UnfinishedRunError(
+            f"{str(run_dir)!r} is not finished ({', '.join(sorted(missing))} not done); "
+            "resume its run to finish it",
+            path=run_dir,
+        )
+    if cfg.budget is None:
+        raise AnalysisError(f"{str(run_dir)!r}: the run has no simulated-time budget")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = results.read_metrics(run_dir)
+    curves = results.group_curves(rows, x="sim_time", y="eval_return")
+    types = sorted(k for k in (rows[0] if rows else {}) if k.startswith("eval_type"))
+    per_type = {t: results.group_curves(rows, x="sim_time", y=t) for t in types}
+    methods = {}
+    for (algorithm, grid), seeds in curves.items():
+        name = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
+        mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == grid]
+        methods[name] = _method(name, algorithm, grid, mine, seeds, per_type, summary, cfg)
+    return Run(run_dir, cfg, float(cfg.budget), methods)
+
+
+def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Method:
+    order = sorted(seeds)
+    last = {}
+    for r in rows:
+        if r["seed"] not in last or r["round"] >= last[r["seed"]]["round"]:
+            last[r["seed"]] = r
+    entry = summary.get(name, {})
+    # an algorithm's fact: summary.json records it on its grid point 0 entry
+    per_update = summary.get(algorithm, {}).get("trajectories_per_update")
+    used = {s: 0.0 for s in order}
+    for r in rows:
+        if np.isfinite(r["grads"]):
+            used[r["seed"]] += r["grads"]
+    updates = [last[s]["round"] if per_update is None else used[s] / per_update for s in order]
+    end = np.array([last[s]["sim_time"] for s in order])
+    # a seed that stopped before the budget (and the step cap) did not finish: diverged
+    capped = np.array([cfg.max_rounds is not None and last[s]["round"] >= cfg.max_rounds
+                       for s in order])  # fmt: skip
+    stopped = {s for s, t, c in zip(order, end, capped, strict=True) if t < cfg.budget and not c}
+    return Method(
+        name=name,
+        algorithm=algorithm,
+        grid=grid,
+        learning_rate=float(rows[0]["learning_rate"]),
+        eta=float(rows[0]["eta"]),
+        seeds=tuple(order),
+        curves=tuple(seeds[s] for s in order),
+        per_type={t: tuple(c[(algorithm, grid)][s] for s in order) for t, c in per_type.items()},
+        updates=np.array(updates, np.float64),
+        env_steps=np.array([last[s]["env_steps"] for s in order], np.float64),
+        end_time=end,
+        diverged=tuple(sorted(stopped | set(entry.get("diverged_seeds", ())))),
+    )

@@ -1,0 +1,165 @@
+"""``jaxnigt clock``'s output: the CSV of each rule (one row per round, arrival or
+trajectory, written atomically) and its one-line summary (:mod:`jaxnigt.cli.clock` validates
+the flags and runs the simulation; ``cfg`` below is its validated ``ClockConfig``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxnigt.cluster import events
+from jaxnigt.cluster.theory import rennala_theory_time, shared_link_rate_bound
+from jaxnigt.cluster.timing import TimeModel
+from jaxnigt.run.run_dir import atomic_write_text
+
+
+def write_lines(path: str, lines: list[str]) -> None:
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:
+    header = ["round", "t_start", "t_collect_end", "t_end", "grads_used", "time_wasted", "comms"]
+    header += [f"b_{i}" for i in range(n)]
+    lines = [",".join(header)]
+    for r in range(res["t_start"].shape[0]):
+        row = [str(r)]
+        row += [f"{float(res[k][r]):.9g}" for k in ("t_start", "t_collect_end", "t_end")]
+        row += [str(int(res["grads_used"][r])), f"{float(res['time_wasted'][r]):.9g}"]
+        row += [str(int(res["comms"][r]))] + [str(int(b)) for b in res["counts"][r]]
+        lines.append(",".join(row))
+    write_lines(path, lines)
+
+
+ASYNC_COLUMNS = (
+    "arrival",
+    "worker",
+    "t_dispatch",
+    "t_compute_end",
+    "t_arrival",
+    "staleness",
+    "link_wait",
+)
+
+
+def write_async_csv(path: str, arr: events.Arrival) -> None:
+    lines = [",".join(ASYNC_COLUMNS)]
+    for j in range(arr.worker.shape[0]):
+        times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
+        row = [str(j), str(int(arr.worker[j]))] + [f"{float(t):.9g}" for t in times]
+        row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
+        lines.append(",".join(row))
+    write_lines(path, lines)
+
+
+def write_ringmaster_csv(path: str, ev: events.Event) -> None:
+    arr = ev.arrival
+    lines = [",".join((*ASYNC_COLUMNS, "accepted", "wasted"))]
+    for j in range(arr.worker.shape[0]):
+        times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
+        row = [str(j), str(int(arr.worker[j]))] + [f"{float(t):.9g}" for t in times]
+        row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
+        row += [str(int(ev.accepted[j])), f"{float(ev.wasted[j]):.9g}"]
+        lines.append(",".join(row))
+    write_lines(path, lines)
+
+
+def ringmaster_summary(cfg: Any, final, ev: events.Event) -> str:
+    elapsed = float(ev.arrival.time[-1])  # the run starts at 0
+    accepted = ev.accepted.astype(bool)
+    refused = ~accepted & (ev.wasted >= 1.0)  # a whole gradient: discarded (or stopped late)
+    delays = ev.arrival.staleness[accepted]
+    parts = [
+        f"clock: rule=ringmaster n={cfg.n} R={cfg.R} stops={str(cfg.stops).lower()}",
+        f"link={cfg.link} exchanges={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"updates={int(accepted.sum())}",
+        f"updates_per_time={accepted.sum() / max(elapsed, 1e-30):.6g}",
+        f"refused_whole={int(refused.sum())}",
+        f"refused_partial={int((~accepted & ~refused).sum())}",
+        f"wasted_trajectories={float(ev.wasted.sum()):.6g}",
+        f"mean_delay={float(delays.mean()) if delays.size else float('nan'):.6g}",
+        f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
+        f"-> {cfg.out}",
+    ]
+    return " ".join(parts)
+
+
+def summary(cfg: Any, tm: TimeModel, res: dict[str, np.ndarray]) -> str:
+    round_time = res["t_end"] - res["t_start"]
+    collect = res["t_collect_end"] - res["t_start"]
+    total = float(res["t_end"][-1] - res["t_start"][0])
+    util = float(np.sum(res["time_used"])) / max(cfg.n * total, 1e-30)
+    parts = [
+        f"clock: rule={cfg.rule} n={cfg.n} M={cfg.M} inflight={cfg.inflight}",
+        f"allreduce={cfg.allreduce}",
+        f"rounds={cfg.rounds}",
+        f"mean_round_time={np.mean(round_time):.6g}",
+        f"mean_collect={np.mean(collect):.6g}",
+        f"grads/round={np.mean(res['grads_used']):.6g}",
+        f"wasted_time/round={np.mean(res['time_wasted']):.6g}",
+        f"utilisation={util:.4f}",
+        f"comms={int(np.sum(res['comms']))}",
+    ]
+    if cfg.rule == "malenia":
+        parts.append(f"overflow_rounds={int(np.sum(res['overflow']))}")
+    if cfg.rule == "rennala" and cfg.noise == "deterministic":
+        theory = rennala_theory_time(np.asarray(tm.h), cfg.M)
+        parts.append(f"theory_collect={theory:.6g} (kappa ignored)")
+    parts.append(f"-> {cfg.out}")
+    return " ".join(parts)
+
+
+def async_summary(cfg: Any, tm: TimeModel, final, arr: events.Arrival) -> str:
+    elapsed = float(arr.time[-1])  # the run starts at 0
+    parts = [
+        f"clock: rule=async n={cfg.n} link={cfg.link} arrivals={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"arrivals_per_time={cfg.rounds / max(elapsed, 1e-30):.6g}",
+        f"mean_staleness={float(np.mean(arr.staleness)):.6g}",
+        f"max_staleness={int(np.max(arr.staleness))}",
+        f"mean_link_wait={float(np.mean(arr.link_wait)):.6g}",
+        f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
+    ]
+    bound = shared_link_rate_bound(np.asarray(tm.kappa))
+    if cfg.link == "shared" and np.isfinite(bound):
+        parts.append(f"(shared-link bound 1/min_kappa={bound:.6g})")
+    parts.append(f"-> {cfg.out}")
+    return " ".join(parts)
+
+
+SEED_COLUMNS = ("trajectory", "update", "worker", "t_end", "lag_min", "lag_mean", "lag_max")
+
+
+def seed_rows(batches) -> tuple[list[str], np.ndarray]:
+    """The CSV lines of ``--rule seed`` and every step's lag ``[updates, B, H]``."""
+    updates, B = batches.worker.shape
+    lag = np.arange(updates)[:, None, None] - np.asarray(batches.versions)
+    lines = [",".join(SEED_COLUMNS)]
+    for k in range(updates):
+        for b in range(B):
+            row = [str(k * B + b), str(k), str(int(batches.worker[k, b]))]
+            row.append(f"{float(batches.time[k, b]):.9g}")
+            steps = lag[k, b]
+            row += [str(int(steps.min())), f"{float(steps.mean()):.9g}", str(int(steps.max()))]
+            lines.append(",".join(row))
+    return lines, lag
+
+
+def seed_summary(cfg: Any, final, batches, lag: np.ndarray) -> str:
+    elapsed = float(final.time)  # the run starts at 0
+    trajectories = batches.worker.size
+    rate = lambda x: f"{x / max(elapsed, 1e-30):.6g}"
+    parts = [
+        f"clock: rule=seed n={cfg.n} link={cfg.link} H={cfg.horizon} batch={cfg.batch}",
+        f"updates={cfg.rounds}",
+        f"t_end={elapsed:.6g}",
+        f"trajectories_per_time={rate(trajectories)}",
+        f"messages_per_time={rate(float(final.messages))}",
+        f"mean_lag={float(lag.mean()):.6g}",
+        f"max_lag={int(lag.max())}",
+        f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
+        f"-> {cfg.out}",
+    ]
+    return " ".join(parts)

@@ -1,0 +1,17 @@
+"""The simulated cluster: when each worker's gradient is done and what a round or an arrival
+collects (core dependencies only: jax, numpy).
+
+* :mod:`~jaxnigt.cluster.timing`: the time model (compute-time profiles h_i, noise,
+  communication times κ_i).
+* :mod:`~jaxnigt.cluster.schedules`: one round of each collection rule (Rennala, Malenia,
+  synchronous, m-synchronous) with its compute times drawn;
+  :mod:`~jaxnigt.cluster.round_kernels` the same rules on given times, and
+  :mod:`~jaxnigt.cluster.rounds` the round's record and the end-of-round conventions every
+  rule shares (start, end, AllReduce, in-flight work).
+* :mod:`~jaxnigt.cluster.aggregators`: the weights a round's gradients are averaged with.
+* :mod:`~jaxnigt.cluster.events`: the per-arrival clock of the asynchronous methods (the
+  server link, bounded delays); :mod:`~jaxnigt.cluster.step_clock`: central inference's
+  per-step clock.
+* :mod:`~jaxnigt.cluster.simulation`: the clock alone over many rounds or arrivals (what
+  ``jaxnigt clock`` runs); :mod:`~jaxnigt.cluster.theory`: closed-form values to check it by.
+"""

@@ -1,0 +1,56 @@
+"""Aggregators: weights over a round's trajectory slots (SPEC §4).
+
+Weights over the ``S`` trajectory slots of a :class:`~jaxnigt.cluster.schedules.RoundSchedule` (each
+slot tagged with its worker); the round engine plugs them into one weighted surrogate so a
+single backward pass gives ``g = sum_j w_j g_j`` (SPEC §1).  Invalid slots get weight 0.
+Split over devices (:mod:`jaxnigt.run.devices`), the slots are sharded and XLA turns the weighted
+sum into one all-reduce, so no separate reduction over a worker axis is needed.
+
+Rennala and sync return the plain mean of all collected gradients,
+``g = sum_i s_i / sum_i b_i``; Malenia returns ``g = (1/n) sum_i s_i / b_i``, unbiased for
+the average objective of heterogeneous workers (Rennala is biased toward fast workers).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxnigt.cluster.schedules import RoundSchedule
+
+
+def mean_weights(slot_valid: jax.Array) -> jax.Array:
+    """Plain-mean weights ``w_j = valid_j / sum_j valid_j`` over ``[S]`` slots (float32)."""
+    valid = slot_valid.astype(jnp.float32)
+    return valid / jnp.maximum(jnp.sum(valid), 1.0)
+
+
+def per_worker_mean_weights(
+    slot_worker: jax.Array, slot_valid: jax.Array, counts: jax.Array
+) -> jax.Array:
+    """Malenia weights ``w_j = valid_j / (n * b_{worker(j)})`` over ``[S]`` slots.
+
+    Args:
+      slot_worker: ``[S]`` int32 worker of each slot.
+      slot_valid: ``[S]`` bool.
+      counts: ``[n]`` int32 valid slots per worker ``b_i``.
+    """
+    n = counts.shape[0]
+    b = jnp.maximum(counts[slot_worker], 1).astype(jnp.float32)  # guard: invalid slots
+    return slot_valid.astype(jnp.float32) / (n * b)
+
+
+def rennala_weights(sched: RoundSchedule) -> jax.Array:
+    """``[S]`` float32 weights ``1/M`` on the ``M`` valid slots."""
+    return mean_weights(sched.slot_valid)
+
+
+def malenia_weights(sched: RoundSchedule) -> jax.Array:
+    """``[S]`` float32 weights ``1 / (n b_i)`` on worker ``i``'s valid slots."""
+    return per_worker_mean_weights(sched.slot_worker, sched.slot_valid, sched.counts)
+
+
+def sync_weights(sched: RoundSchedule) -> jax.Array:
+    """``[S]`` float32 weights ``1 / (n b)`` (the plain mean; an m-synchronous round's
+    ``1 / m``)."""
+    return mean_weights(sched.slot_valid)

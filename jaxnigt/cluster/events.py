@@ -1,0 +1,340 @@
+"""The asynchronous event engine (AFedPG, A3C-style SGD, A3C, IMPALA's actors; SPEC §3, §6).
+
+Each worker loops: it holds the server point it was dispatched with, computes one gradient
+(``tau = h_i * xi``), then exchanges it with the server (``kappa_i``: gradient up, new point
+down).  The server updates on every arrival, in arrival order, and the worker starts its next
+gradient at once with the new point.  The time of an arrival depends on the server link
+(``link``, a static string):
+
+* ``shared`` (default) -- the server has one link, so exchanges are served one at a time,
+  first come first served in the order of compute completion (ties: lower worker id); an
+  exchange of worker ``i`` occupies the link for ``kappa_i``::
+
+      start = max(link_free, compute_end_i);  arrival = start + kappa_i;  link_free = arrival
+
+  This is the accounting behind the paper's bound for AFedPG: its communication time is at
+  least ``kappa`` times the number of gradients.  ``link_wait = start - compute_end_i``.
+* ``independent`` -- every worker has its own link and exchanges overlap:
+  ``arrival = compute_end_i + kappa_i`` (ties: lower worker id).  A sensitivity case.
+
+A bounded-delay rule (Ringmaster ASGD, :func:`bounded_next`) runs on the same state: a
+gradient whose delay reaches ``R`` is not applied, and with stops its computation is cancelled
+as soon as it does.
+
+Every worker is dispatched with the initial point at ``t0`` for free (all workers build
+``x_0`` from the same seed, as in the round methods).  Compute times depend only on keys,
+never on trajectories, so a whole block of arrivals can be computed before any rollout.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxnigt.cluster.options import LINKS, check_choice
+from jaxnigt.cluster.timing import TimeModel, sample_compute_times, sample_worker_compute_time
+
+
+class AsyncState(NamedTuple):
+    """State of the asynchronous event engine (arrays only).
+
+    Attributes:
+      compute_end: ``[n]`` float32 when each worker's in-flight gradient finishes computing.
+      dispatch_version: ``[n]`` int32 server version each worker was dispatched with.
+      dispatch_count: ``[n]`` int32 gradients dispatched to each worker so far.
+      version: ``[]`` int32 server version (= arrivals processed).
+      time: ``[]`` float32 time of the last arrival (``t0`` initially).
+      compute_time: ``[n]`` float32 ``tau`` of each worker's in-flight gradient.
+      dispatch_time: ``[n]`` float32 when each in-flight gradient was dispatched.
+      link_free: ``[]`` float32 when the server link is next free (``shared`` link).
+      link_busy: ``[]`` float32 total exchange time served so far (sum of ``kappa``).
+    """
+
+    compute_end: jax.Array
+    dispatch_version: jax.Array
+    dispatch_count: jax.Array
+    version: jax.Array
+    time: jax.Array
+    compute_time: jax.Array
+    dispatch_time: jax.Array
+    link_free: jax.Array
+    link_busy: jax.Array
+
+
+class Arrival(NamedTuple):
+    """One gradient arriving at the server (all ``[]``).
+
+    Attributes:
+      worker: int32.
+      time: float32 arrival time (the end of its exchange).
+      dispatch_version: int32 server version the gradient was computed from.
+      staleness: int32 version before this arrival minus ``dispatch_version``.
+      compute_time: float32 ``tau`` of this gradient.
+      grad_index: int32 this worker's 0-based gradient counter (for keys).
+      dispatch_time: float32 when the worker received its point and began computing.
+      compute_end: float32 when its computation finished.
+      link_wait: float32 time it queued for the server link (0 with ``independent``).
+    """
+
+    worker: jax.Array
+    time: jax.Array
+    dispatch_version: jax.Array
+    staleness: jax.Array
+    compute_time: jax.Array
+    grad_index: jax.Array
+    dispatch_time: jax.Array
+    compute_end: jax.Array
+    link_wait: jax.Array
+
+
+def async_init(tm: TimeModel, key: jax.Array, t0: jax.typing.ArrayLike) -> AsyncState:
+    """Dispatches every worker at ``t0`` with version 0 (for free).
+
+    ``key`` draws the first compute time of each worker (``sample_compute_times(tm, key, 1)``).
+    """
+    t0 = jnp.asarray(t0, jnp.float32)
+    tau = sample_compute_times(tm, key, 1)[:, 0]
+    n = tm.n
+    return AsyncState(
+        compute_end=t0 + tau,
+        dispatch_version=jnp.zeros((n,), jnp.int32),
+        dispatch_count=jnp.ones((n,), jnp.int32),
+        version=jnp.int32(0),
+        time=t0,
+        compute_time=tau,
+        dispatch_time=jnp.full((n,), t0),
+        link_free=t0,
+        link_busy=jnp.float32(0.0),
+    )
+
+
+def next_exchange(
+    tm: TimeModel, state: AsyncState, link: str
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(worker, start, arrival)`` of the next exchange to finish under ``link``."""
+    check_choice("link", link, LINKS)
+    if link == "shared":
+        w = jnp.argmin(state.compute_end).astype(jnp.int32)
+        start = jnp.maximum(state.link_free, state.compute_end[w])
+    else:
+        w = jnp.argmin(state.compute_end + tm.kappa).astype(jnp.int32)
+        start = state.compute_end[w]
+    return w, start, start + tm.kappa[w]
+
+
+def async_next(
+    tm: TimeModel, key: jax.Array, state: AsyncState, *, link: str = "shared"
+) -> tuple[AsyncState, Arrival]:
+    """Processes the next arrival and re-dispatches that worker.
+
+    The server version increments; the worker is re-dispatched at the arrival time ``t``
+    with the new version and finishes computing at ``t + tau`` where ``tau = h_i * xi`` and
+    ``xi`` is drawn from ``key`` (callers pass ``fold_in(run_key, state.version)``).  Each
+    arrival is one vector exchange (one communication; no AllReduce).
+    """
+    return _exchange(tm, key, state, link, 1)
+
+
+def _exchange(tm: TimeModel, key: jax.Array, state: AsyncState, link: str, updates):
+    """The next exchange on the link: its :class:`Arrival`, the server version advanced by
+    ``updates`` (1, or 0 for an exchange that is not a server update) and the worker
+    re-dispatched at its end with the version after it."""
+    w, start, t = next_exchange(tm, state, link)
+    arrival = Arrival(
+        worker=w,
+        time=t,
+        dispatch_version=state.dispatch_version[w],
+        staleness=state.version - state.dispatch_version[w],
+        compute_time=state.compute_time[w],
+        grad_index=state.dispatch_count[w] - 1,
+        dispatch_time=state.dispatch_time[w],
+        compute_end=state.compute_end[w],
+        link_wait=start - state.compute_end[w],
+    )
+    version = state.version + updates
+    tau = sample_worker_compute_time(tm, key, w)
+    new_state = AsyncState(
+        compute_end=state.compute_end.at[w].set(t + tau),
+        dispatch_version=state.dispatch_version.at[w].set(version),
+        dispatch_count=state.dispatch_count.at[w].add(1),
+        version=version,
+        time=t,
+        compute_time=state.compute_time.at[w].set(tau),
+        dispatch_time=state.dispatch_time.at[w].set(t),
+        link_free=t if link == "shared" else state.link_free,
+        link_busy=state.link_busy + tm.kappa[w],
+    )
+    return new_state, arrival
+
+
+def async_arrivals(
+    tm: TimeModel, run_key: jax.Array, state: AsyncState, num: int, *, link: str = "shared"
+) -> tuple[AsyncState, Arrival]:
+    """Runs ``num`` (static) arrivals with keys ``fold_in(run_key, version)``.
+
+    Returns the final state and the stacked :class:`Arrival` records (leading axis ``num``).
+    """
+
+    def step(s, _):
+        return async_next(tm, jax.random.fold_in(run_key, s.version), s, link=link)
+
+    return lax.scan(step, state, None, length=int(num))
+
+
+def arrival_blocks(
+    tm: TimeModel, key: jax.Array, blocks: int, size: int, *, link: str = "shared"
+) -> Arrival:
+    """The arrivals of ``blocks`` consecutive blocks of ``size`` from time 0 (both static),
+    stacked ``[blocks, size]``: every worker starts at time 0 with key ``fold_in(key, 0)``,
+    block b draws with ``fold_in(key, 1 + b)``. The asynchronous engines' clocks alone
+    (``Algorithm.simulate_clock``), without rollouts."""
+    state = async_init(tm, jax.random.fold_in(key, 0), 0.0)
+
+    def block(s, b):
+        return async_arrivals(tm, jax.random.fold_in(key, 1 + b), s, size, link=link)
+
+    return lax.scan(block, state, jnp.arange(blocks))[1]
+
+
+# ------------------------------------------------------------------ bounded delay (Ringmaster)
+
+
+class Event(NamedTuple):
+    """One exchange of a per-arrival rule that may refuse gradients (all ``[]``).
+
+    Attributes:
+      arrival: the exchange's :class:`Arrival` (``staleness``: the gradient's delay).
+      accepted: bool: the gradient is applied (one server update).
+      wasted: float32 trajectories' worth of computed work thrown away: 1 for a discarded
+        gradient, the computed fraction for a cancelled one, 0 for an accepted one.
+      dispatch_event: int32 exchanges processed when the worker was dispatched (the
+        exchange that gave it its point is ``dispatch_event - 1``; 0: the initial point).
+    """
+
+    arrival: Arrival
+    accepted: jax.Array
+    wasted: jax.Array
+    dispatch_event: jax.Array
+
+
+class BoundedState(NamedTuple):
+    """State of the bounded-delay rule (Ringmaster ASGD) over the event engine's state.
+
+    Attributes:
+      clock: the :class:`AsyncState`; its ``version`` counts server *updates* (accepted
+        gradients), so a delay is ``version - dispatch_version``.
+      events: ``[]`` int32 exchanges processed (the key counter: ``fold_in(key, events)``).
+      dispatch_event: ``[n]`` int32 ``events`` when each worker was dispatched.
+      cancelled: ``[n]`` bool the worker's in-flight gradient was cancelled (with stops):
+        its next exchange only fetches the current point.
+      done: ``[n]`` float32 the fraction of a cancelled gradient computed when it was.
+      R: ``[]`` int32 the delay threshold: data, not a constant of the compiled program, so
+        runs with different R share one program.
+    """
+
+    clock: AsyncState
+    events: jax.Array
+    dispatch_event: jax.Array
+    cancelled: jax.Array
+    done: jax.Array
+    R: jax.Array
+
+
+def bounded_init(clock: AsyncState, R: jax.typing.ArrayLike) -> BoundedState:
+    """The bounded-delay rule's state with threshold ``R`` (>= 1) from the engine's initial
+    one (nothing cancelled)."""
+    n = clock.compute_end.shape[0]
+    return BoundedState(
+        clock=clock,
+        events=jnp.int32(0),
+        dispatch_event=jnp.zeros((n,), jnp.int32),
+        cancelled=jnp.zeros((n,), bool),
+        done=jnp.zeros((n,), jnp.float32),
+        R=jnp.asarray(R, jnp.int32),
+    )
+
+
+def bounded_next(
+    tm: TimeModel,
+    key: jax.Array,
+    state: BoundedState,
+    *,
+    link: str = "shared",
+    stops: bool = False,
+) -> tuple[BoundedState, Event]:
+    """The next exchange of Ringmaster ASGD (Maranjyan, Tyurin & Richtárik, 2025).
+
+    The gradient of the exchange's worker has delay ``delta = version - dispatch_version``
+    (server updates since its point).  With ``delta < R`` (``state.R``) it is accepted: one
+    server update, as :func:`async_next`.  Otherwise it is discarded: no update, and the
+    worker restarts from the current point, which its exchange brought down (1 trajectory
+    wasted).
+
+    With ``stops`` (the variant with calculation stops), no gradient reaches the server with
+    ``delta >= R``: after every update, each worker whose in-flight gradient's delay has
+    reached ``R`` is cancelled at once.  Its computation ends there (the computed fraction is
+    wasted) and it fetches the current point with one exchange on its link, queued as any
+    other on a shared link; it starts computing when that exchange ends.  A worker already
+    waiting for the link, or in its exchange, keeps its place and only fetches the point.
+
+    ``key`` draws the restarted worker's compute time (callers pass ``fold_in(run_key,
+    state.events)``: with ``R`` above every delay this is :func:`async_next` exactly, key for
+    key).
+    """
+    R = state.R
+    s = state.clock
+    w = next_exchange(tm, s, link)[0]
+    cancelled = state.cancelled[w]
+    accepted = ~cancelled & (s.version - s.dispatch_version[w] < R)
+    wasted = jnp.where(cancelled, state.done[w], jnp.where(accepted, 0.0, 1.0))
+    clock, arrival = _exchange(tm, key, s, link, accepted.astype(jnp.int32))
+    events = state.events + 1
+    new = state._replace(
+        clock=clock,
+        events=events,
+        dispatch_event=state.dispatch_event.at[w].set(events),
+        cancelled=state.cancelled.at[w].set(False),
+        done=state.done.at[w].set(0.0),
+    )
+    if stops:
+        new = _cancel_stale(new, arrival.time, R)
+    event = Event(arrival, accepted, wasted.astype(jnp.float32), state.dispatch_event[w])
+    return new, event
+
+
+def _cancel_stale(state: BoundedState, t: jax.Array, R) -> BoundedState:
+    """Cancels, at time ``t``, every in-flight gradient whose delay has reached ``R``."""
+    c = state.clock
+    stale = ~state.cancelled & (c.version - c.dispatch_version >= R)
+    computing = c.compute_time > 0
+    fraction = (t - c.dispatch_time) / jnp.where(computing, c.compute_time, 1.0)
+    done = jnp.where(computing, jnp.clip(fraction, 0.0, 1.0), 1.0)
+    compute_end = jnp.where(stale, jnp.minimum(c.compute_end, t), c.compute_end)
+    return state._replace(
+        clock=c._replace(compute_end=compute_end),
+        cancelled=state.cancelled | stale,
+        done=jnp.where(stale, done, state.done),
+    )
+
+
+def bounded_events(
+    tm: TimeModel,
+    run_key: jax.Array,
+    state: BoundedState,
+    num: int,
+    *,
+    link: str = "shared",
+    stops: bool = False,
+) -> tuple[BoundedState, Event]:
+    """Runs ``num`` (static) exchanges of :func:`bounded_next` with keys
+    ``fold_in(run_key, events)``; returns the final state and the stacked :class:`Event`
+    records (leading axis ``num``)."""
+
+    def step(s, _):
+        key = jax.random.fold_in(run_key, s.events)
+        return bounded_next(tm, key, s, link=link, stops=stops)
+
+    return lax.scan(step, state, None, length=int(num))

@@ -1,0 +1,241 @@
+"""One round of a collection rule: its record and the end-of-round bookkeeping every rule shares.
+
+A collection rule (:mod:`jaxnigt.cluster.schedules`; on given compute times
+:mod:`jaxnigt.cluster.round_kernels`) decides which gradients count and when collection ends
+(a :class:`Collection`); :func:`finish_round` turns that into the round's
+:class:`RoundSchedule`: its end, AllReduce, wasted work and when each worker is free next.
+The conventions, shared by every rule:
+
+* **Start.** Worker ``i`` starts at ``s_i = max(t0, busy_until_i)``: ``busy_until`` is when
+  the worker is free to work at the round's point (it received the point, and in ``discard``
+  mode finished its stale gradient).  Its ``k``-th completion is
+  ``s_i + tau_{i,0} + ... + tau_{i,k}``.  Completion times are computed relative to ``t0``
+  with a *sequential* float32 prefix sum (:func:`sequential_cumsum`, a ``lax.scan``), so the
+  rounding is reproducible by a plain-Python simulator; absolute times are ``t0 + relative``.
+* **End.** Collection ends at ``T``; one AllReduce follows.  ``allreduce="all"``: over all
+  workers, costing ``kappa_P = max_i kappa_i``.  ``allreduce="contributors"``: over the
+  workers with ``b_i >= 1``, costing ``kappa_P = max_{b_i >= 1} kappa_i``; every other worker
+  receives the new point over its own link and is ready at ``T + max(kappa_P, kappa_i)``.
+  The next round starts at ``t_end = T + kappa_P`` (the server point is updated then).
+  ``comms`` counts vector communications: one AllReduce = 1 (scalar signals are free).
+* **In flight at T** is the gradient a worker *began before* ``T`` and had not completed by
+  ``T`` (or completed exactly at ``T`` without being used, a Rennala tie).  A gradient that
+  would begin at or after ``T`` has done no work: the worker whose completion ends the
+  collection, and any worker completing exactly at ``T``, is free at ``T``.
+  ``cancel`` -- the partial gradient is stopped: wasted worker-time ``T - last completion``
+  (or ``T - s_i``), wasted trajectories = the completed fraction of that gradient.
+  ``discard`` -- the in-flight gradient runs to completion and is thrown away: wasted time =
+  its whole compute time, 1 wasted trajectory, and the worker is busy until that completion.
+  Either way ``busy_until`` of the next round is the later of that and the time the worker
+  receives the new point.  With ``kappa = 0`` discard mode is Tyurin's asynchronous
+  simulator: every worker restarts at the newest point after each completion, and
+  completions computed at an older point are dropped.
+* The synchronous rule has no in-flight work: every worker computes exactly ``b``
+  gradients then idles (idle time is not "wasted"; see utilisation in ``jaxnigt clock``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxnigt.cluster.options import ALLREDUCE, INFLIGHT, check_choice
+
+
+class RoundSchedule(NamedTuple):
+    """One round of a collection schedule (arrays only).
+
+    Attributes:
+      slot_worker: ``[S]`` int32 worker of each trajectory slot; valid slots first, in
+        completion-time order.
+      slot_rank: ``[S]`` int32 ``k``: the slot is its worker's ``k``-th (0-based) gradient of
+        the round (use for per-slot PRNG keys).
+      slot_valid: ``[S]`` bool.
+      num_slots: ``[]`` int32 number of valid slots.
+      counts: ``[n]`` int32 gradients per worker ``b_i``.
+      t_start: ``[]`` float32 round start ``t0``.
+      t_collect_end: ``[]`` float32 end of collection ``T``.
+      t_end: ``[]`` float32 ``T + comm_time``, the next round's start.
+      comm_time: ``[]`` float32 ``kappa_P``, the AllReduce's cost (``max_i kappa_i`` over
+        its participants).
+      time_wasted: ``[]`` float32 worker-time spent on cancelled or discarded gradients.
+      traj_wasted: ``[]`` float32 trajectories' worth of wasted work (times ``H`` = steps).
+      comms: ``[]`` int32 vector communications (one AllReduce = 1).
+      busy_until: ``[n]`` float32 absolute time each worker is free to start the next
+        round's work: it has the new point and (``discard``) has finished its stale gradient.
+      overflow: ``[]`` bool Malenia needed more than ``capacity`` gradients from a worker
+        (always False for Rennala and sync).
+      time_used: ``[]`` float32 worker-time spent on the gradients that count.
+    """
+
+    slot_worker: jax.Array
+    slot_rank: jax.Array
+    slot_valid: jax.Array
+    num_slots: jax.Array
+    counts: jax.Array
+    t_start: jax.Array
+    t_collect_end: jax.Array
+    t_end: jax.Array
+    comm_time: jax.Array
+    time_wasted: jax.Array
+    traj_wasted: jax.Array
+    comms: jax.Array
+    busy_until: jax.Array
+    overflow: jax.Array
+    time_used: jax.Array
+
+
+class Collection(NamedTuple):
+    """What a rule decided (before the shared end-of-round bookkeeping).
+
+    Attributes:
+      t_rel: ``[]`` ``T - t0``.
+      counts: ``[n]`` int32 gradients used per worker.
+      slot_worker, slot_rank, slot_valid: ``[S]`` the slots, valid ones first.
+      overflow: ``[]`` bool.
+    """
+
+    t_rel: jax.Array
+    counts: jax.Array
+    slot_worker: jax.Array
+    slot_rank: jax.Array
+    slot_valid: jax.Array
+    overflow: jax.Array
+
+
+class WorkerTimes(NamedTuple):
+    """Per-worker times of a round, relative to ``t0`` (all ``[n]`` float32).
+
+    Attributes:
+      off: when the worker starts.
+      done: compute time of its used gradients (``off + done`` = its last used completion).
+      tau_next: compute time of its next gradient (the one that may be in flight).
+      cum_next: ``done + tau_next``: that gradient's end relative to ``off``.
+    """
+
+    off: jax.Array
+    done: jax.Array
+    tau_next: jax.Array
+    cum_next: jax.Array
+
+
+def check_static(name: str, value: int) -> int:
+    """``value`` as an int; raises ValueError unless it is an integer >= 1 (a static size)."""
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def check_modes(inflight: str, allreduce: str) -> None:
+    """Raises ValueError unless ``inflight`` is in :data:`INFLIGHT` and ``allreduce`` in
+    :data:`ALLREDUCE`."""
+    check_choice("inflight", inflight, INFLIGHT)
+    check_choice("allreduce", allreduce, ALLREDUCE)
+
+
+def sequential_cumsum(tau: jax.Array) -> jax.Array:
+    """Prefix sums along the last axis of ``[n, K]``, accumulated left to right in order.
+
+    ``jnp.cumsum`` may associate differently on some backends; a sequential sum makes the
+    float32 completion times (and hence tie-breaking) reproducible by a plain simulator.
+    """
+
+    def step(acc, col):
+        acc = acc + col
+        return acc, acc
+
+    _, out = lax.scan(step, jnp.zeros(tau.shape[0], tau.dtype), tau.T)
+    return out.T
+
+
+def start_offsets(t0: jax.typing.ArrayLike, busy_until: jax.Array) -> jax.Array:
+    """``[n]`` float32 start of each worker relative to ``t0``: ``max(busy_until - t0, 0)``."""
+    t0 = jnp.asarray(t0, jnp.float32)
+    return jnp.maximum(jnp.asarray(busy_until, jnp.float32) - t0, 0.0)
+
+
+def worker_times(off: jax.Array, tau: jax.Array, cum: jax.Array, counts: jax.Array):
+    """:class:`WorkerTimes` from full ``[n, K]`` matrices and the used ``counts``
+    (requires ``K > max(counts)`` for the next gradient; it is clipped to column K-1)."""
+    prev = jnp.take_along_axis(cum, jnp.maximum(counts - 1, 0)[:, None], axis=1)[:, 0]
+    done = jnp.where(counts > 0, prev, 0.0)
+    idx = jnp.minimum(counts, tau.shape[1] - 1)[:, None]
+    tau_next = jnp.take_along_axis(tau, idx, axis=1)[:, 0]
+    cum_next = jnp.take_along_axis(cum, idx, axis=1)[:, 0]
+    return WorkerTimes(off, done, tau_next, cum_next)
+
+
+def allreduce_times(
+    kappa: jax.Array, counts: jax.Array, t_collect_end: jax.Array, allreduce: str
+) -> tuple[jax.Array, jax.Array]:
+    """``(kappa_P, ready)``: the AllReduce's cost and ``[n]`` when each worker has the new
+    point (``t_collect_end + kappa_P``, or ``+ max(kappa_P, kappa_i)`` for a worker outside
+    the AllReduce's participants P)."""
+    kappa = jnp.asarray(kappa, jnp.float32)
+    if allreduce == "all":
+        kappa_p = jnp.max(kappa)
+        return kappa_p, jnp.full(kappa.shape, t_collect_end + kappa_p)
+    inside = counts >= 1
+    kappa_p = jnp.max(jnp.where(inside, kappa, 0.0))
+    ready = jnp.where(inside, kappa_p, jnp.maximum(kappa_p, kappa))
+    return kappa_p, t_collect_end + ready
+
+
+def finish_round(
+    kappa: jax.Array,
+    t0: jax.Array,
+    busy_until: jax.Array,
+    work: WorkerTimes,
+    coll: Collection,
+    *,
+    inflight: str,
+    allreduce: str,
+    has_inflight: bool = True,
+    may_continue: jax.Array | None = None,
+) -> RoundSchedule:
+    """Timing, waste and readiness bookkeeping shared by every round schedule.
+
+    A worker whose next gradient began before ``T`` has it in flight; ``may_continue``
+    (``[n]`` bool) limits that to the workers that go on computing after their used
+    gradients (the m-synchronous round: a worker that delivered its one gradient waits)."""
+    t_rel = coll.t_rel
+    t_collect_end = t0 + t_rel
+    comm_time, ready = allreduce_times(kappa, coll.counts, t_collect_end, allreduce)
+    started = work.off < t_rel
+    last = work.off + work.done  # the worker's last used completion (or its start)
+    # In flight: its next gradient began strictly before T (a worker whose completion is
+    # exactly at T would only begin one at T: it has done no work and is free at T).
+    busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
+    if may_continue is not None:
+        busy = busy & may_continue
+    if inflight == "cancel":
+        wasted = jnp.where(busy, t_rel - last, 0.0)
+        safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)
+        frac = jnp.where(busy & (work.tau_next > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
+        new_busy = ready
+    else:
+        wasted = jnp.where(busy, work.tau_next, 0.0)
+        frac = busy.astype(jnp.float32)
+        free = jnp.where(started, t0 + last, jnp.asarray(busy_until, jnp.float32))
+        free = jnp.where(busy, t0 + (work.off + work.cum_next), free)
+        new_busy = jnp.maximum(ready, free)
+    return RoundSchedule(
+        slot_worker=coll.slot_worker.astype(jnp.int32),
+        slot_rank=coll.slot_rank.astype(jnp.int32),
+        slot_valid=coll.slot_valid,
+        num_slots=jnp.sum(coll.counts).astype(jnp.int32),
+        counts=coll.counts.astype(jnp.int32),
+        t_start=t0,
+        t_collect_end=t_collect_end,
+        t_end=t_collect_end + comm_time,
+        comm_time=comm_time,
+        time_wasted=jnp.sum(wasted).astype(jnp.float32),
+        traj_wasted=jnp.sum(frac).astype(jnp.float32),
+        comms=jnp.int32(1),
+        busy_until=new_busy.astype(jnp.float32),
+        overflow=jnp.asarray(coll.overflow, bool),
+        time_used=jnp.sum(work.done).astype(jnp.float32),
+    )

@@ -1,0 +1,239 @@
+"""The per-step exchange clock of central inference (SEED RL; Espeholt et al., ICLR 2020).
+
+Under central inference the parameters never leave the learner: at *every* environment step
+an actor sends its observation up and receives its action down, computed by the learner with
+the parameters current at that moment.  One trajectory is thus H small exchanges, and the
+learner may update while an actor is mid-trajectory, so the steps of one trajectory come
+from different parameter versions.
+
+Worker ``i``'s trajectory ``k`` costs ``tau_{i,k} = h_i xi_{i,k}`` of compute, as for every
+other method (:mod:`jaxnigt.cluster.timing`; with ``per_step`` the model's ``h`` is already H times
+the per-step time), spread evenly over its H steps.  Step ``j`` of a trajectory:
+
+* its compute share ends at ``request = end of step j-1 + tau/H`` (the trajectory's start
+  for ``j = 0``; a trajectory starts when the previous one ends);
+* its exchange (observation up, action down) takes ``m_i`` (the message time) on the server
+  link (``link``, as in :mod:`jaxnigt.cluster.events`):
+
+  - ``shared``: the learner's link serves exchanges one at a time, first come first served
+    in the order of the requests (ties: lower worker id):
+    ``start = max(link_free, request)``, ``served = start + m_i``, ``link_free = served``;
+  - ``independent``: exchanges overlap, ``served = request + m_i`` (ties: lower worker id);
+
+* the action is computed with the learner's newest version whose update completed by
+  ``served`` (an update completing at that instant counts), and the step ends at
+  ``served + inference`` (the learner's inference time per step).
+
+A trajectory completes at the end of its last step and is then on the learner (its unroll is
+assembled there: no upload).  Every trajectory takes its H steps on this clock, also when its
+episode ends earlier (every method here charges a trajectory its whole compute time).
+
+Steps are simulated one event at a time in the order they are served, until ``B`` trajectories
+have completed (:func:`next_batch`); the learner then updates on them (its done times are the
+``done_at`` history the next batch's steps read their versions from).  Compute times are drawn
+per (worker, trajectory) from ``fold_in(fold_in(time_key, worker), trajectory)``, so they do
+not depend on the event order.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxnigt.cluster.options import LINKS, check_choice
+from jaxnigt.cluster.timing import TimeModel, sample_worker_compute_time
+
+
+class ClockState(NamedTuple):
+    """The actors' progress on the per-step clock (arrays only).
+
+    Attributes:
+      request: ``[n]`` float32 when each actor's next step asks for its action.
+      step: ``[n]`` int32 that step's index in its trajectory (0 .. H-1).
+      traj: ``[n]`` int32 the actor's current trajectory (0-based count).
+      share: ``[n]`` float32 the compute time of one step of that trajectory (tau / H).
+      versions: ``[n, H]`` int32 the version each step of that trajectory was served with.
+      link_free: ``[]`` float32 when the shared link is next free.
+      link_busy: ``[]`` float32 total exchange time served so far.
+      messages: ``[]`` float32 exchanges served so far.
+      time: ``[]`` float32 when the last served step ended.
+    """
+
+    request: jax.Array
+    step: jax.Array
+    traj: jax.Array
+    share: jax.Array
+    versions: jax.Array
+    link_free: jax.Array
+    link_busy: jax.Array
+    messages: jax.Array
+    time: jax.Array
+
+
+class Batch(NamedTuple):
+    """The ``B`` trajectories that completed next, in completion order.
+
+    Attributes:
+      worker: ``[B]`` int32.
+      traj: ``[B]`` int32 the worker's trajectory index (for its rollout key).
+      time: ``[B]`` float32 completion times (non-decreasing).
+      versions: ``[B, H]`` int32 the version each step was served with.
+    """
+
+    worker: jax.Array
+    traj: jax.Array
+    time: jax.Array
+    versions: jax.Array
+
+
+def _share(tm: TimeModel, time_key: jax.Array, worker, traj, horizon: int) -> jax.Array:
+    key = jax.random.fold_in(jax.random.fold_in(time_key, worker), traj)
+    return sample_worker_compute_time(tm, key, worker) / horizon
+
+
+def init(tm: TimeModel, time_key: jax.Array, horizon: int) -> ClockState:
+    """Every actor starts its trajectory 0 at time 0."""
+    n = tm.n
+    workers = jnp.arange(n, dtype=jnp.int32)
+    share = jax.vmap(lambda w: _share(tm, time_key, w, 0, horizon))(workers)
+    zero = jnp.float32(0.0)
+    return ClockState(
+        request=share,
+        step=jnp.zeros((n,), jnp.int32),
+        traj=jnp.zeros((n,), jnp.int32),
+        share=share,
+        versions=jnp.zeros((n, horizon), jnp.int32),
+        link_free=zero,
+        link_busy=zero,
+        messages=zero,
+        time=zero,
+    )
+
+
+def served_version(served: jax.Array, version: jax.Array, done_at: jax.Array) -> jax.Array:
+    """The learner version current at time ``served``: ``version`` (updates done) minus the
+    kept updates (``done_at``, newest first) that complete after it."""
+    return version - jnp.sum(done_at > served).astype(jnp.int32)
+
+
+def next_batch(
+    tm: TimeModel,
+    message: jax.Array,
+    inference: jax.typing.ArrayLike,
+    time_key: jax.Array,
+    state: ClockState,
+    batch: int,
+    version: jax.Array,
+    done_at: jax.Array,
+    *,
+    link: str = "shared",
+) -> tuple[ClockState, Batch]:
+    """Serves steps, one at a time, until ``batch`` (static) more trajectories completed.
+
+    Args:
+      tm: the time model (compute times).
+      message: ``[n]`` float32 each actor's exchange time per step.
+      inference: the learner's inference time per step.
+      time_key: the key of the compute times (see the module docstring).
+      state: the clock.
+      batch: trajectories to complete.
+      version: the learner's updates done so far.
+      done_at: ``[R]`` when its newest kept updates completed (newest first; ``-inf`` for
+        updates that never happened): a step's version is :func:`served_version`.
+      link: ``shared`` or ``independent``.
+    """
+    check_choice("link", link, LINKS)
+    horizon = state.versions.shape[1]
+    inference = jnp.asarray(inference, jnp.float32)
+    empty = Batch(
+        worker=jnp.zeros((batch,), jnp.int32),
+        traj=jnp.zeros((batch,), jnp.int32),
+        time=jnp.zeros((batch,), jnp.float32),
+        versions=jnp.zeros((batch, horizon), jnp.int32),
+    )
+    serve = functools.partial(
+        _serve, tm, message, inference, time_key, version, done_at, link, batch, horizon
+    )
+    state, out, _ = jax.lax.while_loop(lambda c: c[2] < batch, serve, (state, empty, jnp.int32(0)))
+    return state, out
+
+
+def _serve(tm, message, inference, time_key, version, done_at, link, batch, horizon, carry):
+    """One event: the next step served (see the module docstring)."""
+    s, out, count = carry
+    if link == "shared":
+        w = jnp.argmin(s.request).astype(jnp.int32)
+        served = jnp.maximum(s.link_free, s.request[w]) + message[w]
+    else:
+        w = jnp.argmin(s.request + message).astype(jnp.int32)
+        served = s.request[w] + message[w]
+    end = served + inference
+    j = s.step[w]
+    versions = s.versions.at[w, j].set(served_version(served, version, done_at))
+    last = j == horizon - 1
+    into = jnp.where(last, count, batch)  # out of range: dropped
+    out = jax.tree.map(
+        lambda buf, x: buf.at[into].set(x, mode="drop"),
+        out,
+        Batch(worker=w, traj=s.traj[w], time=end, versions=versions[w]),
+    )
+    traj = s.traj[w] + last.astype(jnp.int32)
+    share = jnp.where(last, _share(tm, time_key, w, traj, horizon), s.share[w])
+    s = ClockState(
+        request=s.request.at[w].set(end + share),
+        step=s.step.at[w].set(jnp.where(last, 0, j + 1)),
+        traj=s.traj.at[w].set(traj),
+        share=s.share.at[w].set(share),
+        versions=versions,
+        link_free=served if link == "shared" else s.link_free,
+        link_busy=s.link_busy + message[w],
+        messages=s.messages + 1.0,
+        time=end,
+    )
+    return s, out, count + last.astype(jnp.int32)
+
+
+def update_done(previous: jax.Array, batch: Batch, learner_time) -> jax.Array:
+    """When the learner's update on ``batch`` completes: it starts when the learner is free
+    (its previous update done) and the batch's last trajectory is in, and takes
+    ``learner_time``."""
+    return jnp.maximum(previous, batch.time[-1]) + learner_time
+
+
+def simulate(
+    tm: TimeModel,
+    message: jax.Array,
+    inference: jax.typing.ArrayLike,
+    key: jax.Array,
+    *,
+    horizon: int,
+    batch: int,
+    updates: int,
+    learner_time: jax.typing.ArrayLike = 0.0,
+    history: int = 1,
+    link: str = "shared",
+) -> tuple[ClockState, Batch, jax.Array]:
+    """The clock alone for ``updates`` learner batches (static) from time 0, with compute times
+    from ``key``: the final clock, the batches stacked ``[updates, ...]`` and each update's
+    completion ``[updates]``.  Versions are exact while no step lags ``history`` or more
+    updates behind (the learner keeps that many done times)."""
+    state = init(tm, key, horizon)
+    done_at = jnp.full((history,), -jnp.inf, jnp.float32)
+    learner_time = jnp.asarray(learner_time, jnp.float32)
+
+    def one(carry, version):
+        state, done_at = carry
+        state, b = next_batch(
+            tm, message, inference, key, state, batch, version, done_at, link=link
+        )
+        done = update_done(done_at[0], b, learner_time)
+        done_at = jnp.concatenate([done[None], done_at[:-1]])  # newest first
+        return (state, done_at), (b, done)
+
+    (state, _), (batches, done) = jax.lax.scan(
+        one, (state, done_at), jnp.arange(updates, dtype=jnp.int32)
+    )
+    return state, batches, done

@@ -1,0 +1,219 @@
+"""Loading a config: a file or a mapping, ``KEY=VALUE`` overrides, the rules that involve
+several fields, and the warnings about what is valid but likely unintended.
+
+The fields, their defaults and their checks are the dataclasses of
+:mod:`jaxnigt.config.schema`; this module reads a config into them (:func:`load`,
+:func:`from_dict`) and raises :class:`~jaxnigt.config.checks.ConfigError` naming the field,
+the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxnigt import algorithms as registry
+from jaxnigt.config import checks
+from jaxnigt.config.checks import ConfigError
+from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
+from jaxnigt.config.text import apply_overrides, parse_override, read_yaml
+
+
+def _check_consistency(cfg: ExperimentConfig) -> None:
+    """Rules that involve several fields."""
+    env, n = cfg.env, cfg.cluster.n
+    if cfg.budget is None and cfg.max_rounds is None:
+        raise ConfigError(
+            "budget: got null and max_rounds is null; set at least one stop criterion"
+        )
+    # Only what runs is checked against the cluster: the values of an algorithm the config
+    # does not list were checked for type and range, and may be for another n (a sweep).
+    for path, hp in [("hparams", cfg.hparams)] + [
+        (f"per_algorithm.{a}", h) for a, h in cfg.per_algorithm.items() if a in cfg.algorithms
+    ]:
+        if hp.msync_m is not None and hp.msync_m > n and "msync_nigt" in cfg.algorithms:
+            raise ConfigError(
+                f"{path}.msync_m: got {hp.msync_m}; an m-synchronous round waits for at most "
+                f"cluster.n = {n} workers"
+            )
+    if env.types is not None and len(env.types) != n:
+        raise ConfigError(
+            f"env.types: got {len(env.types)} entries; expected one per worker (cluster.n = {n})"
+        )
+    if env.heterogeneous is None:
+        if env.types is not None and any(env.types):
+            raise ConfigError("env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip)")
+        return
+    num_types = NUM_TYPES[env.heterogeneous]
+    if cfg.eval.episodes < num_types:
+        raise ConfigError(
+            f"eval.episodes: got {cfg.eval.episodes}; expected >= {num_types}, one episode "
+            f"per environment type at least"
+        )
+    if n < num_types and env.types is None:
+        raise ConfigError(
+            f"env.heterogeneous: {num_types} environment types need "
+            f"cluster.n >= {num_types}, got n = {n}"
+        )
+    if env.types is not None and max(env.types) >= num_types:
+        raise ConfigError(
+            f"env.types: got {list(env.types)}; expected type ids in [0, {num_types})"
+        )
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """The algorithms a config may name (:func:`jaxnigt.algorithms.names`)."""
+    return registry.names()
+
+
+def readers(key: str) -> tuple[str, ...]:
+    """The algorithms that read the ``hparams`` key ``key`` (every one for the common keys)."""
+    from jaxnigt.algorithms.core import COMMON
+
+    if key in COMMON:
+        return registry.names()
+    return tuple(a for a in registry.names() if key in registry.traits(a).options)
+
+
+def _check_read(path: str, hp: HParams, base: HParams, algorithms: Sequence[str]) -> None:
+    """Each hyperparameter set away from ``base`` is read by one of ``algorithms``."""
+    for f in dataclasses.fields(hp):
+        if getattr(hp, f.name) == getattr(base, f.name):
+            continue
+        by = readers(f.name)
+        if not set(by) & set(algorithms):
+            raise ConfigError(
+                f"{path}.{f.name}: set to {getattr(hp, f.name)!r}, but no algorithm of "
+                f"{list(algorithms)} reads it; it is read by {', '.join(by)}"
+            )
+
+
+def _check_options(cfg: ExperimentConfig) -> None:
+    """A family-specific hyperparameter (an engine's option, ``Traits.options``) that no
+    algorithm it applies to reads is an error, not silently ignored."""
+    _check_read("hparams", cfg.hparams, HParams(), cfg.algorithms)
+    for name, hp in cfg.per_algorithm.items():
+        _check_read(f"per_algorithm.{name}", hp, cfg.hparams, (name,))
+
+
+class ConfigWarning(UserWarning):
+    """A config value that is valid but does nothing, or gives a run little to show; the
+    command line prints it as one ``[jaxnigt] warning:`` line."""
+
+
+#: Below this many evaluations in the budget a curve and a time to a target say little.
+MIN_EVALUATIONS = 20
+
+
+def overridden_hparams(
+    raw: Mapping[str, Any], cfg: ExperimentConfig, keys: Sequence[str]
+) -> list[str]:
+    """Those of the ``hparams`` ``keys`` that ``per_algorithm`` sets again for every listed
+    algorithm of ``raw``, to another value for one of them at least: the ``hparams`` value
+    is dead."""
+    per = raw.get("per_algorithm") or {}
+    dead = []
+    for key in dict.fromkeys(keys):
+        own = [a for a in cfg.algorithms if key in (per.get(a) or {})]
+        base = getattr(cfg.hparams, key, None)
+        if len(own) == len(cfg.algorithms) and any(
+            not _same(getattr(cfg.per_algorithm[a], key), base) for a in own
+        ):
+            dead.append(key)
+    return dead
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the program sees them (numbers as float32: the traced hyperparameters)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return bool(np.float32(a) == np.float32(b))
+    return a == b
+
+
+def _value(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+
+def config_warnings(
+    raw: Mapping[str, Any], cfg: ExperimentConfig, overrides: Sequence[str] = ()
+) -> list[str]:
+    """What is valid in ``cfg`` (read from ``raw``, then ``overrides``) but likely not what
+    its user meant, one line each: an override ``hparams.KEY=...`` that ``per_algorithm``
+    overrides again for every listed algorithm (:func:`overridden_hparams`; in a file the two
+    stand side by side, as in a tuning's ``tuned.yaml``), and an ``eval.every_time`` that
+    leaves fewer than :data:`MIN_EVALUATIONS` evaluations in the budget."""
+    keys = []
+    for text in overrides:
+        parts, _ = parse_override(text)
+        if len(parts) == 2 and parts[0] == "hparams":
+            keys.append(parts[1])
+    out = []
+    for key in overridden_hparams(raw, cfg, keys):
+        values = ", ".join(
+            f"{a} {_value(getattr(cfg.per_algorithm[a], key))}" for a in cfg.algorithms
+        )
+        out.append(
+            f"hparams.{key} = {_value(getattr(cfg.hparams, key))} has no effect: per_algorithm "
+            f"sets {key} for every listed algorithm ({values}); set per_algorithm.<name>.{key}"
+        )
+    every, budget = cfg.eval.every_time, cfg.budget
+    if every is not None and budget is not None and budget / every < MIN_EVALUATIONS:
+        out.append(
+            f"eval.every_time = {every:g} leaves {int(budget // every)} evaluations in the "
+            f"budget of {budget:g} (a curve and a time to a target need {MIN_EVALUATIONS} or "
+            f"more); set eval.every_time <= {budget / MIN_EVALUATIONS:g}"
+        )
+    return out
+
+
+def warn(raw: Mapping[str, Any], cfg: ExperimentConfig, overrides: Sequence[str] = ()) -> None:
+    """Each of :func:`config_warnings` as a :class:`ConfigWarning` (the command line prints
+    each once, as one line)."""
+    import warnings
+
+    for text in config_warnings(raw, cfg, overrides):
+        warnings.warn(text, ConfigWarning, stacklevel=3)
+
+
+def from_dict(raw: Any) -> ExperimentConfig:
+    """Builds and validates an :class:`ExperimentConfig` from a plain mapping."""
+    cfg = checks.parse_dataclass(ExperimentConfig, raw, "")
+    _check_consistency(cfg)
+    _check_options(cfg)
+    return cfg
+
+
+def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Loads, overrides and validates a YAML config file (a ``sweep:`` section, read by
+    ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point).
+
+    An empty file (or one of comments only) is an error (:func:`read`), not a run of the
+    defaults."""
+    raw = {k: v for k, v in read(path).items() if k != "sweep"}
+    cfg = from_dict(apply_overrides(raw, overrides))
+    warn(raw, cfg, overrides)
+    return cfg
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """The mapping of a config file a user gave (:func:`read_yaml`); a file that sets
+    nothing (empty, or comments only) raises :class:`ConfigError`: the defaults are no
+    experiment anyone meant to run."""
+    try:
+        raw = read_yaml(path)
+    except ConfigError as e:
+        if Path(path).exists():
+            raise
+        raise ConfigError(
+            f"{e}; it is neither a file nor a bundled config (`jaxnigt list` names them)"
+        ) from None
+    if not raw:
+        raise ConfigError(
+            f"config: {str(path)!r} sets nothing (empty, or comments only); start from a "
+            "bundled config (`jaxnigt list` names them, e.g. demo)"
+        )
+    return raw

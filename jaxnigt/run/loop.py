@@ -1,0 +1,425 @@
+"""The run loop: one algorithm, all its seeds and grid points, as one vmapped program.
+
+For each algorithm the seeds (and grid points, :mod:`jaxnigt.run.batch`) run as ONE vmapped,
+jitted program: ``init`` then chunks of ``eval.every`` steps (or of about ``eval.every_time``
+simulated time) as a ``lax.scan``, each followed by an evaluation of the deploy params.  The
+loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
+checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
+it, and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).
+:func:`run_algorithm` drives them, with a progress bar and the compile time it measured;
+:mod:`jaxnigt.run.experiment` runs every algorithm of a config into a run directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnigt.algorithms.core import HEALTH_FLAGS, LOGGED
+from jaxnigt.config import ExperimentConfig
+from jaxnigt.run import checkpoint
+from jaxnigt.run import devices as parallel
+from jaxnigt.run import metrics as results
+from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
+from jaxnigt.run.distributed import to_host
+from jaxnigt.run.progress import Progress, compile_seconds, wait
+from jaxnigt.run.signals import Interrupted, StopFlag
+from jaxnigt.run.trainer import Trainer, make_trainer
+
+__all__ = ["RunError", "evaluation_columns", "next_chunk", "run_algorithm", "start_or_resume"]
+
+
+class RunError(RuntimeError):
+    """A run stopped for a reason the user must see (divergence, capacity overflow, ...)."""
+
+
+@dataclasses.dataclass
+class _Run:
+    """One algorithm's run on the host: what is fixed, and the progress so far."""
+
+    trainer: Trainer
+    points: list[dict[str, float]]
+    num_seeds: int
+    keys: jax.Array
+    hyper: dict[str, jax.Array]
+    mesh: Any
+    program: Callable
+    init: Callable
+    budget: float
+    max_rounds: float
+    budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
+    diverged: np.ndarray  # [B] bool
+    every: int = 1  # steps per chunk
+    first_step: Callable | None = None  # round 0's program when M_init != M
+    history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
+    chunks: int = 0
+    state: Any = None
+    compile_seconds: float = 0.0
+    last_eval: np.ndarray | None = None  # [B] each seed's latest evaluation return
+
+    def __post_init__(self):
+        self.last_eval = np.full(len(self.budgets), np.nan, np.float32)
+
+    @property
+    def batch(self) -> int:
+        return len(self.budgets)
+
+    def stacked(self, with_flags: bool = False) -> dict[str, np.ndarray]:
+        """The history concatenated along the step axis (optionally with the divergence flags)."""
+        out = {k: np.concatenate([h[k] for h in self.history], axis=1) for k in self.history[0]}
+        if with_flags:
+            out["diverged_flag"] = self.diverged.astype(np.float32)[:, None]
+        return out
+
+
+class _Programs(NamedTuple):
+    """The jitted programs of one algorithm's run: the trainer they are built from, the chunk
+    (``chunk_and_evaluate``) and its chunk length, the initial state, and round 0 when it
+    has its own shape (``M_init != M``)."""
+
+    trainer: Trainer
+    every: int
+    chunk: Callable
+    init: Callable
+    first_step: Callable | None
+
+
+def _max_rounds(config: ExperimentConfig) -> float:
+    return config.max_rounds if config.max_rounds is not None else math.inf
+
+
+def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
+    """The run's programs; each takes the cluster's per-worker arrays as an argument
+    (:meth:`Trainer.program`), so their compile time does not grow with n."""
+    every = tr.eval_every(config.eval.every, config.eval.every_time)
+    max_rounds = _max_rounds(config)
+    chunk = lambda t, *args: jax.vmap(
+        lambda s, k, train, b: t.chunk_and_evaluate(
+            s, k, train, every, budget=b, max_rounds=max_rounds
+        ),
+        in_axes=(0, 0, None, 0),
+    )(*args)
+    first = lambda t, state, budget: jax.vmap(t.first_step)(state, budget)
+    return _Programs(
+        tr,
+        every,
+        tr.program(chunk),
+        tr.program(lambda t, keys, hyper: jax.vmap(t.init)(keys, hyper)),
+        tr.program(first) if tr.first_step is not None else None,
+    )
+
+
+# What a run's programs depend on is the config but for these keys (values that only feed
+# the programs' arguments, or that the host alone reads).
+_NOT_IN_PROGRAMS = ("name", "seed", "seeds", "budget", "target_return", "checkpoint_every")
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_programs(config_key: str, algorithm: str, sharded_slots: bool, num_devices: int):
+    del num_devices  # part of the key only: a mesh spans the devices visible now
+    from jaxnigt import config as config_lib
+
+    config = config_lib.from_dict(json.loads(config_key))
+    slot_mesh = parallel.make_mesh(config.devices) if sharded_slots else None
+    return _programs(make_trainer(config, algorithm, mesh=slot_mesh), config)
+
+
+def programs_for(config: ExperimentConfig, algorithm: str, batch: int) -> _Programs:
+    """The programs of ``algorithm``'s run of ``config`` with ``batch`` vmapped runs, shared
+    by every run in this process whose config differs only in seeds, budget or name: a
+    second run of the same experiment (a resume, a sweep point, a notebook cell) traces and
+    compiles nothing new (``jax.jit``'s own cache, keyed on the programs' shapes)."""
+    raw = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_PROGRAMS}
+    key = json.dumps(raw, sort_keys=True, default=str)
+    slot_mesh = parallel.device_plan(config.devices, batch)[1]
+    return _cached_programs(key, algorithm, slot_mesh is not None, len(jax.devices()))
+
+
+def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, num_seeds: int):
+    """The vmapped program and inputs of one algorithm's run."""
+    points = grid_points(config, algorithm)
+    batch = num_seeds * len(points)
+    mesh, _ = parallel.device_plan(config.devices, batch)
+    progs = (
+        programs_for(config, algorithm, batch) if trainer is None else _programs(trainer, config)
+    )
+    tr = progs.trainer
+    keys = jnp.concatenate([seed_keys(config, num_seeds)] * len(points))
+    hyper = tr.hyper(
+        batch=batch,
+        **{k: np.asarray([p[k] for p in points for _ in range(num_seeds)]) for k in points[0]},
+    )
+    budget = config.budget if config.budget is not None else math.inf
+    keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
+    return _Run(
+        trainer=tr,
+        points=points,
+        num_seeds=num_seeds,
+        keys=keys,
+        hyper=hyper,
+        mesh=mesh,
+        program=progs.chunk,
+        init=progs.init,
+        first_step=progs.first_step,
+        budget=budget,
+        max_rounds=_max_rounds(config),
+        budgets=np.full(batch, budget, np.float32),
+        diverged=np.zeros(batch, bool),
+        every=progs.every,
+    )
+
+
+def evaluation_columns(
+    active: np.ndarray, returns: np.ndarray, worker_types: np.ndarray, num_types: int
+) -> dict[str, np.ndarray]:
+    """``evaluated``, ``eval_return`` (and ``eval_type{v}``) ``[B, L]`` of one chunk's steps.
+
+    Each seed's evaluation belongs to its last active step of the chunk (NaN elsewhere); a
+    seed with no active step was not evaluated.  Episode e of ``returns`` ``[B, E]`` ran in
+    environment type ``e mod V``.  With several types, ``eval_return`` is the worker-weighted
+    mean of the per-type means, the objective J = (1/n) Σ_i J_i: type v has weight
+    (number of workers of type v) / n.
+    """
+    B, L = active.shape
+    last = np.where(active.any(axis=1), L - 1 - np.argmax(active[:, ::-1], axis=1), -1)
+    b = np.nonzero(last >= 0)[0]
+    out = {"evaluated": np.zeros((B, L), bool)}
+    out["evaluated"][b, last[b]] = True
+
+    def at_last(values: np.ndarray) -> np.ndarray:
+        col = np.full((B, L), np.nan, np.float32)
+        col[b, last[b]] = values[b]
+        return col
+
+    if num_types <= 1:
+        out["eval_return"] = at_last(returns.mean(axis=1))
+        return out
+    per_type = [returns[:, v::num_types].mean(axis=1) for v in range(num_types)]
+    weights = np.bincount(worker_types, minlength=num_types) / len(worker_types)
+    total = sum(np.float32(w) * t for w, t in zip(weights, per_type, strict=True))
+    out["eval_return"] = at_last(np.asarray(total, np.float32))
+    for v, values in enumerate(per_type):
+        out[f"eval_type{v}"] = at_last(values)
+    return out
+
+
+def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:
+    """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
+    was not evaluated, e.g. round 0 of its own shape)."""
+    setup = run.trainer.setup
+    if setup.n > results.MAX_COUNTED_WORKERS:  # per-worker counts kept only for small n
+        metrics = {k: v for k, v in metrics.items() if k != "worker_counts"}
+    evaluated = metrics["active"] if returns is not None else np.zeros_like(metrics["active"])
+    if returns is None:
+        returns = np.zeros((run.batch, 1), np.float32)
+    evals = evaluation_columns(evaluated, returns, setup.worker_types, setup.task.num_types)
+    run.history.append({**metrics, **evals})
+    latest = _last_finite(evals["eval_return"])
+    run.last_eval = np.where(np.isnan(latest), run.last_eval, latest)
+
+
+def _initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
+    """The row of step 0 before any update: counters at zero, no training statistics."""
+    nan = np.full((batch, 1), np.nan, np.float32)
+    zero = np.zeros((batch, 1), np.float32)
+    row: dict[str, np.ndarray] = {c: nan for c in LOGGED}
+    row.update({c: zero for c in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads")})
+    row.update({c: np.zeros((batch, 1), bool) for c in HEALTH_FLAGS})
+    row.update(round=np.zeros((batch, 1), np.int32), active=np.ones((batch, 1), bool))
+    row["worker_counts"] = np.zeros((batch, 1, n), np.float32)
+    return row
+
+
+def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
+    """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
+    checkpoint of ``algorithm`` in ``run_dir``."""
+    run.state = run.init(run.keys, run.hyper)
+    keys = eval_keys(run.keys, 0)
+    found = checkpoint.restore_latest(run_dir, algorithm, run.state, log) if resume else None
+    if found is not None:
+        found, state, restored, run.chunks = found
+        run.state = parallel.shard_batch(state, run.mesh, run.batch)
+        run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
+        run.budgets[run.diverged] = -np.inf
+        run.history = [restored]
+        if "eval_return" in restored:
+            run.last_eval = _last_finite(restored["eval_return"])
+        steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
+        if steps != run.chunks * run.every:
+            raise checkpoint.CheckpointError(
+                f"{found}: {run.chunks} chunks of {steps / max(run.chunks, 1):g} steps, but this "
+                f"run's chunks are {run.every} steps (eval.every_time is converted with the "
+                "algorithm's clock, which changed): the run cannot continue from it"
+            )
+        log(f"[jaxnigt] {algorithm}: resumed from {found}")
+        return
+    # Evaluation of x_0 at time 0 (the training part of the program is skipped).
+    run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
+    _record(run, _initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
+    if run.first_step is not None:  # round 0 with M_init != M: its own compiled shape
+        run.state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
+        m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
+        m0 = jax.tree.map(lambda x: x[:, None], to_host(m0))
+        _record(run, m0, None)  # its gradients count towards the first evaluation interval
+
+
+def next_chunk(run: _Run) -> None:
+    """One chunk of steps for every seed still running, then its evaluation."""
+    run.chunks += 1
+    keys = eval_keys(run.keys, run.chunks)
+    run.state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
+    _record(run, to_host(wait(metrics)), to_host(returns))
+
+
+# An algorithm that raises ``overflow`` says what it means (``Traits.overflow``); one that
+# raised it without saying would be a bug in that algorithm, reported as such.
+OVERFLOW = "overflow flag raised (the algorithm's Traits give it no meaning: a bug)"
+
+
+def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
+    """Flags of the last chunk: an overflow (what it means is the algorithm's
+    ``Traits.overflow``) always stops the run; non-finite values stop it too, or
+    (``on_nonfinite: mark``) freeze the diverged seed."""
+    from jaxnigt.algorithms import traits
+
+    last = run.history[-1]
+    overflow = traits(algorithm).overflow or OVERFLOW
+    for flag, what in (
+        ("overflow", overflow),
+        ("nonfinite", "non-finite parameters, gradients or returns"),
+    ):
+        flags = np.asarray(last[flag]) & np.asarray(last["active"])
+        bad = flags.any(axis=1)
+        if bad.any() and not (mark_diverged and flag == "nonfinite"):
+            b = int(np.argmax(bad))
+            rnd = int(last["round"][b][np.argmax(flags[b])])
+            p = run.points[b // run.num_seeds]
+            raise RunError(
+                f"{algorithm}: {what} at round {rnd}, seed {b % run.num_seeds} "
+                f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
+            )
+        for b in np.nonzero(bad & ~run.diverged)[0]:
+            log(f"[jaxnigt] {algorithm}: seed {b % run.num_seeds} diverged (marked, others go on)")
+        run.diverged |= bad
+    run.budgets[run.diverged] = -np.inf
+
+
+def _finished(run: _Run, bar: Progress) -> bool:
+    """Whether every running seed has crossed the budget (or the step cap); updates the bar."""
+    running = ~run.diverged
+    if not running.any():
+        return True
+    clock_time, steps = to_host((run.state.counters.time, run.state.steps))
+    sim_time = float(np.min(clock_time[running]))
+    steps_done = int(np.min(steps[running]))
+    evaluated = run.last_eval[running]
+    median = float(np.median(evaluated[~np.isnan(evaluated)])) if (~np.isnan(evaluated)).any() \
+        else math.nan  # fmt: skip
+    bar.update(
+        sim_time if math.isfinite(run.budget) else steps_done,
+        round=steps_done,
+        eval_median=f"{median:.2f}",
+    )
+    return sim_time >= run.budget or steps_done >= run.max_rounds
+
+
+def _last_finite(values: np.ndarray) -> np.ndarray:
+    """Per row, the last non-NaN value (NaN if none)."""
+    ok = ~np.isnan(values)
+    idx = values.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)
+    return np.where(ok.any(axis=1), values[np.arange(values.shape[0]), idx], np.nan)
+
+
+def run_algorithm(
+    config: ExperimentConfig,
+    algorithm: str,
+    *,
+    num_seeds: int | None = None,
+    progress: bool = True,
+    trainer: Trainer | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    log: Callable[[str], None] = print,
+    stop: StopFlag | None = None,
+    on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
+    label: str | None = None,
+) -> dict[str, np.ndarray]:
+    """Runs one algorithm for all seeds and grid points; returns stacked metrics. The
+    progress bar (:class:`Progress`) is named ``label`` (default: the algorithm).
+
+    With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
+    kept when the run stops on non-finite values); ``resume=True`` continues from the newest
+    readable checkpoint there, giving the same metrics as an uninterrupted run.  ``stop``
+    (:func:`jaxnigt.run.signals.stop_on_signals`) ends the run after the current chunk with a
+    checkpoint and :class:`~jaxnigt.run.signals.Interrupted`; ``on_chunk`` receives, after every
+    chunk, a function that returns the results so far (built only if called: the history is
+    concatenated each time).
+
+    Returns:
+      A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
+      including step 0): the step metrics, ``active``, ``eval_return`` (NaN where not
+      evaluated) and ``eval_type{v}`` for heterogeneous tasks; and ``[B]`` arrays ``grid``,
+      ``seed``, ``learning_rate``, ``eta``, ``diverged``; scalars ``wall_seconds``,
+      ``compile_seconds`` and ``trajectories_per_update`` (-1: a step is one update).
+    """
+    run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
+    if config.eval.every_time is not None:
+        log(f"[jaxnigt] {algorithm}: evaluating every {run.every} steps (eval.every_time)")
+    bar = Progress.of(run, progress, label or algorithm)
+    t_start = time.perf_counter()
+    save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
+    with compile_seconds(run):
+        try:
+            start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
+            if run.chunks == 0:  # compiled by time 0's evaluation (a resumed run: its 1st chunk)
+                bar.start()
+            while True:
+                _health(run, algorithm, config.on_nonfinite == "mark", log)
+                if _finished(run, bar):
+                    break
+                if stop is not None and stop.requested:
+                    raise _interrupted(run, algorithm, stop, save if run_dir else None, t_start)
+                every = config.checkpoint_every
+                if run_dir is not None and every and run.chunks and run.chunks % every == 0:
+                    save()
+                next_chunk(run)
+                bar.start(once=True)
+                if on_chunk is not None:
+                    on_chunk(functools.partial(_output, run, t_start))
+        finally:
+            bar.close()
+    return _output(run, t_start)
+
+
+def _interrupted(run: _Run, algorithm: str, stop: StopFlag, save, t_start: float) -> Interrupted:
+    """The :class:`Interrupted` of a stop request, after the checkpoint (``save``, if any)."""
+    if save is not None:
+        save()
+    interrupted = Interrupted(stop.signum, algorithm, run.chunks)
+    interrupted.partial = _output(run, t_start)
+    return interrupted
+
+
+def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
+    """The run's results so far (see :func:`run_algorithm`)."""
+    out = run.stacked()
+    out["grid"] = np.repeat(np.arange(len(run.points)), run.num_seeds)
+    out["seed"] = np.tile(np.arange(run.num_seeds), len(run.points))
+    out["learning_rate"] = to_host(run.hyper["learning_rate"])
+    out["eta"] = to_host(run.hyper["eta"])
+    out["wall_seconds"] = np.asarray(time.perf_counter() - t_start)
+    out["compile_seconds"] = np.asarray(run.compile_seconds)
+    per_update = run.trainer.algorithm.trajectories_per_update
+    out["trajectories_per_update"] = np.asarray(-1 if per_update is None else per_update)
+    out["diverged"] = run.diverged
+    return out

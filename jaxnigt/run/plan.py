@@ -1,0 +1,243 @@
+"""``jaxnigt plan``: what a config will cost, without running it.
+
+Per algorithm of a config: the trajectories one step rolls out and the simulated time a step
+takes (from the algorithm's clock alone, :attr:`~jaxnigt.algorithms.core.Algorithm.
+simulate_clock`, averaged over a few simulated steps), the steps and updates the budget
+allows, the environment steps that implies (an upper bound for tasks that terminate), the
+device memory of one step of the real vmapped program (``memory_analysis()`` of its compiled
+form: arguments + outputs + temporaries), and, when this backend has benchmark figures in the
+table shipped with the package (``plan_figures.json``), an estimated wall time.  Users pick
+n, M and seeds per device from it.
+
+Before any of that, :func:`check_memory` sizes the run from n and the programs' shapes
+(:mod:`jaxnigt.run.sizing`) and stops with one line when it cannot fit; each row also carries
+that lower bound (``memory MB/step (floor)``), which needs no compilation.  An event
+engine's clock at large n (each exchange of a step looks at all n workers) is not simulated
+past :data:`CLOCK_WORK_LIMIT` operations: its row says so instead of a step time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from typing import Any, NamedTuple
+
+import jax
+
+from jaxnigt.config import ExperimentConfig
+from jaxnigt.run import sizing
+from jaxnigt.run.batch import batch_size
+
+CLOCK_STEPS = 16
+
+
+def figures(backend: str | None = None) -> dict[str, dict]:
+    """Benchmark figures of ``backend`` (default: JAX's) from ``plan_figures.json``."""
+    table = json.loads(resources.files("jaxnigt").joinpath("plan_figures.json").read_text())
+    return table.get(backend or jax.default_backend(), {})
+
+
+#: Worker operations (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`) above which the plan does
+#: not simulate an algorithm's clock (an event engine at large n: each of a step's n
+#: exchanges looks at all n workers); its row then has no step time.
+CLOCK_WORK_LIMIT = 2**31
+
+
+def _programs(tr, batch: int):
+    """``(state, one step)`` of the vmapped run over ``batch`` runs: the abstract initial
+    state and the jitted step (the cluster's arrays are its arguments)."""
+    keys = jax.random.split(jax.random.key(0), batch)
+    init = tr.program(lambda t, k, h: jax.vmap(t.init)(k, h))
+    state = jax.eval_shape(init, keys, tr.hyper(batch=batch))
+    return state, tr.program(lambda t, s: jax.vmap(lambda x: t.run_chunk(x, 1))(s))
+
+
+def memory_bytes(tr, batch: int) -> int:
+    """Device memory of one step of the vmapped program over ``batch`` runs (compiled)."""
+    state, step = _programs(tr, batch)
+    stats = step.lower(state).compile().memory_analysis()
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes)
+
+
+def memory_floor(tr, batch: int) -> dict:
+    """A lower bound of one step's device memory over ``batch`` runs, from shapes alone
+    (:func:`jaxnigt.run.sizing.program_bytes`: nothing compiled, nothing of size n allocated)."""
+    state, step = _programs(tr, batch)
+    return sizing.program_bytes(lambda s: s, step, state)
+
+
+def _devices(config: ExperimentConfig, batch: int) -> int:
+    """The devices one algorithm's program spreads over (:func:`parallel.device_plan`)."""
+    from jaxnigt.run import devices as parallel
+
+    mesh, slots = parallel.device_plan(config.devices, batch)
+    return 1 if mesh is None and slots is None else int((mesh or slots).devices.size)
+
+
+class Floor(NamedTuple):
+    """One algorithm's size before it runs (:func:`memory_floors`): the lower bound of one
+    step's memory per device, why that does not fit (None when it does), and the worker
+    operations of one step of its clock (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`)."""
+
+    bytes: int
+    problem: str | None
+    clock_work: int
+
+
+def _check_cluster(config: ExperimentConfig, limit: tuple[int, str]) -> None:
+    """The first stage of :func:`memory_floors`, from n alone: the time model on the host and
+    every run's per-worker state (each engine's holds one float32 per worker at least)."""
+    runs = max(batch_size(config, a) for a in config.algorithms)
+    floor = lambda m: sizing.cluster_bytes(m) + 4 * runs * m
+    what = "the cluster's time model and every run's per-worker state"
+    sizing.check(what, floor, config.cluster.n, limit)
+
+
+def memory_floors(
+    config: ExperimentConfig, limit: tuple[int, str] | None = None
+) -> dict[str, Floor]:
+    """Per algorithm, its :class:`Floor`.
+
+    First, from n alone, the time model on the host and every run's per-worker state, before
+    anything of size n exists: that not fitting raises :class:`~jaxnigt.run.sizing.SizeError`.
+    Then per algorithm from its program's shapes (:func:`memory_floor`), beside the host's
+    copy of the time model.
+    """
+    from jaxnigt.run.trainer import make_trainer
+
+    limit = limit or sizing.device_limit()
+    n = config.cluster.n
+    _check_cluster(config, limit)
+    out = {}
+    for algorithm in config.algorithms:
+        batch = batch_size(config, algorithm)
+        tr = make_trainer(config, algorithm)
+        est = memory_floor(tr, batch)
+        step = est["step"] / _devices(config, batch)
+        needed = lambda m, step=step: sizing.cluster_bytes(m) + int(step * m / n)
+        what = f"one step of {algorithm} ({batch} runs; its largest array {est['largest']})"
+        out[algorithm] = Floor(int(step), sizing.problem(what, needed, n, limit), tr.clock_work(1))
+    return out
+
+
+#: Up to this n, :func:`preflight` sizes a run from n alone: its per-worker arrays are small
+#: beside its rollouts, and tracing every algorithm's step once more is not worth it.
+SIZED_N = 4096
+
+
+def preflight(config: ExperimentConfig, limit: tuple[int, str] | None = None) -> list[str]:
+    """Before a run: raises :class:`~jaxnigt.run.sizing.SizeError` when it cannot fit in the
+    device's memory (:func:`memory_floors`; past :data:`SIZED_N` workers both stages, else
+    the first); returns a warning per algorithm whose clock alone costs more than
+    :data:`CLOCK_WORK_LIMIT` worker operations a step (such a run hardly moves)."""
+    limit = limit or sizing.device_limit()
+    if config.cluster.n <= SIZED_N:
+        _check_cluster(config, limit)
+        return []
+    warnings = []
+    for algorithm, floor in memory_floors(config, limit).items():
+        if floor.problem is not None:
+            raise sizing.SizeError(floor.problem)
+        if floor.clock_work > CLOCK_WORK_LIMIT:
+            warnings.append(
+                f"{algorithm}: each exchange of a step looks at all n = {config.cluster.n:,} "
+                f"workers, about {floor.clock_work:.2g} operations a step: this run will "
+                "hardly move (lower hparams.async_block, or n)"
+            )
+    return warnings
+
+
+def plan_algorithm(
+    config: ExperimentConfig, algorithm: str, *, memory: bool = True, floor: int | None = None
+) -> dict:
+    """One row of the plan: ``algorithm``'s cost under ``config`` (the module docstring);
+    ``memory=False`` skips compiling a step (``memory_mb`` None). An event engine whose
+    clock costs more than :data:`CLOCK_WORK_LIMIT` to simulate gets no step time."""
+    from jaxnigt.run.trainer import make_trainer
+
+    tr = make_trainer(config, algorithm)
+    batch = batch_size(config, algorithm)
+    row = {"algorithm": algorithm, "n": tr.setup.n, "runs": batch, "clock_work": None}
+    if tr.clock_work(CLOCK_STEPS) > CLOCK_WORK_LIMIT:
+        row["clock_work"] = tr.clock_work(1)
+        per_step = step_time = steps = updates = env_steps = None
+    else:
+        per_step, step_time = tr.clock(CLOCK_STEPS)
+        steps = config.budget / step_time if config.budget is not None else math.inf
+        if config.max_rounds is not None:
+            steps = min(steps, config.max_rounds)
+        per_update = tr.algorithm.trajectories_per_update
+        updates = steps if per_update is None else steps * per_step / per_update
+        env_steps = steps * per_step * tr.setup.horizon
+    row.update(
+        trajectories_per_step=per_step,
+        step_time=step_time,
+        steps=steps,
+        updates=updates,
+        env_steps_per_run=env_steps,
+        memory_floor_mb=(floor if floor is not None else memory_floor(tr, batch)["step"]) / 2**20,
+        memory_mb=memory_bytes(tr, batch) / 2**20 if memory else None,
+    )
+    rate = figures().get(config.env.name, {}).get("steps_per_s")
+    row["wall_s"] = batch * env_steps / rate if rate and env_steps is not None else None
+    return row
+
+
+def plan(config: ExperimentConfig, *, memory: bool = True) -> list[dict]:
+    """One row per algorithm of ``config`` (see the module docstring), each with ``problem``:
+    why its run cannot fit in the device's memory (None when it fits; its step is then not
+    compiled). Raises :class:`~jaxnigt.run.sizing.SizeError` when n alone is too large."""
+    rows = []
+    for algorithm, floor in memory_floors(config).items():
+        fits = floor.problem is None
+        row = plan_algorithm(config, algorithm, memory=memory and fits, floor=floor.bytes)
+        rows.append({**row, "problem": floor.problem})
+    return rows
+
+
+def _fmt(v: Any, spec: str) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞"
+    return format(v, spec)
+
+
+def table(rows: list[dict], config: ExperimentConfig) -> str:
+    """The plan as a plain-text table with a header line naming the backend."""
+    backend = jax.default_backend()
+    head = (
+        f"plan: {config.name} on {backend} ({len(jax.devices())} device(s)): "
+        f"env {config.env.name}, n = {config.cluster.n}, budget {config.budget}, "
+        f"{config.seeds} seed(s) per algorithm"
+    )
+    cols = [
+        ("algorithm", "algorithm", ""),
+        ("trajectories_per_step", "traj/step", ".1f"),
+        ("step_time", "sim time/step", ".4g"),
+        ("steps", "steps", ",.0f"),
+        ("updates", "updates", ",.0f"),
+        ("env_steps_per_run", "env steps/run (max)", ",.3g"),
+        ("runs", "runs", "d"),
+        ("memory_floor_mb", "memory MB/step (floor)", ",.0f"),
+        ("memory_mb", "memory MB/step", ",.0f"),
+        ("wall_s", "wall s (est.)", ",.0f"),
+    ]
+    cells = [[h for _, h, _ in cols]]
+    cells += [[_fmt(r[k], f) if f else str(r[k]) for k, _, f in cols] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    lines = ["  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)) for c in cells]
+    for r in rows:
+        if r["clock_work"] is not None:
+            lines.append(
+                f"{r['algorithm']}: clock not simulated: a step of it looks at all n workers "
+                f"for each exchange, about {r['clock_work']:.2g} operations (a run is as slow)"
+            )
+    note = figures().get(config.env.name, {}).get("source")
+    tail = (
+        f"wall time from {note}"
+        if note
+        else f"no benchmark figures for {backend}: wall not estimated"
+    )
+    return "\n".join([head, *lines, tail])

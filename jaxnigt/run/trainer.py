@@ -1,0 +1,312 @@
+"""Training engine: ``make_trainer(config, algorithm)`` → pure ``init`` / ``step`` / ``evaluate``.
+
+A run of one algorithm is ``init`` followed by ``lax.scan`` over ``step`` in chunks; between
+chunks the runner evaluates, logs and checks stop criteria. Every function here is pure and
+unbatched: seeds and hyperparameter grids are a ``jax.vmap`` over ``(key, hyper)``, and the
+sweepable values (learning rate, η, γ) are traced arrays inside the state, so one compiled
+program serves a whole grid.
+
+Example::
+
+    cfg = jaxnigt.config.load("configs/demo.yaml")
+    tr = make_trainer(cfg, "rennala_nigt")
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(3))
+    hyper = tr.hyper(batch=3)
+    state = jax.jit(jax.vmap(tr.init))(keys, hyper)
+    state, ms = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 10, budget=500.0)))(state)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxnigt import algorithms, envs
+from jaxnigt.algorithms import core
+from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
+from jaxnigt.cluster import timing
+from jaxnigt.config import ExperimentConfig, HParams
+from jaxnigt.rl.policy import make_policy, num_params
+from jaxnigt.rl.rollout import evaluate as evaluate_returns
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations, lanes):
+    task = envs.make_env(
+        name,
+        horizon=horizon,
+        solver_iterations=solver_iterations,
+        ls_iterations=ls_iterations,
+    )
+    if heterogeneous is not None:
+        task = envs.make_heterogeneous(task, heterogeneous)
+    if lanes is None:
+        lanes = envs.DEFAULT_LANES if task.terminates else 1.0
+    return dataclasses.replace(task, lanes=lanes)
+
+
+def make_task(config: ExperimentConfig):
+    """The config's environment (cached per process: MJX model loading is slow)."""
+    e = config.env
+    return _cached_task(
+        e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations, e.lanes
+    )
+
+
+def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Setup:
+    """Static pieces of one algorithm's run: task, policy, time model, sizes.
+
+    ``mesh`` (``jaxnigt.run.devices.make_mesh``) splits each round's trajectory slots across
+    devices; leave it None to keep rounds on one device (or to shard seeds instead).
+    """
+    hp: HParams = config.hparams_for(algorithm)
+    task = make_task(config)
+    policy = make_policy(task)
+    dim = num_params(jax.eval_shape(policy.init, jax.random.key(0)))
+    c = config.cluster
+    tm = timing.make_time_model(
+        c.n,
+        h=c.h,
+        noise=c.noise,
+        kappa=c.kappa,
+        scale_by_dim=c.scale_by_dim,
+        dim=dim,
+        per_step=c.per_step,
+        horizon=task.horizon,
+    )
+    types = envs.worker_types(c.n, task.num_types, config.env.types)
+    return Setup(
+        task=task,
+        policy=policy,
+        tm=tm,
+        worker_types=np.asarray(types, np.int32),
+        M=hp.M,
+        M_init=hp.M_init or hp.M,
+        inflight=c.inflight,
+        allreduce=c.allreduce,
+        link=c.link,
+        mesh=mesh,
+        kappa_dim=dim if c.scale_by_dim else None,
+    )
+
+
+#: The hyperparameters that live in the state as arrays (sweepable without recompiling).
+TRACED = ("learning_rate", "eta", "gamma", "value_coef", "entropy_coef", "gae_lambda")
+
+
+@dataclasses.dataclass(frozen=True)
+class Trainer:
+    """Pure functions of one algorithm's run (all unbatched; vmap them over seeds/grids).
+
+    Attributes:
+      name: algorithm name.
+      setup: the static :class:`~jaxnigt.algorithms.core.Setup`.
+      algorithm: its :class:`~jaxnigt.algorithms.core.Algorithm` (init, step, eval_params,
+        first_step).
+      hparams: the config's hyperparameters of this algorithm.
+      eval_episodes: episodes per evaluation.
+      eval_deterministic: evaluate the mean action.
+    """
+
+    name: str
+    setup: Setup
+    algorithm: Algorithm
+    hparams: HParams
+    eval_episodes: int
+    eval_deterministic: bool
+
+    @property
+    def init(self) -> Callable[[jax.Array, dict], TrainState]:
+        """``(key, hyper) -> state`` at x_0, simulated time 0 (no rollouts)."""
+        return self.algorithm.init
+
+    @property
+    def first_step(self) -> Callable | None:
+        """Round 0 with ``M_init`` gradients when it differs from M (else None)."""
+        return self.algorithm.first_step
+
+    @property
+    def dim(self) -> int:
+        """The policy's parameter count d: the d of κ's d^{1/4} (``scale_by_dim``) and of
+        the run's log line. An actor-critic's critic is not counted (its parameters travel
+        uncharged, :mod:`jaxnigt.algorithms.actor_critic`)."""
+        return num_params(jax.eval_shape(self.setup.policy.init, jax.random.key(0)))
+
+    def bind(self, cluster: core.Cluster) -> Trainer:
+        """This trainer on the per-worker arrays ``cluster`` (a jitted program's arguments,
+        :meth:`program`): the algorithm is built again around them."""
+        setup = self.setup.with_cluster(cluster)
+        # What a factory computes on the host (option defaults from Setup.host_time_model)
+        # stays concrete inside the program being traced.
+        with jax.ensure_compile_time_eval():
+            algorithm = algorithms.get(self.name)(setup, self.hparams)
+        return dataclasses.replace(self, setup=setup, algorithm=algorithm)
+
+    def program(self, fn: Callable[..., Any], **jit_kwargs: Any) -> ClusterProgram:
+        """``fn(trainer, *args)`` as one jitted program that takes the per-worker arrays
+        (:attr:`Setup.cluster`) as an argument instead of closing over them as constants,
+        so that compile time does not grow with n. ``jit_kwargs`` go to ``jax.jit``
+        (``static_argnums`` count ``args`` from 0)."""
+        static = jit_kwargs.pop("static_argnums", ())
+        static = (static,) if isinstance(static, int) else tuple(static)
+        jitted = jax.jit(
+            lambda cluster, *args: fn(self.bind(cluster), *args),
+            static_argnums=tuple(i + 1 for i in static),
+            **jit_kwargs,
+        )
+        return ClusterProgram(jitted, self.setup.cluster)
+
+    def clock_work(self, steps: int = 16) -> int:
+        """About how many worker operations :meth:`clock` of ``steps`` steps costs: steps ×
+        the exchanges per step × n for the event engines (each exchange looks at every
+        worker; :attr:`Algorithm.events_per_step`), steps × n for the rounds."""
+        return steps * (self.algorithm.events_per_step or 1) * self.setup.n
+
+    def clock(self, steps: int = 16) -> tuple[float, float]:
+        """``(trajectories per step, simulated time per step)``: means over ``steps`` steps of
+        the algorithm's clock alone (:attr:`Algorithm.simulate_clock`, key 0; no rollouts)."""
+        if self.algorithm.simulate_clock is None:
+            raise ValueError(f"{self.name} has no simulated clock")
+        simulate = _clock_program(self)
+        trajectories, ends = (np.asarray(x, np.float64) for x in simulate(jax.random.key(0), steps))
+        return float(trajectories.mean()), float(ends[-1] / steps)
+
+    def eval_every(self, every: int, every_time: float | None) -> int:
+        """Steps per evaluation chunk: ``every``, or with ``every_time`` the number of steps
+        that take about that much simulated time on this algorithm's clock (at least 1)."""
+        if every_time is None:
+            return every
+        return max(1, round(every_time / self.clock()[1]))
+
+    def hyper(self, batch: int | None = None, **values: Any) -> dict[str, jax.Array]:
+        """Traced hyperparameters (float32), from the config unless overridden.
+
+        With ``batch``, every value is broadcast to a leading ``[batch]`` axis.
+        """
+        out = {k: values.get(k, getattr(self.hparams, k)) for k in TRACED}
+        out = {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
+        if batch is not None:
+            out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}
+        return out
+
+    def step(self, state: TrainState, budget: Any = jnp.inf) -> tuple[TrainState, StepMetrics]:
+        """One step (round or block of arrivals) under the simulated-time ``budget``."""
+        return self.algorithm.step(state, jnp.asarray(budget, jnp.float32))
+
+    def run_chunk(
+        self, state: TrainState, length: int, *, budget: Any = jnp.inf, max_rounds: Any = None
+    ) -> tuple[TrainState, dict]:
+        """``length`` steps as one ``lax.scan``; metrics stacked on a leading axis.
+
+        A step taken once the state's simulated time has reached ``budget`` (or its step
+        count ``max_rounds``) is a no-op that keeps the state, and its metrics carry
+        ``active = False``: under ``vmap`` every seed stops exactly at the first step that
+        crosses the budget, whatever the other seeds do.
+        """
+        max_rounds = jnp.iinfo(jnp.int32).max if max_rounds is None else max_rounds
+
+        def body(s, _):
+            active = (s.counters.time < budget) & (s.steps < max_rounds)
+            new, metrics = self.step(s, budget)
+            new = core.select(active, new, s)
+            return new, {**metrics._asdict(), "active": active}
+
+        return jax.lax.scan(body, state, None, length=length)
+
+    def chunk_and_evaluate(
+        self,
+        state: TrainState,
+        eval_key: jax.Array,
+        train: jax.Array,
+        length: int,
+        *,
+        budget: Any = jnp.inf,
+        max_rounds: Any = None,
+    ) -> tuple[TrainState, dict, jax.Array]:
+        """``length`` steps (skipped when ``train`` is False), then evaluate the result.
+
+        One compiled program serves both the initial evaluation (``train=False``) and every
+        training chunk, so an environment's rollout is compiled once for training and once
+        for evaluation. Keep ``train`` unbatched under ``vmap`` so ``lax.cond`` stays a branch.
+        """
+        run = lambda s: self.run_chunk(s, length, budget=budget, max_rounds=max_rounds)
+        shapes = jax.eval_shape(run, state)[1]
+        skip = lambda s: (s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))
+        state, metrics = jax.lax.cond(train, run, skip, state)
+        return state, metrics, self.evaluate(state, eval_key)
+
+    def deploy_params(self, state: TrainState) -> Any:
+        """Params to evaluate and deploy (NIGT's iterate x_t; otherwise the params)."""
+        return self.algorithm.eval_params(state)
+
+    def evaluate(self, state: TrainState, key: jax.Array) -> jax.Array:
+        """Undiscounted returns ``[episodes]`` of the deploy params (episode e: type e mod V)."""
+        return evaluate_returns(
+            self.setup.task,
+            self.setup.policy,
+            self.deploy_params(state),
+            key,
+            self.eval_episodes,
+            deterministic=self.eval_deterministic,
+        )
+
+
+class ClusterProgram(NamedTuple):
+    """A jitted program and the per-worker arrays it is called with (:meth:`Trainer.program`)."""
+
+    jitted: Any
+    cluster: core.Cluster
+
+    def __call__(self, *args: Any) -> Any:
+        return self.jitted(self.cluster, *args)
+
+    def lower(self, *args: Any) -> Any:
+        """``jax.jit``'s ``lower`` with the arrays in place (for ``compile()`` and its memory)."""
+        return self.jitted.lower(self.cluster, *args)
+
+
+@functools.lru_cache(maxsize=32)
+def _clock_program(trainer: Trainer) -> ClusterProgram:
+    """The trainer's clock as a program (cached: ``eval_every`` and ``plan`` both ask)."""
+    return trainer.program(lambda tr, key, steps: tr.algorithm.simulate_clock(key, steps),
+                           static_argnums=1)  # fmt: skip
+
+
+def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
+    """Builds the :class:`Trainer` of one algorithm of an experiment config."""
+    algorithms.get(algorithm)  # a clear error for an unknown name before any env is built
+    return build_trainer(
+        make_setup(config, algorithm, mesh=mesh),
+        algorithm,
+        config.hparams_for(algorithm),
+        eval_episodes=config.eval.episodes,
+        eval_deterministic=config.eval.deterministic,
+    )
+
+
+def build_trainer(
+    setup: Setup,
+    algorithm: str,
+    hparams: HParams,
+    *,
+    eval_episodes: int = 8,
+    eval_deterministic: bool = True,
+) -> Trainer:
+    """A :class:`Trainer` from an explicit :class:`~jaxnigt.algorithms.core.Setup`.
+
+    Use this to run an algorithm on your own ``TaskEnv``/policy/time model without a config.
+    """
+    return Trainer(
+        name=algorithm,
+        setup=setup,
+        algorithm=algorithms.get(algorithm)(setup, hparams),
+        hparams=hparams,
+        eval_episodes=eval_episodes,
+        eval_deterministic=eval_deterministic,
+    )

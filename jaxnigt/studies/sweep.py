@@ -1,0 +1,240 @@
+"""Sweeps (``jaxnigt sweep``): one experiment per point of a grid over config keys, one table.
+
+Values that set array shapes (the number of workers n, M, the horizon, Malenia's capacity)
+cannot be vmapped like the learning-rate grid, so a sweep is a sequence of programs: the
+Cartesian product of its axes, dotted config keys with lists of values (on the command line
+``--over KEY=V1,V2,...``: any key an override accepts; :func:`sweep_points`).  Each point is a
+normal run directory ``DIR/<key=value,...>/``; programs of the same shape are compiled once
+(jit cache within the process, the persistent XLA cache across processes).
+
+``DIR/sweep.csv`` has one row per point and algorithm: the swept values, the point's status,
+seeds, final and best median evaluation return, the times to the sweep's targets (50 % and
+80 % of the improvement, by the target rule of :mod:`jaxnigt.analysis` pooled over every
+algorithm of every point, so that points compare: R0 the median return at time 0, R_best the
+best median second-half return), each the median time over seeds
+(:func:`~jaxnigt.analysis.median_time`; empty when no majority reached it) with the 20 %/80 %
+quantiles over seeds (``inf``: censored, not reached within the point's budget), the median
+updates (:class:`~jaxnigt.analysis.Method`), environment steps, wall and compile seconds.
+``DIR/sweep.png`` draws time to target against the swept value (see
+:func:`jaxnigt.run.plots.plot_sweep`).
+
+A sweep config is a normal config with a ``sweep:`` section listing the values::
+
+    sweep:
+      over: {cluster.n: [10, 30, 100, 300, 1000]}
+
+A point that fails (a bad combination, a non-finite stop) is recorded as failed with its
+message and the sweep goes on; a resumed sweep skips finished points and continues an
+interrupted one from its checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxnigt import analysis
+from jaxnigt import config as config_lib
+from jaxnigt.analysis import stats
+from jaxnigt.run import metrics as results
+from jaxnigt.run import run_dir as files
+
+SWEEP_FILE = "sweep.json"  # the sweep's own record: axes, points, status
+TABLE = "sweep.csv"
+FRACTIONS = analysis.FRACTIONS
+STATUS = "status.json"
+
+
+class SweepError(ValueError):
+    """A bad sweep: an axis key or value, or a point whose config is invalid; the message
+    names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One point of the grid: its values (key -> value) and resolved config."""
+
+    values: dict[str, Any]
+    config: config_lib.ExperimentConfig
+
+    @property
+    def name(self) -> str:
+        return ",".join(f"{k}={_text(v)}" for k, v in self.values.items())
+
+
+def _text(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, list | dict) else str(v)
+
+
+def sweep_section(raw: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The ``sweep: {over: {key: [values]}}`` section of a raw config (empty if absent)."""
+    section = raw.get("sweep") or {}
+    if not isinstance(section, Mapping) or set(section) - {"over"}:
+        raise SweepError("sweep: expected a mapping with one key 'over' (key -> list of values)")
+    over = section.get("over") or {}
+    if not isinstance(over, Mapping) or not all(isinstance(v, list) and v for v in over.values()):
+        raise SweepError("sweep.over: expected a mapping of dotted keys to non-empty lists")
+    return {str(k): list(v) for k, v in over.items()}
+
+
+def sweep_points(
+    raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str] = ()
+) -> list[Point]:
+    """Every point of the grid ``axes`` (dotted key -> values) over the config ``raw`` with
+    the overrides ``sets``, each with its validated config (raises on a bad key or value)."""
+    if not axes:
+        raise SweepError("nothing to sweep: no axes (key -> values) given")
+    base = {k: v for k, v in raw.items() if k != "sweep"}
+    points = []
+    for combo in itertools.product(*axes.values()):
+        values = dict(zip(axes, combo, strict=True))
+        overrides = [*sets, *(f"{k}={json.dumps(v)}" for k, v in values.items())]
+        try:
+            cfg = config_lib.from_dict(config_lib.apply_overrides(base, overrides))
+        except config_lib.ConfigError as e:
+            where = ", ".join(f"{k}={_text(v)}" for k, v in values.items())
+            raise SweepError(f"sweep point {where}: {e}") from None
+        config_lib.warn(base, cfg, overrides)
+        points.append(Point(values, cfg))
+    return points
+
+
+def _finished(point: Point, run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a finished run of this point (and no failure record)."""
+    from jaxnigt.run import checkpoint
+
+    return not (run_dir / STATUS).is_file() and checkpoint.finished(run_dir, point.config)
+
+
+def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log, stop=None) -> dict:
+    """Runs one point (or continues it) and returns its status record."""
+    from jaxnigt.run import experiment
+    from jaxnigt.run import loop as runner
+
+    if resume and _finished(point, run_dir):
+        log(f"[sweep] {point.name}: finished earlier; kept")
+        return {"status": "done"}
+    again = resume and (run_dir / "config.yaml").is_file() and not (run_dir / STATUS).is_file()
+    (run_dir / STATUS).unlink(missing_ok=True)  # a failed point is run again
+    try:
+        if again:
+            files.check_resumable(point.config, run_dir)
+        experiment.run_experiment(
+            point.config, run_dir, resume=again, progress=progress, log=log, stop=stop
+        )
+        status = {"status": "done"}
+    except (runner.RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
+        status = {"status": "failed", "message": str(e)}
+        log(f"[sweep] {point.name}: failed: {e}")
+    if status["status"] == "failed":
+        run_dir.mkdir(parents=True, exist_ok=True)
+        files.atomic_write_text(run_dir / STATUS, json.dumps(status) + "\n")
+    return status
+
+
+def run_sweep(
+    raw: Mapping[str, Any],
+    axes: dict[str, list[Any]],
+    out: Path,
+    *,
+    sets: Sequence[str] = (),
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    stop=None,
+) -> list[dict]:
+    """Runs every point into ``out/<point>/`` and writes ``sweep.csv`` and ``sweep.png``.
+
+    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop``
+    (:func:`jaxnigt.run.signals.stop_on_signals`) ends the sweep after the current chunk of the
+    current point (:class:`~jaxnigt.run.signals.Interrupted`); ``resume`` continues it.
+
+    Raises:
+      SweepError: a bad axis or point; NotResumableError: ``resume`` and ``out`` holds no
+        sweep of these points; RunDirError: ``out`` cannot be used.
+    """
+    points = sweep_points(raw, axes, sets)
+    out = Path(out)
+    if not resume:
+        files.prepare_run_dir(out, overwrite)
+    elif not (out / SWEEP_FILE).is_file():
+        raise files.NotResumableError(
+            out, f"{str(out)!r} is not a sweep directory (no {SWEEP_FILE})"
+        )
+    record = {"axes": axes, "sets": list(sets), "points": [p.name for p in points]}
+    if resume and json.loads((out / SWEEP_FILE).read_text()) != record:
+        raise files.NotResumableError(out, f"{str(out)!r} holds a different sweep")
+    files.atomic_write_text(out / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
+    for k, point in enumerate(points, 1):
+        log(f"[sweep] point {k}/{len(points)}: {point.name}")
+        run_point(point, out / point.name, resume=resume, progress=progress, log=log, stop=stop)
+    rows = table(out, points, log=log)
+    results.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])
+    from jaxnigt.run.plots import plot_sweep
+
+    plot_sweep(out)
+    return rows
+
+
+def table(out: Path, points: list[Point], log: Callable[[str], None] | None = None) -> list[dict]:
+    """The rows of ``sweep.csv`` (see the module docstring); ``log`` is told why the time
+    columns are empty when no point improved on its start."""
+    runs, messages = {}, {}
+    for p in points:
+        d = out / p.name
+        if (d / STATUS).is_file():
+            messages[p.name] = json.loads((d / STATUS).read_text())["message"]
+            continue
+        try:
+            runs[p.name] = (analysis.load_run(d), json.loads((d / "summary.json").read_text()))
+        except analysis.AnalysisError as e:
+            messages[p.name] = str(e)
+    methods = [m for run, _ in runs.values() for m in run.algorithms().values()]
+    initial = np.concatenate([m.initial() for m in methods]) if methods else np.array([np.nan])
+    levels = [
+        float(np.median(m.statistic("second_half", run.budget)))
+        for run, _ in runs.values()
+        for m in run.algorithms().values()
+    ]
+    targets = analysis.targets(initial, levels, FRACTIONS) if levels else {}
+    why = stats.no_target_reason(float(np.nanmedian(initial)), max(levels)) if levels else None
+    if why is not None and log is not None:
+        log(f"[sweep] warning: {why}: the time columns of {TABLE} are empty")
+    rows = []
+    for p in points:
+        base = {"point": p.name, **{k: _text(v) for k, v in p.values.items()}}
+        if p.name not in runs:
+            rows.append({**base, "status": "failed", "message": messages[p.name]})
+            continue
+        run, summary = runs[p.name]
+        for algorithm, m in run.algorithms().items():
+            row = {**base, "status": "done", "message": "", "algorithm": algorithm}
+            rows.append(row | _point_stats(m, summary[algorithm], run.budget, targets))
+    return rows
+
+
+def _point_stats(m: analysis.Method, entry: dict, budget: float, targets: dict) -> dict:
+    out = {
+        "seeds": entry["seeds"],
+        "final_median_return": entry["final_median_return"],
+        "best_median_return": entry["best_median_return"],
+        "updates": float(np.median(m.updates)),
+        "env_steps": float(np.median(m.env_steps)),
+        "wall_seconds": entry.get("wall_seconds"),
+        "compile_seconds": entry.get("compile_seconds"),
+    }
+    for f, target in targets.items():
+        per_seed = m.statistic("time", budget, target)  # inf: censored at the budget
+        median = float(analysis.median_time(per_seed))
+        out[f"time_to_{f:g}"] = median if np.isfinite(median) else None
+        q20, q80 = np.quantile(per_seed, [0.2, 0.8], method="nearest")
+        out[f"time_to_{f:g}_q20"], out[f"time_to_{f:g}_q80"] = float(q20), float(q80)
+        out[f"target_{f:g}"] = target
+    return out

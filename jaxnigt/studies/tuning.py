@@ -1,0 +1,423 @@
+"""``jaxnigt tune``: step sizes (and shape hyperparameters) chosen on seeds that no reported
+run uses.
+
+Protocol (SPEC §8), per algorithm:
+
+* **Seeds.** The tuning programs run ``--tune-seeds A,A+1,...`` (default 100, 101): base seed
+  ``A`` and that many seeds (the runner's seed ``i`` uses ``fold_in(key(A), i)``); they may
+  not start at the config's own ``seed``, whose runs are the reported ones.
+* **Grid.** α = 2^e for e in the ``--lr-exp`` grid (default −10 … −1) × the ``--eta`` values
+  (default 0.001, 0.01, 0.1; only for the algorithms whose update reads η,
+  ``Traits.step_sizes``), one vmapped program per combination of the values of the
+  shape-changing hyperparameters requested (:data:`SHAPES`): ``--M`` (M = M_init; Rennala's
+  and Malenia's collections), ``--msync-m`` (the workers an m-synchronous round waits for)
+  and ``--ringmaster-R`` (Ringmaster's delay threshold).  An algorithm tunes those in its
+  ``Traits.tuned_shapes`` and keeps the config's value of the others.  Each program is a
+  normal run directory ``DIR/runs/<algorithm>[_M<M>][_msync_m<m>][_ringmaster_R<R>]_lr<A>..<B>/``
+  at the config's budget, with ``on_nonfinite: mark``.
+* **Score.** The per-seed statistic the verdict compares (:mod:`jaxnigt.analysis.stats`), over the
+  tuning seeds: the mean of the ``average`` return over the budget (the default) or of
+  ``second_half``; for ``time_to_50`` / ``time_to_80``, minus the restricted mean time to the
+  target (a seed that does not reach it by the budget counts as the budget).  A grid point
+  with a diverged seed (or a non-finite score) is out.
+* **Target of a time statistic** (:func:`pooled_target`): the target rule of
+  :mod:`jaxnigt.analysis.stats` on the pool of every grid point of every algorithm tuned together,
+  as run on the *initial* grid (before any extension, so the target is fixed before the search
+  goes on and does not move with it): ``R0`` the median return at time 0, ``R_best`` the best
+  median second-half return of a point.
+* **Tie rule.** Scores within 1e-6 · max(1, |best|) of the best tie; with a time statistic the
+  tie goes first to the higher average return (many points reach a target at the same
+  evaluation, or none does); then to the smaller α, then the larger η, then the smaller value
+  of each tuned shape in the order M, msync_m, ringmaster_R (the most conservative step, the
+  least momentum, the cheapest round or the least staleness).
+* **Extension.** While the winner's α sits at an edge of the grid run so far, two more
+  exponents on that side (at the grid's spacing there) run for every η and shape, at most
+  ``max_extensions`` times (default 4) and never above α = 1; a winner still at an edge is
+  reported as not interior.  A grid of one α is not extended.
+
+* **Scheduling.** Every algorithm's initial grid is submitted first; each algorithm's search
+  then goes on as soon as its own programs have finished (:func:`drive`; with a time
+  statistic, once every initial grid has, for the target).  ``jobs`` > 1 runs that many
+  programs at once, one process each (:mod:`jaxnigt.run.processes`), so one algorithm's
+  extensions run while another's slower programs still do; the results do not depend on it.
+
+Writes ``DIR/tuning.json`` (every point, the winners, the grids run) and ``DIR/tuned.yaml``:
+the config with the winners in its ``per_algorithm`` section (``learning_rate``, ``eta``, and
+each tuned shape's keys: ``M`` = ``M_init``, ``msync_m``, ``ringmaster_R``); the algorithms not
+tuned keep their values.  A scored point carries ``M`` (the config's where not tuned) and each
+other tuned shape under its name.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxnigt.analysis import report_text, stats
+
+# The tuning's pieces (its grid and flags, its search rule, its scoring) are importable from
+# here too: this module is the entry point the command line and the scripts use.
+from jaxnigt.studies.grid import (  # noqa: F401
+    DEFAULT_ETA,
+    DEFAULT_LR_EXP,
+    DEFAULT_TUNE_SEEDS,
+    MAX_EXTENSIONS,
+    RECORD,
+    SCORED,
+    SHAPES,
+    TABLE,
+    TIE_RULE,
+    TUNED,
+    Grid,
+    Shape,
+    TuningError,
+    parse_lr_exp,
+    parse_numbers,
+    parse_seeds,
+)
+from jaxnigt.studies.scoring import pooled_target, score_run, speed
+from jaxnigt.studies.search import choose, drive, edge, extension, search, search_steps  # noqa: F401
+
+#: The printed table of a tuning's report.
+table = report_text.tuning_table
+
+# --------------------------------------------------------------------------------- running
+
+
+def program_raw(
+    raw: Mapping[str, Any], algorithm: str, shapes: Mapping[str, int], exps, etas, seeds
+) -> dict:
+    """The raw config of one tuning program: one algorithm, its ``shapes`` values
+    (``{name: value}``, :data:`SHAPES` names; none: the config's), the (α × η) grid."""
+    out = json.loads(json.dumps(_runnable(raw)))
+    out.update(name=f"tune_{algorithm}{_tag(shapes)}", algorithms=[algorithm], seed=seeds[0])
+    out.update(seeds=len(seeds), on_nonfinite="mark", target_return=None)
+    per = dict(out.get("per_algorithm") or {})
+    own = {k: v for k, v in dict(per.get(algorithm) or {}).items()
+           if k not in ("learning_rate", "eta")}  # fmt: skip
+    for name, value in shapes.items():
+        own.update(dict.fromkeys(SHAPES[name].keys, int(value)))
+    out["per_algorithm"] = {algorithm: own} if own else {}
+    out["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": [float(e) for e in etas]}
+    return out
+
+
+def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
+    """Runs one tuning program into ``run_dir`` unless it already holds it finished."""
+    from jaxnigt.run import checkpoint, experiment
+    from jaxnigt.run import run_dir as files
+
+    if checkpoint.finished(run_dir, cfg):
+        log(f"[tune] {run_dir}: finished earlier with this config; kept")
+        return
+    again = (run_dir / "config.yaml").is_file()
+    if again:
+        try:
+            files.check_resumable(cfg, run_dir)
+        except ValueError:
+            again = False
+    experiment.run_experiment(
+        cfg,
+        run_dir,
+        resume=again,
+        progress=progress,
+        plot=False,
+        log=log,
+        stop=stop,
+    )
+
+
+def _etas(algorithm: str, hp, grid: Grid) -> tuple[float, ...]:
+    from jaxnigt.algorithms import traits
+
+    return grid.eta if "eta" in traits(algorithm).step_sizes else (float(hp.eta),)
+
+
+def _runnable(raw: Mapping[str, Any]) -> dict:
+    """``raw`` without its ``sweep:`` section (read by ``jaxnigt sweep`` only)."""
+    return {k: v for k, v in raw.items() if k != "sweep"}
+
+
+def tuned_shapes(algorithm: str, grid: Grid) -> tuple[str, ...]:
+    """The shapes of ``grid`` that ``algorithm`` tunes (its ``Traits.tuned_shapes``), in
+    :data:`SHAPES` order."""
+    from jaxnigt.algorithms import traits
+
+    own = traits(algorithm).tuned_shapes
+    return tuple(s for s in SHAPES if s in grid.shapes and s in own)
+
+
+def _programs(algorithm: str, grid: Grid) -> list[dict[str, int]]:
+    """The shape values ``{name: value}`` of each of ``algorithm``'s programs: the product of
+    the values of the shapes it tunes (``[{}]``: one program, the config's values)."""
+    names = tuned_shapes(algorithm, grid)
+    values = itertools.product(*(grid.shapes[s] for s in names))
+    return [dict(zip(names, v, strict=True)) for v in values]
+
+
+def _tag(shapes: Mapping[str, int]) -> str:
+    """The program's name suffix: ``_M20``, ``_msync_m3``, ``_ringmaster_R10``, ..."""
+    return "".join(f"_{name}{value}" for name, value in shapes.items())
+
+
+def _check_shapes(grid: Grid) -> None:
+    for name, values in grid.shapes.items():
+        if name not in SHAPES:
+            raise TuningError(f"unknown {name!r}; expected some of {list(SHAPES)}",
+                              param="shapes")  # fmt: skip
+        ints = isinstance(values, (tuple, list)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values
+        )
+        if not ints or not values or min(values) < 1:
+            raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
+
+
+def _plan(raw, algorithm, hp, out: Path, grid: Grid, shapes, exps, seeds) -> tuple[dict, Path, str]:
+    """One tuning program of ``algorithm`` (``hp``: its hparams in ``raw``): ``(its raw
+    config, its run directory, a line that announces it)``."""
+    from jaxnigt import config as config_lib
+
+    etas = _etas(algorithm, hp, grid)
+    program = program_raw(raw, algorithm, shapes, exps, etas, seeds)
+    config_lib.from_dict(program)  # a bad program stops here, before any runs of its round
+    run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
+    values = "".join(f" {name}={value}" for name, value in shapes.items())
+    line = (
+        f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
+        f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
+        f"{len(seeds)} seeds -> {run_dir}"
+    )
+    return program, run_dir, line
+
+
+def _run_job(program: dict, run_dir: str, progress: bool, log=None, *, stop=None) -> None:
+    """One program as a job of :func:`jaxnigt.run.processes.run_all` (``log`` None, in a child:
+    lines printed with the program's name)."""
+    from jaxnigt import config as config_lib
+
+    if log is None:
+        name = Path(run_dir).name
+
+        def log(line: str) -> None:
+            print(f"[{name}] {line}", flush=True)
+
+    run_program(config_lib.from_dict(program), Path(run_dir), progress=progress, log=log,
+                stop=stop)  # fmt: skip
+
+
+def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: str) -> list:
+    """Validates a request before anything is written; returns the algorithms to tune.
+
+    Raises:
+      TuningError: a bad request (its ``param``); ConfigError: a bad config or combination.
+    """
+    from jaxnigt import config as config_lib
+
+    cfg = config_lib.from_dict(_runnable(raw))
+    config_lib.warn(raw, cfg)
+    algorithms = list(algorithms or cfg.algorithms)
+    known = config_lib.algorithm_names()
+    unknown = [a for a in algorithms if a not in known]
+    if unknown:
+        raise TuningError(
+            f"unknown {unknown[0]!r}; expected some of {list(known)}", param="algorithms"
+        )
+    if statistic not in stats.STATISTICS:
+        raise TuningError(
+            f"got {statistic!r}; expected one of {stats.STATISTICS}", param="statistic"
+        )
+    if cfg.budget is None:
+        raise TuningError("the config has none; the scores need a simulated-time budget",
+                          param="budget")  # fmt: skip
+    if seeds[0] == cfg.seed:
+        raise TuningError(
+            f"starts at {seeds[0]}, the config's own seed (its runs are the reported ones); "
+            f"choose others, e.g. {cfg.seed + 100},{cfg.seed + 101}",
+            param="seeds",
+        )
+    if grid.max_extensions < 0:
+        raise TuningError(f"got {grid.max_extensions}; expected >= 0", param="max_extensions")
+    _check_shapes(grid)
+    for a in algorithms:  # every program's config, before any runs
+        hp = cfg.hparams_for(a)
+        for shapes in _programs(a, grid):
+            config_lib.from_dict(
+                program_raw(raw, a, shapes, grid.lr_exp, _etas(a, hp, grid), seeds)
+            )
+    return algorithms
+
+
+def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
+    """``raw`` with every winner in its ``per_algorithm`` section (no ``grid``)."""
+    out = json.loads(json.dumps(dict(raw)))
+    out.pop("grid", None)
+    per = dict(out.get("per_algorithm") or {})
+    for a, r in report["algorithms"].items():
+        best = r["chosen"]
+        if best is None:
+            continue
+        own = dict(per.get(a) or {})
+        own.update(learning_rate=best["learning_rate"], eta=best["eta"])
+        for name in r["tuned_shapes"]:
+            own.update(dict.fromkeys(SHAPES[name].keys, best[name]))
+        per[a] = own
+    out["per_algorithm"] = per
+    return out
+
+
+def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
+    """Prepares ``out`` (or checks that it holds the same request, to resume) and records it."""
+    from jaxnigt.run import run_dir as files
+
+    if resume:
+        if not (out / RECORD).is_file():
+            raise TuningError(f"{str(out)!r} is not a tuning directory (no {RECORD})",
+                              param="resume")  # fmt: skip
+        if json.loads((out / RECORD).read_text()) != record:
+            raise TuningError(f"{str(out)!r} holds a different tuning request", param="resume")
+    else:
+        files.prepare_run_dir(out, overwrite)
+    files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
+
+
+def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
+    """Writes ``tuning.json`` and ``tuned.yaml`` (checked as a config first)."""
+    import yaml
+
+    from jaxnigt import config as config_lib
+    from jaxnigt.run import run_dir as files
+
+    files.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
+    written = tuned_raw(raw, report)
+    config_lib.from_dict(_runnable(written))
+    header = (
+        f"# Tuned by: {report['command']}\n# Grid searched on seeds {', '.join(map(str, seeds))} "
+        f"(never reported), score: {report['score']}; every point in {TABLE}.\n"
+    )
+    files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
+
+
+class _Searches:
+    """Every algorithm's search of one tuning (:func:`drive`), its programs run by a
+    :class:`jaxnigt.run.processes.Pool` of ``jobs``; ``report`` gets a time statistic's target."""
+
+    def __init__(self, raw, cfg, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
+                 log, progress: bool, jobs: int, stop):  # fmt: skip
+        self.raw, self.out, self.grid, self.seeds = raw, out, grid, seeds
+        self.statistic, self.report, self.log = statistic, report, log
+        self.progress, self.jobs, self.stop = progress, jobs, stop
+        self.cfg = cfg  # ``raw`` parsed
+        self.hp: dict[str, Any] = {}
+        self.runs: dict[str, list[str]] = {}
+        self.asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run dir)
+        self.pool = None
+
+    def run(self, algorithms: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """``{algorithm: search result}`` (:func:`search`'s)."""
+        from jaxnigt.run import processes
+
+        self.hp = {a: self.cfg.hparams_for(a) for a in algorithms}
+        self.runs = {a: [] for a in algorithms}
+        steps = functools.partial(search_steps, max_extensions=self.grid.max_extensions,
+                                  log=self.log)  # fmt: skip
+        searches = {a: steps(self.grid.lr_exp, _programs(a, self.grid), name=a)
+                    for a in algorithms}  # fmt: skip
+        timed = self.statistic in stats.TIME_STATISTICS
+        with processes.Pool(_run_job, workers=self.jobs, stop=self.stop) as self.pool:
+            return drive(searches, self.submit, self.pool.wait, self.score,
+                         first_rounds=self.first_rounds if timed else None)  # fmt: skip
+
+    def submit(self, a: str, shapes, exps) -> int:
+        program, run_dir, line = _plan(self.raw, a, self.hp[a], self.out, self.grid, shapes,
+                                       exps, self.seeds)  # fmt: skip
+        self.log(line)
+        alone = self.jobs == 1
+        job = (program, str(run_dir), self.progress and alone, self.log if alone else None)
+        i = self.pool.submit(job, run_dir.name)
+        self.asked[i] = (a, shapes, exps, run_dir)
+        return i
+
+    def first_rounds(self) -> None:
+        """A time statistic's target, on every initial program (all submitted so far)."""
+        dirs = [run_dir for _, _, _, run_dir in self.asked.values()]
+        self.report["target"] = t = pooled_target(dirs, stats.fraction(self.statistic))
+        self.log(
+            f"[tune] {self.statistic} target: {t['value']:.6g} = R0 + {t['fraction']:g} "
+            f"(R_best - R0), R0 = {t['R0']:.6g}, R_best = {t['R_best']:.6g} (pool: the "
+            f"{len(dirs)} initial programs)"
+        )
+        why = stats.no_target_reason(t["R0"], t["R_best"])
+        if why is not None:
+            self.log(f"[tune] warning: {why}: every point scores the budget")
+
+    def score(self, a: str, ids) -> list[dict]:
+        target = self.report.get("target", {}).get("value")
+        points = []
+        for i in ids:
+            _, shapes, exps, run_dir = self.asked[i]
+            self.runs[a].append(str(run_dir))
+            points += score_run(run_dir, self.statistic, exps, _etas(a, self.hp[a], self.grid),
+                                {"M": self.hp[a].M, **shapes}, target)  # fmt: skip
+        return points
+
+
+def tune(
+    raw: Mapping[str, Any],
+    out: str | Path,
+    *,
+    algorithms: Sequence[str] = (),
+    grid: Grid = Grid(),
+    seeds: Sequence[int] = DEFAULT_TUNE_SEEDS,
+    statistic: str = "average",
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    source: str = "",
+    command: str = "",
+    stop=None,
+    jobs: int = 1,
+) -> dict[str, Any]:
+    """Tunes ``algorithms`` of the config ``raw`` (read from ``source``; ``command`` is
+    recorded) into ``out`` (the module docstring); writes ``tuning.json`` and ``tuned.yaml``
+    there and returns the report.  ``stop`` (``signals.stop_on_signals``) ends it after the
+    current chunk (``signals.Interrupted``); ``resume`` continues it.
+
+    ``jobs`` > 1 runs that many programs at once, one process each (the module docstring,
+    "Scheduling"; their lines prefixed by the program's directory, no progress bars); the
+    results do not depend on it, and it is not part of the request."""
+    from jaxnigt import config as config_lib
+
+    seeds = tuple(seeds)
+    algorithms = check_request(raw, algorithms, grid, seeds, statistic)
+    if jobs < 1:
+        raise TuningError(f"got {jobs}; expected >= 1", param="jobs")
+    out = Path(out)
+    record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
+              "seeds": list(seeds), "statistic": statistic}  # fmt: skip
+    _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite)
+    timed = statistic in stats.TIME_STATISTICS
+    cfg = config_lib.from_dict(_runnable(raw))
+    report = {
+        "config": source, "command": command, "statistic": statistic,
+        "score": ("minus the mean over the tuning seeds of " if timed else
+                  "mean over the tuning seeds of ") + SCORED[statistic],
+        "tie_rule": TIE_RULE, "budget": cfg.budget, "tune_seeds": list(seeds),
+        "grid": grid.record(), "algorithms": {},
+    }  # fmt: skip
+    searches = _Searches(raw, cfg, out, grid, seeds, statistic, report, log=log, progress=progress,
+                         jobs=jobs, stop=stop)  # fmt: skip
+    for a, result in searches.run(algorithms).items():
+        names = tuned_shapes(a, grid)
+        result.update(eta=list(_etas(a, searches.hp[a], grid)),
+                      M=list(grid.shapes["M"]) if "M" in names else [searches.hp[a].M])  # fmt: skip
+        result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
+        result.update(runs=searches.runs[a], M_tuned="M" in names, tuned_shapes=list(names))
+        report["algorithms"][a] = result
+    report["speed"] = speed(report, out)
+    _write(out, raw, report, seeds)
+    return report
