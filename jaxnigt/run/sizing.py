@@ -10,8 +10,10 @@ The estimates are lower bounds, in two stages:
 * **from the program's shapes** (:func:`program_bytes`): the run's state (``jax.eval_shape``
   of its vmapped ``init``) twice (the state a chunk reads and the one it writes) plus the
   largest single array one step makes (found by walking the jaxpr of the step: tracing only,
-  nothing of size n is allocated).  XLA may need more (several temporaries live at once);
-  ``jaxnigt plan`` compiles a step for the exact figure when it fits.
+  nothing of size n is allocated).  XLA needs more (several temporaries live at once): on
+  point_mass, for every engine at n = 10 and 1,000 and 5 runs, this bound was 0.23–0.75 of
+  the compiled step's ``memory_analysis()``; ``jaxnigt plan`` compiles a step for the exact
+  figure when it fits.
 
 A size over the limit raises :class:`SizeError`, whose one-line message names the estimate,
 the limit and the largest n that fits; the commands print it and exit with status 2.
