@@ -169,8 +169,29 @@ class AsyncOptions(NamedTuple):
     def resolve(cls, setup: Setup, hparams: Any) -> AsyncOptions:
         """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
         block = hparams.async_block or setup.n
-        wave = hparams.async_wave or default_wave(setup.host_time_model, setup.link, block)
+        wave = hparams.async_wave or _setup_wave(_Same(setup.host_time_model), setup.link, block)
         return cls(block=block, wave=wave)
+
+
+class _Same:
+    """A time model as a cache key: by identity (its arrays are not hashable)."""
+
+    def __init__(self, tm):
+        self.tm = tm
+
+    def __hash__(self) -> int:
+        return id(self.tm)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Same) and other.tm is self.tm
+
+
+@functools.lru_cache(maxsize=32)
+def _setup_wave(tm: _Same, link: str, block: int) -> int:
+    """:func:`default_wave` of a setup's time model, once: a program built on the setup
+    (:meth:`jaxnigt.run.trainer.Trainer.bind`) builds its algorithm again, with the same
+    host-side time model."""
+    return default_wave(tm.tm, link, block)
 
 
 KEYS = ("async_block", "async_wave")
