@@ -16,7 +16,8 @@ With ``--n``, instead: the compile time of the run's real chunk program (the vma
 simulated workers. Each n is measured twice, side by side: the program as the runner builds
 it (the cluster's per-worker arrays are arguments) and the same program closing over them as
 constants (how it was built before). Reported: ``prepare`` (``make_trainer`` and the clock
-behind ``eval.every_time``), ``init``, ``lower`` and ``compile`` of one chunk.
+behind ``eval.every_time``), ``init``, ``lower`` and ``compile`` of one chunk, and the chunk
+itself once compiled (the median of three calls), so the two forms' speed is compared too.
 
 Usage::
 
@@ -100,8 +101,16 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
     else:
         lowered = run.program.lower(*args)  # the cluster's arrays are arguments
     t3 = time.perf_counter()
-    lowered.compile()
+    compiled = lowered.compile()
     t4 = time.perf_counter()
+    call = (
+        (lambda: compiled(*args)) if constants else (lambda: compiled(run.program.cluster, *args))
+    )
+    runs = []
+    for _ in range(3):  # the chunk itself, after compilation: the median of three calls
+        t = time.perf_counter()
+        jax.block_until_ready(call())
+        runs.append(time.perf_counter() - t)
     return {
         "algorithm": algorithm,
         "n": n,
@@ -112,6 +121,7 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
         "init_s": t2 - t1,
         "lower_s": t3 - t2,
         "compile_s": t4 - t3,
+        "run_s": sorted(runs)[1],
     }
 
 
@@ -145,6 +155,7 @@ N_COLUMNS = (
     ("lower_s", "lower s", ".1f"),
     ("compile_s", "compile s", ".1f"),
     ("constants_over_arguments", "compile: constants / arguments", ".2f"),
+    ("run_s", "one chunk s", ".3f"),
 )
 
 
