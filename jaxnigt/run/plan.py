@@ -9,11 +9,12 @@ form: arguments + outputs + temporaries), and, when this backend has benchmark f
 table shipped with the package (``plan_figures.json``), an estimated wall time.  Users pick
 n, M and seeds per device from it.
 
-Before any of that, :func:`check_memory` sizes the run from n and the programs' shapes
-(:mod:`jaxnigt.run.sizing`) and stops with one line when it cannot fit; each row also carries
-that lower bound (``memory MB/step (floor)``), which needs no compilation.  An event
-engine's clock at large n (each exchange of a step looks at all n workers) is not simulated
-past :data:`CLOCK_WORK_LIMIT` operations: its row says so instead of a step time.
+Before any of that, :func:`memory_floors` sizes the run from n and the programs' shapes
+(:mod:`jaxnigt.run.sizing`; :func:`preflight` before a run) and names what cannot fit;
+each row also carries that lower bound (``memory MB/step (floor)``), which needs no
+compilation.  An event engine's clock at large n (each exchange of a step looks at all n
+workers) is not simulated past :data:`CLOCK_WORK_LIMIT` operations: its row says so instead
+of a step time.
 """
 
 from __future__ import annotations
@@ -77,12 +78,14 @@ def _devices(config: ExperimentConfig, batch: int) -> int:
 
 class Floor(NamedTuple):
     """One algorithm's size before it runs (:func:`memory_floors`): the lower bound of one
-    step's memory per device, why that does not fit (None when it does), and the worker
-    operations of one step of its clock (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`)."""
+    step's memory per device, why that does not fit (None when it does), the worker
+    operations of one step of its clock (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`)
+    and the trainer all that was read from."""
 
     bytes: int
     problem: str | None
     clock_work: int
+    trainer: Any
 
 
 def _check_cluster(config: ExperimentConfig, limit: tuple[int, str]) -> None:
@@ -117,7 +120,8 @@ def memory_floors(
         step = est["step"] / _devices(config, batch)
         needed = lambda m, step=step: sizing.cluster_bytes(m) + int(step * m / n)
         what = f"one step of {algorithm} ({batch} runs; its largest array {est['largest']})"
-        out[algorithm] = Floor(int(step), sizing.problem(what, needed, n, limit), tr.clock_work(1))
+        problem = sizing.problem(what, needed, n, limit)
+        out[algorithm] = Floor(int(step), problem, tr.clock_work(1), tr)
     return out
 
 
@@ -149,14 +153,19 @@ def preflight(config: ExperimentConfig, limit: tuple[int, str] | None = None) ->
 
 
 def plan_algorithm(
-    config: ExperimentConfig, algorithm: str, *, memory: bool = True, floor: int | None = None
+    config: ExperimentConfig,
+    algorithm: str,
+    *,
+    memory: bool = True,
+    floor: int | None = None,
+    trainer=None,
 ) -> dict:
     """One row of the plan: ``algorithm``'s cost under ``config`` (the module docstring);
     ``memory=False`` skips compiling a step (``memory_mb`` None). An event engine whose
     clock costs more than :data:`CLOCK_WORK_LIMIT` to simulate gets no step time."""
     from jaxnigt.run.trainer import make_trainer
 
-    tr = make_trainer(config, algorithm)
+    tr = trainer or make_trainer(config, algorithm)
     batch = batch_size(config, algorithm)
     row = {"algorithm": algorithm, "n": tr.setup.n, "runs": batch, "clock_work": None}
     if tr.clock_work(CLOCK_STEPS) > CLOCK_WORK_LIMIT:
@@ -191,7 +200,8 @@ def plan(config: ExperimentConfig, *, memory: bool = True) -> list[dict]:
     rows = []
     for algorithm, floor in memory_floors(config).items():
         fits = floor.problem is None
-        row = plan_algorithm(config, algorithm, memory=memory and fits, floor=floor.bytes)
+        row = plan_algorithm(config, algorithm, memory=memory and fits, floor=floor.bytes,
+                             trainer=floor.trainer)  # fmt: skip
         rows.append({**row, "problem": floor.problem})
     return rows
 
