@@ -60,7 +60,7 @@ from benchmarks.common import (
     make_config,
 )
 
-from jaxnigt.algorithms.core import nigt_optimizer
+from jaxnigt.algorithms.updates import nigt_optimizer
 from jaxnigt.cluster import aggregators, schedules
 from jaxnigt.rl.estimator import policy_gradient
 from jaxnigt.rl.policy import GaussianPolicy, num_params
