@@ -8,8 +8,9 @@ links, both AllReduce models, a learning-rate grid and a heterogeneous task, eac
     python scripts/same_numbers.py --out runs/same_before           # on the old commit
     python scripts/same_numbers.py --out runs/same_after --compare runs/same_before
 
-The scenarios start from bundled configs (``configs/demo.yaml``, ``configs/cpu/``), so compare
-two commits whose bundled configs agree.  Exit status 1 names the first file that differs.
+The scenarios start from ``configs/demo.yaml`` and the report configs in
+``scripts/paper/configs/``, so compare two commits whose configs agree.  Exit status 1 names
+the first file that differs.
 ``--quick`` skips the demo (the slowest).
 """
 
@@ -36,11 +37,11 @@ SHORT = [
 ]
 SCENARIOS = {
     "every_algorithm": (
-        "configs/cpu/point_mass_exponential.yaml",
+        "scripts/paper/configs/point_mass_exponential.yaml",
         [*SHORT, f"algorithms={ALL}"],
     ),
     "discard_contributors_independent": (
-        "configs/cpu/point_mass_straggler.yaml",
+        "scripts/paper/configs/point_mass_straggler.yaml",
         [
             *SHORT,
             f"algorithms={ALL}",
@@ -51,7 +52,7 @@ SCENARIOS = {
         ],
     ),
     "heterogeneous": (
-        "configs/cpu/point_mass_hetero.yaml",
+        "scripts/paper/configs/point_mass_hetero.yaml",
         [
             *SHORT,
             "cluster.n=3",

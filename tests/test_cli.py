@@ -208,13 +208,13 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     text = capsys.readouterr().out
     assert "reacher" in text and "rennala_nigt" in text and "demo.yaml" in text
-    assert "cpu/point_mass_sqrt.yaml" in text and "sweeps/n_scaling_cpu.yaml" in text
+    assert "sweeps/n_scaling_cpu.yaml" in text
 
 
 def test_bundled_config_by_name_from_any_directory(tmp_path, monkeypatch, capsys):
     """A config argument that is no file names a bundled config (jaxnigt.config.bundled)."""
     monkeypatch.chdir(tmp_path)
-    argv = ["plan", "cpu/point_mass_sqrt", "--no-memory", "--set", "algorithms=[afedpg]"]
+    argv = ["plan", "demo", "--no-memory", "--set", "algorithms=[afedpg]"]
     assert cli.main(argv) == 0
     assert "afedpg" in capsys.readouterr().out
     assert cli.main(["run", "no_such_config", "--out", str(tmp_path / "o")]) == 2

@@ -248,11 +248,11 @@ def test_a_set_hparams_value_that_per_algorithm_overrides_everywhere_warns():
     # The same as every algorithm's own value (nothing is lost), or the file itself (a
     # tuning's tuned.yaml keeps both side by side): no warning either.
     assert _warnings("configs/demo.yaml", ["hparams.eta=0.1"])[1] == []
-    assert _warnings("configs/cpu/reacher_sqrt.yaml")[1] == []
+    assert _warnings("scripts/paper/configs/reacher_sqrt.yaml")[1] == []
 
 
 def test_too_few_evaluations_in_the_budget_warn_once():
-    cfg, said = _warnings("configs/cpu/point_mass_sqrt.yaml", ["budget=300"])
+    cfg, said = _warnings("scripts/paper/configs/point_mass_sqrt.yaml", ["budget=300"])
     every = cfg.eval.every_time
     assert 300 / every < config_lib.MIN_EVALUATIONS
     assert said == [
@@ -260,6 +260,22 @@ def test_too_few_evaluations_in_the_budget_warn_once():
         f"300 (a curve and a time to a target need 20 or more); set eval.every_time <= 15"
     ]
     assert (
-        _warnings("configs/cpu/point_mass_sqrt.yaml", ["budget=300", "eval.every_time=15"])[1] == []
+        _warnings(
+            "scripts/paper/configs/point_mass_sqrt.yaml", ["budget=300", "eval.every_time=15"]
+        )[1]
+        == []
     )
     assert _warnings("configs/demo.yaml")[1] == []  # 200 evaluations
+
+
+def test_merge_puts_nested_entries_over_a_base_and_changes_neither():
+    base = {"env": {"name": "point_mass"}, "cluster": {"n": 10, "h": "sqrt"}, "seeds": 5}
+    extra = {"cluster": {"n": 100}, "eval": {"episodes": 16}, "seeds": [0, 1]}
+    out = config_lib.merge(base, extra)
+    assert out == {
+        "env": {"name": "point_mass"}, "cluster": {"n": 100, "h": "sqrt"}, "seeds": [0, 1],
+        "eval": {"episodes": 16},
+    }  # fmt: skip
+    assert base["cluster"] == {"n": 10, "h": "sqrt"} and "eval" not in base  # unchanged
+    out["env"]["name"] = "reacher"
+    assert base["env"]["name"] == "point_mass"  # a copy, not a view

@@ -69,10 +69,10 @@ def _results_sh(*args):
 def _gpu_results():
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        import gpu_results
+        from paper import gpu
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    return gpu_results
+    return gpu
 
 
 def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(tmp_path):

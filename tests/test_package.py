@@ -284,7 +284,7 @@ def test_bundled_configs_are_the_top_level_folder():
                 g.startswith("configs/") for p in ROOT.glob(g)}  # fmt: skip
     assert packaged == set(on_disk)
     assert bundled.find("demo") == bundled.find("configs/demo.yaml") == bundled.root() / "demo.yaml"
-    assert bundled.find("cpu/reacher_sqrt").name == "reacher_sqrt.yaml"
+    assert bundled.find("sweeps/n_scaling_cpu").name == "n_scaling_cpu.yaml"
     assert bundled.find("../pyproject.toml") is None and bundled.find("nope") is None
 
 

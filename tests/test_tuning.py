@@ -572,3 +572,26 @@ def test_a_bad_shape_grid_names_the_shape(tiny, shapes, param, what):
     with pytest.raises(tuning.TuningError, match=what) as caught:
         tuning.check_request(raw, [], tuning.Grid(shapes=shapes), (100, 101), "average")
     assert caught.value.param == param
+
+
+def test_tuned_values_are_the_hparams_a_config_sets_for_each_winner():
+    report = {
+        "algorithms": {
+            "rennala_nigt": {
+                "chosen": {"lr_exp": -5, "learning_rate": 2**-5, "eta": 0.1, "M": 50},
+                "tuned_shapes": ["M"],
+            },
+            "sync_nigt": {"chosen": {"learning_rate": 2**-6, "eta": 0.01}, "tuned_shapes": []},
+            "afedpg": {"chosen": None, "tuned_shapes": []},  # no finite score
+        }
+    }
+    values = tuning.tuned_values(report)
+    assert values == {
+        "rennala_nigt": {"learning_rate": 2**-5, "eta": 0.1, "M": 50, "M_init": 50},
+        "sync_nigt": {"learning_rate": 2**-6, "eta": 0.01},
+        "afedpg": None,
+    }
+    raw = tuning.tuned_raw({"grid": {"eta": [0.1]}, "per_algorithm": {"afedpg": {"eta": 0.3}}},
+                           report)  # fmt: skip
+    assert "grid" not in raw and raw["per_algorithm"]["afedpg"] == {"eta": 0.3}  # kept
+    assert raw["per_algorithm"]["rennala_nigt"]["M_init"] == 50

@@ -1,7 +1,7 @@
 """The per-seed statistics of evaluation curves and the target rule: one definition of each.
 
 Pure functions of numpy arrays.  :mod:`jaxnigt.analysis` (``jaxnigt compare``),
-:mod:`jaxnigt.studies.tuning`, ``jaxnigt sweep``'s table and ``scripts/results.py`` use these
+:mod:`jaxnigt.studies.tuning`, ``jaxnigt sweep``'s table and ``scripts/paper/second.py`` use these
 definitions and no others.
 
 **Curves.** A seed's evaluations ``(t_j, R_j)`` (simulated time, evaluation return) are a

@@ -8,8 +8,8 @@
   The names of both are this package's too (``jaxnigt.config.load``,
   ``jaxnigt.config.ExperimentConfig``, ...), loaded on first use.
 * :mod:`~jaxnigt.config.checks`: the validators the loader and the ``clock`` command share.
-* :mod:`~jaxnigt.config.text`: YAML files, ``KEY=VALUE`` overrides and the YAML of a
-  resolved config.
+* :mod:`~jaxnigt.config.text`: YAML files, ``KEY=VALUE`` overrides, nested merges
+  (``jaxnigt.config.merge``) and the YAML of a resolved config.
 * :mod:`~jaxnigt.config.bundled`: the configs shipped with the package, by name.
 
 Importing :mod:`~jaxnigt.config.checks` loads nothing else (the core's ``jaxnigt clock``
@@ -24,7 +24,7 @@ _SUBMODULES = ("bundled", "checks", "loader", "schema", "text")
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"jaxnigt.config.{name}")
-    for part in ("loader", "schema"):
+    for part in ("loader", "schema", "text"):
         module = importlib.import_module(f"jaxnigt.config.{part}")
         if hasattr(module, name):
             return getattr(module, name)
@@ -33,7 +33,7 @@ def __getattr__(name: str):
 
 def __dir__():
     names = {*globals(), *_SUBMODULES}
-    for part in ("loader", "schema"):
+    for part in ("loader", "schema", "text"):
         module = importlib.import_module(f"jaxnigt.config.{part}")
         names |= {n for n in dir(module) if not n.startswith("__")}
     return sorted(names)

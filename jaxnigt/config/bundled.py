@@ -3,7 +3,7 @@
 ``jaxnigt/configs`` is a link to that folder, so a checkout and an editable install read the
 files themselves, and a built wheel holds copies (package data, ``pyproject.toml``); every
 read goes through :mod:`importlib.resources`.  A config is named by its path inside the
-folder, with or without ``.yaml`` (``demo``, ``cpu/reacher_sqrt.yaml``; a leading
+folder, with or without ``.yaml`` (``demo``, ``sweeps/n_scaling_cpu.yaml``; a leading
 ``configs/`` is allowed too).
 """
 
@@ -31,7 +31,7 @@ def _walk(folder: Traversable, prefix: str) -> list[str]:
 
 
 def names() -> list[str]:
-    """Every bundled config's name, e.g. ``demo.yaml`` and ``cpu/reacher_sqrt.yaml``:
+    """Every bundled config's name, e.g. ``demo.yaml`` and ``sweeps/n_scaling_cpu.yaml``:
     the top level first, then each subfolder's (sorted)."""
     folder = root()
     if not folder.is_dir():

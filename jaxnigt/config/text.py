@@ -21,6 +21,18 @@ class OverrideError(ConfigError):
     """An override is malformed (not ``KEY=VALUE``, bad YAML, or a key through a value)."""
 
 
+def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with the (nested) entries of ``extra`` put over it; neither is changed.
+
+    A mapping in ``extra`` merges into the mapping under the same key; any other value
+    replaces it.  This is how a scenario's overrides go over a base config.
+    """
+    out = plain(base)
+    for k, v in extra.items():
+        out[k] = merge(out.get(k) or {}, v) if isinstance(v, Mapping) else plain(v)
+    return out
+
+
 def plain(x: Any) -> Any:
     if isinstance(x, Mapping):
         return {k: plain(v) for k, v in x.items()}

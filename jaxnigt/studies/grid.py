@@ -27,7 +27,7 @@ TIE_RULE = (
     "the smaller α, then the larger η, then the smaller value of each tuned shape (M, msync_m, "
     "ringmaster_R)"
 )
-#: The printed table of a report (``jaxnigt tune``, ``scripts/results.py``).
+#: The printed table of a report (``jaxnigt tune``, ``scripts/paper/second.py``).
 
 
 class TuningError(ValueError):

@@ -251,20 +251,31 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     return algorithms
 
 
+def tuned_values(report: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each algorithm's winner in a tuning report (``tuning.json``) as the hparams a config
+    sets: ``learning_rate``, ``eta`` and the keys of its tuned shapes (``M`` and ``M_init``
+    for ``M``, ...); None for an algorithm with no finite score."""
+    out = {}
+    for a, r in report["algorithms"].items():
+        best = r["chosen"]
+        if best is None:
+            out[a] = None
+            continue
+        values = {"learning_rate": best["learning_rate"], "eta": best["eta"]}
+        for name in r.get("tuned_shapes", ()):
+            values.update(dict.fromkeys(SHAPES[name].keys, best[name]))
+        out[a] = values
+    return out
+
+
 def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
     """``raw`` with every winner in its ``per_algorithm`` section (no ``grid``)."""
     out = json.loads(json.dumps(dict(raw)))
     out.pop("grid", None)
     per = dict(out.get("per_algorithm") or {})
-    for a, r in report["algorithms"].items():
-        best = r["chosen"]
-        if best is None:
-            continue
-        own = dict(per.get(a) or {})
-        own.update(learning_rate=best["learning_rate"], eta=best["eta"])
-        for name in r["tuned_shapes"]:
-            own.update(dict.fromkeys(SHAPES[name].keys, best[name]))
-        per[a] = own
+    for a, values in tuned_values(report).items():
+        if values is not None:
+            per[a] = {**(per.get(a) or {}), **values}
     out["per_algorithm"] = per
     return out
 

@@ -45,6 +45,7 @@ RUN_MODULES = (
     "yaml",
     "benchmarks.gpu",
     "benchmarks.scaling",
+    "paper.cli",
 )
 
 

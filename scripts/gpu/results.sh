@@ -20,4 +20,4 @@ for a in "$@"; do
   esac
 done
 PYTHON="${PYTHON:-python3}"
-exec "$PYTHON" -u "$root/scripts/gpu_results.py" "$out" "$seconds" "${extra[@]}"
+exec "$PYTHON" -u "$root/scripts/paper" gpu "$out" "$seconds" "${extra[@]}"

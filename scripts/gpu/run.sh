@@ -20,7 +20,7 @@
 #   JAXNIGT_CACHE_DIR=DIR       XLA's compilation cache (default: a temporary directory)
 #
 # Paper-size results hook: when scripts/gpu/results.sh exists (the results command of the
-# "Results, third edition" issue: scripts/gpu_results.py), it is run after the benchmark as
+# "Results, third edition" issue: scripts/paper/gpu.py), it is run after the benchmark as
 #   bash scripts/gpu/results.sh RESULTS_DIR SECONDS_LEFT [--cpu-tiny]
 # with the same environment; it writes what it likes under RESULTS_DIR and must stop within
 # SECONDS_LEFT (it is killed a little after that); RESULTS_DIR is then packed into
@@ -143,7 +143,7 @@ if [ -f "$hook" ]; then
   mkdir -p "$work/results"
   hook_args=()
   [ "$tiny" = 1 ] && hook_args=(--cpu-tiny)
-  export JAXNIGT_BENCH_JSON="$out/bench_gpu.json"  # the sizing's rate (gpu_results.py)
+  export JAXNIGT_BENCH_JSON="$out/bench_gpu.json"  # the sizing's rate (scripts/paper/gpu.py)
   step "results" $(($(left) - 10)) bash "$hook" "$work/results" $(($(left) - 30)) \
     "${hook_args[@]}"
   tar -czf "$out/results.tar.gz" -C "$work" results

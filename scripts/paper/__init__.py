@@ -1,0 +1,15 @@
+"""The paper's experiments at CPU scale and on a GPU node, and docs/results.md.
+
+* :mod:`paper.scenarios`: one ``Scenario`` type, the base config, the cluster overlays and
+  the cluster models.
+* :mod:`paper.claims`: one ``Claim`` type, each edition's claims and their verdicts.
+* :mod:`paper.second`: the second edition (families tuned at a fixed budget).
+* :mod:`paper.third`: the third edition (the paper's protocol; a first look sizes the budget).
+* :mod:`paper.gpu`: the Humanoid scenarios on one GPU within a time limit.
+* :mod:`paper.page`: the page, filled from the analysis JSON of every edition.
+* :mod:`paper.cli`: ``python scripts/paper COMMAND``.
+
+Every statistic, interval and verdict is the library's (:mod:`jaxnigt.analysis`); tuning is
+:mod:`jaxnigt.studies.tuning`.  What lives here is what the paper's experiments are: which
+scenarios, which claims, which editions, and the page.
+"""

@@ -1,0 +1,182 @@
+"""``python scripts/paper COMMAND ...``: the paper pipeline's commands.
+
+    python scripts/paper page                         # docs/results.md from the JSON
+    python scripts/paper second tune|run|analyze|all|list [NAME ...]
+    python scripts/paper third look|tune|run|analyze|all|list [SCENARIO ...]
+    python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
+
+Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
+options of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from jaxnigt.studies import tuning
+from paper import gpu, page, second, third
+from paper.scenarios import VARIANTS, parse_models
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "results"
+
+
+def _page(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper page", description=page.__doc__.split("\n\n")[0])
+    p.add_argument("--docs", type=Path, default=DOCS)
+    args = p.parse_args(argv)
+    page.write_tables(args.docs)
+    target = args.docs.parent / "results.md"
+    target.write_text(page.page(args.docs))
+    print(f"[results] wrote {target}")
+    return 0
+
+
+def _jobs(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help=f"{what}: programs at once, in separate processes (one per core)",
+    )
+
+
+def _second(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper second", description=second.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["tune", "run", "analyze", "all", "list"])
+    p.add_argument(
+        "names", nargs="*", help="families (tune) or scenarios (run, analyze); default all"
+    )
+    p.add_argument("--out", type=Path, default=ROOT / "runs" / "results")
+    p.add_argument("--docs", type=Path, default=DOCS)
+    p.add_argument("--quick", action="store_true", help="tiny budgets: a smoke test")
+    p.add_argument(
+        "--models",
+        type=parse_models,
+        help="run: only these cluster models, e.g. shared/all,independent/all",
+    )
+    p.add_argument(
+        "--variants",
+        type=lambda s: s.split(","),
+        help=f"tune: only these tunings, from default,{','.join(VARIANTS)}",
+    )
+    _jobs(p, "tune")
+    args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs: got {args.jobs}; expected >= 1")
+    unknown = set(args.variants or ()) - {"default", *VARIANTS}
+    if unknown:
+        p.error(f"--variants: unknown {sorted(unknown)}; allowed: default, {', '.join(VARIANTS)}")
+    if args.quick:
+        second.FAMILIES.update({k: second.quick(f) for k, f in second.FAMILIES.items()})
+    if args.command == "list":
+        second.list_all()
+        return 0
+    args.docs.mkdir(parents=True, exist_ok=True)
+    if args.command in ("tune", "all"):
+        names = args.names if args.command == "tune" and args.names else list(second.FAMILIES)
+        second.tune_all(names, args.out, args.docs, args.variants, args.jobs)
+    if args.command in ("run", "all"):
+        names = args.names if args.command == "run" and args.names else list(second.SCENARIOS)
+        for name in names:
+            second.run_scenario(
+                second.SCENARIOS[name], args.out, args.docs, args.quick, args.models
+            )
+    if args.command in ("analyze", "all"):
+        second.analyze_all(args.out, args.docs, args.names if args.command == "analyze" else None)
+        page.write_tables(args.docs)
+    return 0
+
+
+def _numbers(param: str, kind: type, low: float, high: float):
+    """An argparse ``type``: comma-separated ``kind`` values in ``(low, high]`` for ``param``
+    (:func:`jaxnigt.studies.tuning.parse_numbers`, its error as argparse's)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuning.parse_numbers(text, param, kind, low, high)
+        except tuning.TuningError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
+def _third_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paper third", description=third.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["look", "tune", "run", "analyze", "all", "list"])
+    p.add_argument("names", nargs="*", help="scenarios (default: every point_mass one)")
+    p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "third")
+    p.add_argument("--docs", type=Path, default=DOCS / "third")
+    p.add_argument("--quick", action="store_true", help="tiny budgets and grid: a smoke test")
+    p.add_argument(
+        "--models",
+        type=parse_models,
+        help="tune/run: only these cluster models, e.g. shared/all,independent/all",
+    )
+    variant = "(a labelled variant: give it its own --out and --docs)"
+    p.add_argument(
+        "--eta",
+        type=_numbers("eta", float, 0.0, 1.0),
+        help=f"η values instead of the paper's 0.001,0.01,0.1 {variant}",
+    )
+    p.add_argument(
+        "--M",
+        type=_numbers("M", int, 0, math.inf),
+        help=f"M = M_init values instead of the paper's 20,30,50 for Rennala and "
+        f"Malenia NIGT {variant}",
+    )
+    _jobs(p, "look/tune")
+    return p
+
+
+def _third(argv) -> int:
+    p = _third_parser()
+    args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs: got {args.jobs}; expected >= 1")
+    unknown = [n for n in args.names if n not in third.SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third.SCENARIOS)}")
+    names = args.names or [n for n in third.SCENARIOS if n.startswith("point_mass")]
+    grid = third.variant_grid(args.eta, args.M)
+    pipes = [third.Pipeline(third.SCENARIOS[n], args.out, args.docs, args.quick, grid, args.jobs)
+             for n in names]  # fmt: skip
+    if args.command == "list":
+        for pipe in pipes:
+            print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {third.state(pipe)}")
+        return 0
+    stages = ("look", "tune", "run", "analyze") if args.command == "all" else (args.command,)
+    for pipe in pipes:
+        pipe.where.mkdir(parents=True, exist_ok=True)
+        for stage in stages:
+            getattr(pipe, stage)(*(() if stage in ("look", "analyze") else (args.models,)))
+    if "analyze" in stages:
+        for env in sorted({third.SCENARIOS[n].env for n in names}):
+            third.gap_growth(args.out, args.docs, env)
+    return 0
+
+
+def _gpu(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper gpu", description=gpu.__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("seconds", type=float)
+    p.add_argument("--tiny", action="store_true", help="point_mass on the CPU: a check")
+    p.add_argument("--rate", type=float, help="env steps per second the sizing assumes")
+    p.add_argument("--compile", type=float, help="seconds per compiled program assumed")
+    args = p.parse_args(argv)
+    gpu.run(args.out, args.seconds, tiny=args.tiny, rate=args.rate, compile_s=args.compile)
+    return 0
+
+
+COMMANDS = {"page": _page, "second": _second, "third": _third, "gpu": _gpu}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__, file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return COMMANDS[argv[0]](argv[1:])

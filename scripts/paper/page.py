@@ -1,0 +1,328 @@
+"""docs/results.md: the page, filled from the analysis JSON of every edition.
+
+``scripts/paper/page.md`` is the page's prose with placeholders; :func:`page` fills them
+with tables made from the JSON in ``docs/results`` (the second edition's), ``docs/results/
+third*`` (the third edition and its labelled variants); :func:`write_tables` writes the
+second edition's tables on their own (``verdicts.md``, ``tuning.md``).  Nothing here
+computes a statistic: every number is read from the JSON, every verdict text is
+:mod:`jaxnigt.analysis.report_text`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from jaxnigt.analysis import report_text, verdicts
+from paper import second, third
+from paper.claims import CLAIMS, GAP_BASELINES, claim_verdict, row
+from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
+
+PAGE_TEMPLATE = Path(__file__).resolve().parent / "page.md"
+_CLUSTER = {
+    "equal": "h = 1, κ = 0",
+    "sqrt": "h = √i, κ = √i",
+    "sqrt_dim": "h = √i, κ = √i·d^{1/4}",
+    "exponential": "h = √i, `noise: exponential`, κ = √i·d^{1/4}",
+    "straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
+    "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
+    "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
+    "ac": "h = √i, κ = √i·d^{1/4}",
+    "seed": "h = √i, κ = √i·d^{1/4} (a step exchange: √i·(o + a)^{1/4})",
+    "beyond": "h = √i, κ = √i·d^{1/4}",
+    "beyond_straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
+}
+GAP_CLAIM = "bigger gap with more communication"
+
+
+def _load(docs: Path, name: str) -> dict | None:
+    path = docs / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _analyses(docs: Path):
+    """``(scenario, model, analysis JSON)`` of every run analysed in ``docs``, in order."""
+    for sc in second.SCENARIOS.values():
+        for model in sc.models:
+            a = _load(docs, sc.model_dir(model))
+            if a is not None:
+                yield sc, model, a
+
+
+def _command(sc: Scenario, model) -> str:
+    command = f"`python scripts/paper second run {sc.name}"
+    if tuple(model) != DEFAULT_MODEL:
+        command += f" --models {model[0]}/{model[1]}"
+    return command + "`"
+
+
+def _claim_text(a: dict) -> str:
+    return CLAIMS[a["claim"]].text(a["comparisons"])
+
+
+def _gaps(docs: Path):
+    """``(env, baseline, gap JSON)`` of every lead-growth analysis in ``docs``."""
+    for env in ("point_mass", "reacher"):
+        for baseline in GAP_BASELINES:
+            g = _load(docs, f"{env}_gap_{baseline}")
+            if g is not None:
+                yield env, baseline, g
+
+
+def verdict_rows(docs: Path) -> list[str]:
+    """One row per scenario and cluster model: the claim and its verdict (JSON written
+    before verdicts were recomputed is decided again by the same rule; a stored verdict that
+    disagrees is reported)."""
+    rows = [
+        "| claim | scenario | model (link / allreduce) | what is claimed | verdict "
+        "| improvement / spread | command |",
+        "|---|---|---|---|---|---:|---|",
+    ]
+    for sc, model, a in _analyses(docs):
+        decision = claim_verdict(a)
+        text = "–" if decision is None else f"**{report_text.verdict_text(decision)}**"
+        if decision is not None and a.get("verdict") not in (None, decision["verdict"]):
+            print(f"[results] {sc.model_dir(model)}: stored verdict {a['verdict']!r}; the "
+                  f"rule gives {decision['verdict']!r} (shown)")  # fmt: skip
+        rows.append(
+            f"| {a['claim']} | `{sc.name}` | {model[0]} / {model[1]} | {_claim_text(a)} | {text} "
+            f"| {a['improvement_over_spread']:.0f} | {_command(sc, model)} |"
+        )
+    for env, baseline, g in _gaps(docs):
+        rows.append(
+            f"| {GAP_CLAIM} | `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | rennala_nigt's "
+            f"lead over {baseline} grows | **{report_text.verdict_text(g)}** | – "
+            f"| `python scripts/paper second analyze` |"
+        )
+    return rows
+
+
+def comparison_rows(docs: Path) -> list[str]:
+    """One row per comparison: its effects with their intervals and the row's outcome."""
+    rows = [
+        "| scenario | model (link / allreduce) | comparison | Δ average return [90 % CI] "
+        "| time to 50 %: ratio [90 % CI] | outcome of the row |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sc, model, a in _analyses(docs):
+        for b in a["comparisons"]:
+            c = row(a, b)
+            rows.append(
+                f"| `{sc.name}` | {model[0]} / {model[1]} | {a['reference']} vs {b} "
+                f"| {report_text.fmt(c['average_return_difference'])} "
+                f"| {report_text.fmt(c['time_to_target_ratio']['0.5'])} "
+                f"| {report_text.outcome_text(c, a['reference'], b)} |"
+            )
+    for env, baseline, g in _gaps(docs):
+        c = {"outcome": verdicts.outcome(g["lead_difference"]), "needed_seeds": g["needed_seeds"]}
+        text = report_text.outcome_text(c, "the lead grows", "the lead shrinks")
+        rows.append(
+            f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the lead over "
+            f"{baseline} (per unit of improvement) | {report_text.fmt(g['lead_difference'], 3)} "
+            f"| – | {text.replace(' ahead', '')} |"
+        )
+    return rows
+
+
+def tuning_rows(docs: Path) -> list[str]:
+    """One Markdown row per tuned (family, cluster-model variant, algorithm)."""
+    rows = [
+        "| family | model variant | algorithm | α grid (log2) | η grid | chosen α | chosen η "
+        "| score | interior | tuning file |",
+        "|---|---|---|---|---|---|---|---:|---|---|",
+    ]
+    for path in sorted(docs.glob("tuning_*.json")):
+        t = json.loads(path.read_text())
+        for a, c in t["chosen"].items():
+            grid = t["lr_exp"][a]
+            what = (
+                ("–",) * 3
+                if c is None
+                else (f"2^{c['lr_exp']}", f"{c['eta']:g}", f"{c['score']:.2f}")
+            )
+            rows.append(
+                f"| {t['family']} | {t['variant'] or 'default'} | {a} | {min(grid)} … {max(grid)} "
+                f"| {', '.join(f'{e:g}' for e in t['eta'])} | {' | '.join(what)} "
+                f"| {'yes' if t['interior'][a] else '**no**'} "
+                f"| [{path.name}](results/{path.name}) |"
+            )
+    return rows
+
+
+def write_tables(docs: Path) -> None:
+    """``DOCS/verdicts.md`` (verdicts, then comparisons) and ``DOCS/tuning.md``."""
+    text = "\n".join(verdict_rows(docs)) + "\n\n" + "\n".join(comparison_rows(docs)) + "\n"
+    (docs / "verdicts.md").write_text(text)
+    (docs / "tuning.md").write_text("\n".join(tuning_rows(docs)) + "\n")
+
+
+def _cell(a: dict | None, baseline: str) -> str:
+    if a is None:
+        return "not run"
+    c = row(a, baseline)
+    diff = report_text.fmt(c["average_return_difference"])
+    return f"{diff}: {report_text.outcome_text(c, a['reference'], baseline)}"
+
+
+THIRD = "third"  # DOCS/third: the third edition's analysis JSON (paper.third)
+THIRD_ETA = "third_eta"  # DOCS/third_eta: its labelled variant with η ∈ {0.001 … 1}
+THIRD_ETA_M = "third_eta_M"  # DOCS/third_eta_M: that variant with M ∈ {20 … 200} too
+# Each third-edition table's column "one step back": the directory and the column's label
+# (None: the second edition's analysis JSON in DOCS itself).
+_BEFORE = {
+    THIRD: (None, "second edition"),
+    THIRD_ETA: (THIRD, "paper's η grid"),
+    THIRD_ETA_M: (THIRD_ETA, "M ∈ {20, 30, 50}"),
+}
+_STATISTIC = {
+    "time_to_80": "time to 80 %: ratio, baseline / reference",
+    "average": "Δ average return",
+    "second_half": "Δ second-half return",
+}
+
+
+def _third(docs: Path, sub: str = THIRD):
+    """``(name, analysis JSON)`` of every third-edition run in ``DOCS/<sub>``, in the
+    catalogue's order (:data:`paper.third.SCENARIOS`), sensitivity runs after their scenario."""
+    where = docs / sub
+    for sc in third.SCENARIOS.values():
+        for name in [sc.model_dir(m) for m in sc.models] + [f"{sc.name}__match_M"]:
+            a = _load(where, name)
+            if a is not None:
+                yield name, a
+
+
+def _tuned_text(a: dict) -> str:
+    parts = []
+    for alg, v in a["tuned"].items():
+        text = f"{alg} 2^{round(math.log2(v['learning_rate']))}, η {v['eta']:g}"
+        if alg in ("rennala_nigt", "malenia_nigt"):
+            text += f", M {v['M']}"
+        elif v.get("per_worker_batch") == "match_M":  # the sensitivity's batch: its own M
+            text += f", b = ⌈{v['M']}/n⌉"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _batch(a: dict) -> int | None:
+    """The M behind the matched Sync NIGT's b = ⌈M/n⌉ of a sensitivity run's analysis."""
+    return a["tuned"].get("sync_nigt", {}).get("M")
+
+
+def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
+    """The third edition's claims table from ``DOCS/<sub>``: one row per comparison of every
+    run, its claim's statistic with the interval, the second view, the verdict, and the
+    verdict of the same scenario and model one step back (:data:`_BEFORE`) — the second
+    edition's for the third edition itself, the third edition's (the paper's η grid) for its
+    η variant, the η variant's (the paper's M grid) for the variant that widens M too."""
+    back, label = _BEFORE[sub]
+    before = docs if back is None else docs / back
+    rows = [
+        "| scenario | model (link / allreduce) | comparison | primary statistic [90 % CI] "
+        "| Δ average return [90 % CI] | median times to 80 % (reference / baseline) "
+        f"| verdict | {label} | budget | tuned (α, η, M) |",
+        "|---|---|---|---|---|---|---|---|---:|---|",
+    ]
+    for name, a in _third(docs, sub):
+        suffix = name.removeprefix(a["scenario"]).removeprefix("__")
+        matched = suffix == "match_M"
+        model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
+        old = _load(before, name)
+        if matched and old is not None and _batch(old) != _batch(a):
+            old = None  # a sensitivity row is comparable one step back only at the same batch
+        old_text = "–" if old is None or old.get("verdict") is None else old["verdict"]
+        decision = f"**{report_text.verdict_text(a)}**"
+        if matched:
+            decision = "sensitivity: Sync NIGT with `per_worker_batch: match_M`"
+        ref = a["algorithms"][a["reference"]]["time_to_target"].get("0.8")
+        for b, c in a["comparisons"].items():
+            other = a["algorithms"][b]["time_to_target"].get("0.8")
+            rows.append(
+                f"| `{a['scenario']}` | {model} | {a['reference']} vs {b} "
+                f"| {_STATISTIC[a['statistic']]}: **{report_text.fmt(c['effect'])}** "
+                f"({report_text.outcome_text(c, a['reference'], b)}) "
+                f"| {report_text.fmt(c['average_return_difference'])} "
+                f"| {_num(ref)} / {_num(other)} | {decision} | {old_text} "
+                f"| {a['budget']:,.0f} | {_tuned_text(a)} |"
+            )
+            decision = "〃"
+    for env in ("point_mass", "reacher"):
+        for baseline in GAP_BASELINES:
+            g = _load(docs / sub, f"{env}_gap_{baseline}")
+            if g is not None:
+                iv = report_text.fmt(g["log_lead_difference"])
+                rows.append(
+                    f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the log "
+                    f"time-to-80 % ratio over {baseline} | **{iv}** | – | – "
+                    f"| **{report_text.verdict_text(g)}** | – | – | – |"
+                )
+    return rows
+
+
+def _num(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "∞"
+    return f"{v:,.0f}"
+
+
+def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
+    """``template`` with its placeholders filled from the analysis JSON in ``docs``:
+    ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``,
+    ``{{MATRIX:<env>}}`` (the four cluster models of ``<env>_sqrt_dim`` and ``<env>_n100``)
+    and ``{{HETERO:<scenario>}}`` (per-type second-half returns)."""
+    text = template.read_text()
+    if text.startswith("<!--"):  # the template's own note
+        text = text.split("\n", 1)[1]
+    note = "<!-- Written by `python scripts/paper page` from scripts/paper/page.md. -->"
+    text = f"{note}\n{text}"
+    text = text.replace("{{VERDICTS}}", "\n".join(verdict_rows(docs)))
+    text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
+    text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
+    text = text.replace("{{THIRD}}", "\n".join(third_rows(docs)))
+    text = text.replace("{{THIRD_ETA}}", "\n".join(third_rows(docs, THIRD_ETA)))
+    text = text.replace("{{THIRD_ETA_M}}", "\n".join(third_rows(docs, THIRD_ETA_M)))
+    text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
+    for env in ("point_mass", "reacher"):
+        rows = []
+        for m in MODELS:
+            small = _load(docs, second.SCENARIOS[f"{env}_sqrt_dim"].model_dir(m))
+            large = _load(docs, second.SCENARIOS[f"{env}_n100"].model_dir(m))
+            cells = [_cell(a, b) for a in (small, large) for b in GAP_BASELINES]
+            rows.append(f"| {m[0]} / {m[1]} | {' | '.join(cells)} |")
+        text = text.replace(f"{{{{MATRIX:{env}}}}}", "\n".join(rows))
+    for sc in second.SCENARIOS.values():
+        tag = f"{{{{HETERO:{sc.name}}}}}"
+        if tag in text:
+            a = _load(docs, sc.name)
+            rows = [
+                f"| {alg} | {d['eval_type0']:.2f} | {d['eval_type1']:.2f} | "
+                f"{d['second_half_median']:.2f} |"
+                for alg, d in (a["algorithms"].items() if a else ())
+            ]
+            text = text.replace(tag, "\n".join(rows) or "| not run | | | |")
+    left = re.findall(r"\{\{[^}]*\}\}", text)
+    if left:
+        raise SystemExit(f"results: unknown placeholders in {template}: {left}")
+    return text
+
+
+def _scenario_rows(docs: Path) -> list[str]:
+    rows = []
+    for sc in second.SCENARIOS.values():
+        a = _load(docs, sc.name)
+        if a is None:
+            continue
+        env = second.FAMILIES[sc.family].base["env"]
+        where = env["name"] + (f", H = {env['horizon']}" if "horizon" in env else "")
+        key = sc.name.removeprefix(env["name"] + "_")
+        updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
+        rows.append(
+            f"| `{sc.name}` | {where}, {_CLUSTER.get(key, key)} | {a['budget']:,.0f} | "
+            f"{updates} ({' / '.join(a['algorithms'])}) | [{sc.name}.png](results/{sc.name}.png) |"
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------- main

@@ -1,0 +1,464 @@
+"""The third edition of docs/results.md: every claim under the paper's protocol (resumable).
+
+    python scripts/paper third look [SCENARIO ...]     # a first look: sizes the budget
+    python scripts/paper third tune [SCENARIO ...]     # the paper's grid at that budget
+    python scripts/paper third run [SCENARIO ...]      # report runs, seeds 0.. (tuned)
+    python scripts/paper third analyze [SCENARIO ...]  # `jaxnigt compare`; JSON, plots
+    python scripts/paper third all [SCENARIO ...]      # the four in order
+    python scripts/paper third list                    # the scenarios and their state
+
+Options: ``--out DIR`` (default ``runs/results/third``), ``--docs DIR`` (default
+``docs/results/third``), ``--models shared/all,...`` (``tune``/``run``: only those cluster
+models), ``--quick`` (tiny budgets and grid, one tuning seed: a smoke test of the pipeline,
+numbers meaningless), ``--eta 0.001,0.01,0.1,0.3,1`` and ``--M 20,30,50,80,120,200`` (η
+values, or M = M_init values for Rennala and Malenia NIGT, other than the paper's: a labelled
+variant, with its own ``--out`` and ``--docs``).  ``python scripts/paper page``
+puts the tables on the page.
+
+**The protocol** (docs/results.md, "The third edition's statistics, fixed before its runs";
+issue "Results, third edition").  Sync NIGT computes one trajectory per worker and round
+(the default ``per_worker_batch: 1``).  Every method is tuned by :func:`jaxnigt.studies.tuning.tune`
+over the paper's grid, α = 2^e, e = −10 … −1 (extended while a winner sits at an edge),
+η ∈ {0.001, 0.01, 0.1}, and M = M_init ∈ {20, 30, 50} for Rennala and Malenia NIGT, on the
+seeds 100 and 101, which no reported run uses; the tuning score is the average return over
+the scenario's budget.
+
+**The budget** of a scenario comes from a first look: the same tuning at a generous
+``look`` budget, whose ``speed`` (the winners' per-seed times to the 80 % target, pooled
+over every program of the look) gives the slowest winner's upper median S.  The budget is
+:func:`budget_for` (about 2 S, rounded up to a round number; the look's budget when a
+winner's median never reaches the target), the evaluation cadence :func:`cadence` (at least
+100 evaluations per budget and 20 before the fastest winner's median time).  When the budget
+is the look's, the look is the tuning (:meth:`Pipeline.look_is_tuning`: the same grid, seeds
+and budget; its cadence, the look's budget / 64, is the only difference); scenarios tuned
+before 2026-12-02 13:30 UTC reran it at the finer cadence.
+
+**The claims** (:data:`paper.claims.THIRD_CLAIMS`): each has its primary statistic, fixed
+before the runs, and is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the
+lead-growth claim by :func:`jaxnigt.analysis.verdicts.speed_lead_growth` from ``<env>_sqrt``
+to ``<env>_sqrt_dim``. A scenario with ``sensitivity`` also runs the matched-batch Sync NIGT
+(``per_worker_batch: match_M``, b = ⌈M/n⌉ with M the reference's tuned M:
+:meth:`Pipeline.matched`), tuned the same way, beside its reference. (Before 2026-12-02 the
+sensitivity runs left M at the base config's 20, so their b was 2, the second edition's
+batch, whatever M the reference had won; the JSON of those runs record it in ``tuned``.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from jaxnigt import analysis
+from jaxnigt import config as config_lib
+from jaxnigt.analysis import run_data, stats, verdicts
+from jaxnigt.config import merge
+from jaxnigt.studies import tuning
+from paper.claims import GAP, GAP_BASELINES, THIRD_CLAIMS
+from paper.scenarios import (
+    DECREASING,
+    DEFAULT_MODEL,
+    EQUAL,
+    EXPONENTIAL,
+    HETERO,
+    MODELS,
+    N100,
+    SQRT,
+    STRAGGLER,
+    VARIANTS,
+    Scenario,
+    affected,
+    base,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+PAPER_GRID = tuning.Grid(
+    lr_exp=tuple(range(-10, 0)), eta=(0.001, 0.01, 0.1), shapes={"M": (20, 30, 50)}
+)
+TUNE_SEEDS = (100, 101)
+LOOK_EVALS = 64
+MIN_EVALS = 100  # evaluations per report budget, at least
+BEFORE_TARGET = 20  # evaluations before the fastest winner's median time to the target, at least
+BUDGET_FACTOR = 2.0  # the budget: about this many times the slowest winner's median time
+MATCH_M = {"per_worker_batch": "match_M"}
+
+
+def _env_scenarios(env: str, scale: float) -> list[Scenario]:
+    """``scale``: the look budgets relative to point_mass's."""
+    return [
+        Scenario(f"{env}_equal", env, EQUAL, "equal", look=1000 * scale),
+        Scenario(f"{env}_sqrt", env, SQRT, "fastest", look=3000 * scale, sensitivity=True),
+        Scenario(
+            f"{env}_sqrt_dim", env, {}, "fastest", 5, MODELS, look=8000 * scale, sensitivity=True
+        ),
+        Scenario(
+            f"{env}_exponential", env, EXPONENTIAL, "fastest", look=8000 * scale, sensitivity=True
+        ),
+        Scenario(
+            f"{env}_straggler", env, STRAGGLER, "fastest", look=8000 * scale, sensitivity=True
+        ),
+        Scenario(
+            f"{env}_n100", env, N100, "fastest", 5, MODELS, look=22000 * scale, sensitivity=True
+        ),
+        Scenario(f"{env}_n100_decreasing", env, DECREASING, "fastest", look=22000 * scale),
+        # A look of 15,000 saw no lasting improvement on point_mass (every winner's
+        # second-half return below the look's target: check_look); the second edition's
+        # Malenia NIGT rose only after ~30,000 of its 60,000.
+        Scenario(f"{env}_hetero", env, HETERO, "hetero", 15, look=60000 * scale),
+    ]
+
+
+SCENARIOS = {s.name: s for s in (*_env_scenarios("point_mass", 1), *_env_scenarios("reacher", 1))}
+
+
+# ------------------------------------------------------------------------ budget, cadence
+
+
+def round_up(x: float) -> float:
+    """The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≥ ``x`` > 0."""
+    k = math.floor(math.log10(x))
+    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if m * 10**k >= x * (1 - 1e-12):
+            return float(m * 10**k)
+    raise AssertionError(x)  # pragma: no cover (10 · 10^k > x always)
+
+
+def round_down(x: float) -> float:
+    """The largest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≤ ``x`` > 0."""
+    k = math.floor(math.log10(x))
+    return float(max(m * 10**k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if m * 10**k <= x))
+
+
+def medians(speed: dict) -> dict[str, float]:
+    """Each winner's upper median time to the look's target (``inf``: most seeds never)."""
+    return {a: float(stats.median_time(np.asarray(t, float))) for a, t in speed["times"].items()}
+
+
+def holding(speed: dict) -> list[str]:
+    """The winners whose median second-half return over the tuning seeds is at or above the
+    look's target: they *hold* it.  A winner below it touched the target, if at all, with a
+    noisy evaluation.  A look that none holds saw no lasting improvement, and its times
+    measure noise (``speed["levels"]``: each winner's per-seed second-half returns)."""
+    target = speed["target"]["value"]
+    if not math.isfinite(target):  # no improvement in the pool: nothing to hold
+        return []
+    return [a for a, v in speed.get("levels", {}).items() if np.median(v) >= target]
+
+
+def check_look(speed: dict, name: str, look: float) -> None:
+    """Refuses to size a budget from a look that no winner holds the target in (:func:`holding`)."""
+    if "levels" in speed and not holding(speed):
+        levels = {a: round(float(np.median(v)), 3) for a, v in speed["levels"].items()}
+        raise SystemExit(
+            f"third: {name}: no winner of the look holds its 80 % target "
+            f"({speed['target']['value']:.4g}; median second-half returns {levels}): the look's "
+            f"budget {look:g} saw no lasting improvement, so its times to the target are noise. "
+            "Give the scenario a longer look (Scenario.look)."
+        )
+
+
+def budget_for(speed: dict, look: float) -> float:
+    """About :data:`BUDGET_FACTOR` × the slowest winner's median time to the target,
+    rounded up, at most the look's budget (which it is when that median is infinite)."""
+    slowest = max(medians(speed).values())
+    if not math.isfinite(slowest):
+        return float(look)
+    return min(float(look), round_up(BUDGET_FACTOR * slowest))
+
+
+def cadence(speed: dict, budget: float) -> float:
+    """``eval.every_time``: at least :data:`MIN_EVALS` evaluations per budget and
+    :data:`BEFORE_TARGET` before the fastest winner's median time, rounded down."""
+    fastest = min(medians(speed).values())
+    every = budget / MIN_EVALS
+    if math.isfinite(fastest):
+        every = min(every, fastest / BEFORE_TARGET)
+    return round_down(every)
+
+
+# ------------------------------------------------------------------------------ configs
+
+
+def scenario_raw(sc: Scenario, model=DEFAULT_MODEL) -> dict:
+    raw = merge(base(sc.env), sc.overrides)
+    raw["cluster"] = {**raw["cluster"], "link": model[0], "allreduce": model[1]}
+    raw.update(name=sc.model_dir(model), algorithms=list(sc.algorithms), target_return=None)
+    return raw
+
+
+def _timed(raw: dict, budget: float, every: float) -> dict:
+    raw = dict(raw, budget=float(budget))
+    raw["eval"] = {**raw["eval"], "every_time": float(every)}
+    return raw
+
+
+def _quick(sc: Scenario) -> Scenario:
+    return dataclasses.replace(sc, look=sc.look / 20, seeds=2)
+
+
+QUICK_GRID = tuning.Grid(lr_exp=(-8, -6), eta=(0.1,), shapes={"M": (20,)}, max_extensions=0)
+
+
+class Pipeline:
+    """The stages of one scenario, in ``out/<scenario>``; ``docs`` gets the JSON."""
+
+    def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None,
+                 jobs: int = 1):  # fmt: skip
+        self.sc = _quick(sc) if quick else sc
+        self.jobs = jobs
+        self.where = out / sc.name
+        self.docs, self.quick = docs, quick
+        self.grid = grid or (QUICK_GRID if quick else PAPER_GRID)
+        self.seeds = TUNE_SEEDS[:1] if quick else TUNE_SEEDS
+
+    def _tune(self, raw: dict, where: Path, algorithms) -> dict:
+        return tuning.tune(
+            raw,
+            where,
+            algorithms=list(algorithms),
+            grid=self.grid,
+            seeds=self.seeds,
+            resume=(where / tuning.RECORD).is_file(),
+            progress=False,
+            command=" ".join(map(shlex.quote, sys.argv)),
+            jobs=self.jobs,
+        )
+
+    # -- look: the budget and the cadence
+    def look(self) -> dict:
+        raw = _timed(scenario_raw(self.sc), self.sc.look, self.sc.look / LOOK_EVALS)
+        report = self._tune(raw, self.where / "look", self.sc.algorithms)
+        speed = report["speed"]
+        check_look(speed, self.sc.name, self.sc.look)
+        budget = budget_for(speed, self.sc.look)
+        sizing = {
+            "look_budget": self.sc.look,
+            "look_target": speed["target"],
+            "look_median_times": medians(speed),
+            "look_chosen": {a: r["chosen"] for a, r in report["algorithms"].items()},
+            "budget": budget,
+            "every_time": cadence(speed, budget),
+            "rule": f"budget = round_up({BUDGET_FACTOR:g} x slowest median time to the look's "
+            f"80 % target), at most the look's; every_time = round_down(min(budget / "
+            f"{MIN_EVALS}, fastest median / {BEFORE_TARGET}))",
+        }
+        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
+        print(f"[third] {self.sc.name}: budget {budget:g}, every {sizing['every_time']:g}")
+        return sizing
+
+    def size(self, budget: float, every: float, rule: str) -> dict:
+        """Sets the budget and the cadence without a look (``rule``: how they were chosen)."""
+        sizing = {"budget": float(budget), "every_time": float(every), "rule": rule}
+        self.where.mkdir(parents=True, exist_ok=True)
+        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
+        return sizing
+
+    def sizing(self) -> dict:
+        path = self.where / "sizing.json"
+        if not path.is_file():
+            raise SystemExit(f"third: look at {self.sc.name} first ({path} missing)")
+        return json.loads(path.read_text())
+
+    def _raw(self, model=DEFAULT_MODEL) -> dict:
+        s = self.sizing()
+        return _timed(scenario_raw(self.sc, model), s["budget"], s["every_time"])
+
+    # -- tune: the paper's grid at the sized budget (and what the variants change)
+    def tuning_tags(self, models=None):
+        """``(tag, algorithms)`` of every tuning the scenario needs."""
+        yield "tune", self.sc.algorithms
+        variants = {v for m in self.sc.models for v in m if v in VARIANTS}
+        for variant in sorted(variants):
+            if models is not None and not any(variant in m for m in models):
+                continue
+            algorithms = affected(self.sc.algorithms, variant)
+            if algorithms:
+                yield f"tune__{variant}", algorithms
+        if self.sc.sensitivity:
+            yield "tune__match_M", ("sync_nigt",)
+
+    def tunings(self, models=None):
+        """``(tag, algorithms, raw)`` of every tuning the scenario needs."""
+        for tag, algorithms in self.tuning_tags(models):
+            raw = self._raw()
+            variant = tag.removeprefix("tune__")
+            if variant in VARIANTS:
+                key, value = VARIANTS[variant]
+                raw["cluster"] = {**raw["cluster"], key: value}
+            elif variant == "match_M":
+                raw["hparams"] = {**raw["hparams"], **self.matched()}
+            yield tag, algorithms, raw
+
+    def matched(self) -> dict:
+        """Sync NIGT's hparams in the sensitivity runs: ``per_worker_batch: match_M`` with M =
+        the reference's tuned M (from the ``tune`` stage), so b = ⌈M/n⌉ matches the gradients
+        of one of its rounds (M = M_init: Rennala's and Malenia's own M)."""
+        reference = THIRD_CLAIMS[self.sc.claim].reference
+        return {**MATCH_M, "M": int(self.chosen("tune")[reference]["M"])}
+
+    def look_is_tuning(self) -> bool:
+        """Whether the look already is the tuning: the sized budget is the look's (a winner
+        never reached the target, or only late), so the ``tune`` stage would rerun the same
+        grid on the same seeds at the same budget, only with a finer evaluation cadence."""
+        s = self.sizing()
+        return (
+            s.get("look_budget") == s["budget"] and (self.where / "look" / "tuning.json").is_file()
+        )
+
+    def tune(self, models=None) -> None:
+        tune = self.where / "tune"
+        if not tune.exists() and self.look_is_tuning():
+            tune.symlink_to("look", target_is_directory=True)  # relative: the tree can move
+            print(
+                f"[third] {self.sc.name}: the look is the tuning "
+                f"(budget {self.sizing()['budget']:g}: the look's)"
+            )
+        for tag, algorithms, raw in self.tunings(models):
+            print(f"[third] {self.sc.name}: {tag} ({', '.join(algorithms)})", flush=True)
+            if tag == "tune" and tune.is_symlink():  # the look's report, not rerun
+                print(tuning.table(json.loads((tune / "tuning.json").read_text())))
+                continue
+            print(tuning.table(self._tune(raw, self.where / tag, algorithms)))
+
+    def chosen(self, tag: str) -> dict:
+        path = self.where / tag / "tuning.json"
+        if not path.is_file():
+            raise SystemExit(f"third: tune {self.sc.name} first ({path} missing)")
+        out = tuning.tuned_values(json.loads(path.read_text()))
+        for a, values in out.items():
+            if values is None:
+                raise SystemExit(f"third: {path}: no finite score for {a}")
+        return out
+
+    def values(self, model=DEFAULT_MODEL) -> dict:
+        values = self.chosen("tune")
+        for variant in model:
+            if variant in VARIANTS and (self.where / f"tune__{variant}").is_dir():
+                values.update(self.chosen(f"tune__{variant}"))
+        return values
+
+    # -- run: the report seeds with the tuned values
+    def runs(self, models=None):
+        """``(name, raw)`` of every report run."""
+        for model in self.sc.models:
+            if models is not None and model not in models:
+                continue
+            raw = self._raw(model)
+            raw.update(seed=0, seeds=self.sc.seeds, per_algorithm=self.values(model))
+            yield self.sc.model_dir(model), raw
+        if self.sc.sensitivity and (models is None or DEFAULT_MODEL in models):
+            raw = self._raw()
+            reference = THIRD_CLAIMS[self.sc.claim].reference
+            per = {reference: self.values()[reference]}
+            per["sync_nigt"] = {**self.chosen("tune__match_M")["sync_nigt"], **self.matched()}
+            raw.update(name=f"{self.sc.name}__match_M", algorithms=[reference, "sync_nigt"])
+            raw.update(seed=0, seeds=self.sc.seeds, per_algorithm=per)
+            yield f"{self.sc.name}__match_M", raw
+
+    def run(self, models=None) -> None:
+        for name, raw in self.runs(models):
+            print(f"[third] {name}", flush=True)
+            cfg = config_lib.from_dict(raw)
+            tuning.run_program(cfg, self.where / name, progress=False, log=print)
+
+    # -- analyze: the claim's statistic and the second views
+    def analyze(self) -> list[dict]:
+        from jaxnigt.run.plots import plot_runs
+
+        claim = THIRD_CLAIMS[self.sc.claim]
+        reference, kind, baselines, statistic = (
+            claim.reference,
+            claim.kind,
+            claim.baselines,
+            claim.statistic,
+        )
+        done = []
+        self.docs.mkdir(parents=True, exist_ok=True)
+        for name, _ in self.runs():
+            run_dir = self.where / name
+            if not (run_dir / "summary.json").is_file():
+                continue
+            run = run_data.load_run(run_dir)
+            matched = name.endswith("__match_M")
+            a = analysis.compare(
+                run,
+                reference,
+                statistic=statistic,
+                claim=kind,
+                baselines=None if matched else baselines,
+            )
+            a.update(scenario=self.sc.name, name=name, claim=self.sc.claim)
+            a.update(sizing=self.sizing(), tuned=self._tuned(run_dir))
+            a["sensitivity"] = "sync_nigt: per_worker_batch match_M" if matched else None
+            (self.docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
+            plot_runs(
+                [run_dir],
+                out=self.docs / f"{name}.png",
+                budget=run.budget,
+                title=f"{name} (third edition)",
+            )
+            done.append(a)
+        return done
+
+    @staticmethod
+    def _tuned(run_dir: Path) -> dict:
+        """Each algorithm's α, η and M as the run used them (its config's ``hparams`` under
+        its ``per_algorithm`` entry)."""
+        raw = config_lib.read_yaml(run_dir / "config.yaml")
+        hp = {k: raw["hparams"][k] for k in ("learning_rate", "eta", "M") if k in raw["hparams"]}
+        per = raw.get("per_algorithm") or {}
+        return {a: {**hp, **per.get(a, {})} for a in raw["algorithms"]}
+
+
+def gap_growth(out: Path, docs: Path, env: str) -> list[dict]:
+    """The lead-growth claim on ``env``: speed_lead_growth from ``<env>_sqrt`` to
+    ``<env>_sqrt_dim`` for each baseline (their report runs, default model)."""
+    runs = []
+    for key in GAP:
+        run_dir = out / f"{env}_{key}" / f"{env}_{key}"
+        path = docs / f"{env}_{key}.json"
+        if not (run_dir / "summary.json").is_file() or not path.is_file():
+            return []
+        runs.append((run_data.load_run(run_dir), json.loads(path.read_text())))
+    done = []
+    for baseline in GAP_BASELINES:
+        groups = []
+        for run, a in runs:
+            methods, target = run.algorithms(), a["targets"]["0.8"]
+            groups.append(
+                tuple(
+                    methods[m].statistic("time", run.budget, target)
+                    for m in ("rennala_nigt", baseline)
+                )
+            )
+        g = verdicts.speed_lead_growth(*groups)
+        g.update(env=env, baseline=baseline, scenarios=[f"{env}_{k}" for k in GAP])
+        (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
+        done.append(g)
+    return done
+
+
+def state(p: Pipeline) -> str:
+    """A scenario's progress in one line: its budget, whether it is tuned, runs done."""
+    if not (p.where / "sizing.json").is_file():
+        return "not looked at"
+    s = p.sizing()
+    tuned = all((p.where / tag / "tuning.json").is_file() for tag, _ in p.tuning_tags())
+    runs = [(p.where / name / "summary.json").is_file() for name, _ in p.runs()] if tuned else []
+    return (
+        f"budget {s['budget']:g}, every {s['every_time']:g}; tuned: {tuned}; "
+        f"runs done {sum(runs)}/{len(runs) if tuned else '?'}"
+    )
+
+
+def variant_grid(eta=None, m=None) -> tuning.Grid | None:
+    """The paper's grid with the η and/or M values of a labelled variant (None: the paper's)."""
+    if eta is None and m is None:
+        return None
+    grid = PAPER_GRID if eta is None else dataclasses.replace(PAPER_GRID, eta=eta)
+    return grid if m is None else dataclasses.replace(grid, shapes={**grid.shapes, "M": m})

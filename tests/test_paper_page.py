@@ -1,0 +1,79 @@
+"""scripts/paper/page.py: docs/results.md is exactly what the committed analysis JSON and the
+page's template give (so the page is regenerated, never edited by hand), and each table is
+made from its JSON alone (fixture JSON in a temporary folder)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from paper import page
+
+sys.path.pop(0)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_results_page_is_regenerated_byte_for_byte_from_its_json():
+    docs = ROOT / "docs" / "results"
+    assert page.page(docs) == (ROOT / "docs" / "results.md").read_text()
+
+
+def _comparison(effect, avg, ratio50, outcome, needed=None):
+    return {
+        "effect": effect, "average_return_difference": avg, "outcome": outcome,
+        "needed_seeds": needed, "identical": False,
+        "time_to_target_ratio": {"0.5": ratio50, "0.8": effect},
+    }  # fmt: skip
+
+
+def _iv(e, lo, hi):
+    return {"estimate": e, "low": lo, "high": hi}
+
+
+def _analysis(claim="equal", verdict="refuted"):
+    return {
+        "reference": "rennala_nigt", "claim": claim, "statistic": "average", "budget": 150.0,
+        "improvement_over_spread": 12.4, "verdict": verdict, "scenario": "point_mass_equal",
+        "algorithms": {
+            "rennala_nigt": {"time_to_target": {"0.8": 38.0}},
+            "sync_nigt": {"time_to_target": {"0.8": None}},
+        },
+        "comparisons": {"sync_nigt": _comparison(
+            _iv(-1.94, -3.56, -0.55), _iv(-1.94, -3.56, -0.55), _iv(1.1, 0.9, 1.3),
+            "baseline ahead",
+        )},
+        "tuned": {
+            "rennala_nigt": {"learning_rate": 2**-5, "eta": 0.1, "M": 20},
+            "sync_nigt": {"learning_rate": 2**-6, "eta": 0.1, "M": 20},
+        },
+    }  # fmt: skip
+
+
+def test_the_tables_come_from_the_fixture_json_alone(tmp_path):
+    (tmp_path / "point_mass_equal.json").write_text(json.dumps(_analysis()))
+    rows = page.verdict_rows(tmp_path)
+    assert len(rows) == 3  # the header, its rule and the one analysed run
+    assert "`point_mass_equal` | shared / all | rennala_nigt tied with sync_nigt" in rows[2]
+    assert "| 12 |" in rows[2]  # improvement / spread, rounded
+    (row,) = page.comparison_rows(tmp_path)[2:]
+    assert "-1.94 [-3.56, -0.55]" in row and "1.10 [0.90, 1.30]" in row
+    third = tmp_path / "third"
+    third.mkdir()
+    (third / "point_mass_equal.json").write_text(json.dumps(_analysis()))
+    (row,) = page.third_rows(tmp_path)[2:]
+    assert "Δ average return: **-1.94 [-3.56, -0.55]**" in row
+    assert "| 38 / ∞ |" in row  # median times to 80 %: the baseline never reached it
+    assert "rennala_nigt 2^-5, η 0.1, M 20; sync_nigt 2^-6, η 0.1" in row
+    assert "| refuted |" in row  # one step back: the second edition's verdict of the run
+
+
+def test_a_template_with_an_unknown_placeholder_is_refused(tmp_path):
+    template = tmp_path / "page.md"
+    template.write_text("# Results\n\n{{VERDICTS}}\n\n{{NO_SUCH_TABLE}}\n")
+    with pytest.raises(SystemExit, match="NO_SUCH_TABLE"):
+        page.page(tmp_path, template)
+    template.write_text("# Results\n\n{{VERDICTS}}\n")
+    text = page.page(tmp_path, template)
+    assert text.startswith("<!-- Written by") and "| claim | scenario |" in text
