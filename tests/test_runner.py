@@ -162,3 +162,25 @@ def test_the_progress_rate_counts_from_the_end_of_compilation():
     assert bar.bar.start_t == first and bar.bar.initial == 10.0
     assert "sim-t" in str(bar.bar) and "x (1 of 2)" in str(bar.bar)
     bar.close()
+
+
+@pytest.mark.parametrize("algorithm", ["sync_pg", "afedpg"])
+def test_seeds_added_later_equal_the_same_seeds_run_together(algorithm):
+    """Seed s's run does not depend on which seeds share its program: seeds 2 and 3 run as
+    ``first_seed: 2, seeds: 2`` are seeds 2 and 3 of a run of seeds 0 … 3 (close, not bitwise:
+    the batch sizes differ)."""
+    import chex
+
+    from jaxnigt import config as config_lib
+
+    raw = {"env": {"name": "lqr1d"}, "cluster": {"n": 3, "noise": "exponential"},
+           "algorithms": [algorithm],
+           "budget": 6.0, "seeds": 4, "eval": {"every": 2, "episodes": 2}}  # fmt: skip
+    whole = runner.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
+    late = config_lib.from_dict({**raw, "seeds": 2, "first_seed": 2})
+    added = runner.run_algorithm(late, algorithm, progress=False, log=None)
+    np.testing.assert_array_equal(added["seed"], [2, 3])
+    np.testing.assert_array_equal(whole["seed"], [0, 1, 2, 3])
+    for k in ("sim_time", "eval_return"):
+        chex.assert_trees_all_close(added[k], whole[k][2:], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(whole["eval_return"][0], whole["eval_return"][2])  # seeds differ

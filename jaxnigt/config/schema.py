@@ -7,6 +7,7 @@ example, not the defaults (each dataclass field below carries its own default)::
   algorithms: [rennala_nigt, sync_nigt, afedpg]
   seeds: 3                     # number of seeds, run as one vmapped program per algorithm
   seed: 0                      # base seed: seed s uses jax.random.fold_in(key(seed), s)
+  first_seed: 0                # the seeds are first_seed ... first_seed + seeds - 1
   budget: 3000.0               # simulated-time budget (same for every algorithm)
   max_rounds: null             # optional cap on rounds (arrival blocks for async methods)
   target_return: null          # optional: summary reports simulated time to reach it
@@ -317,6 +318,9 @@ class ExperimentConfig:
       algorithms: algorithms to run, one compiled program each.
       seeds: seeds per algorithm (and grid point), vmapped in one program.
       seed: base seed; seed s uses ``fold_in(key(seed), s)``.
+      first_seed: the run's seeds are ``first_seed … first_seed + seeds - 1``, so seeds
+        can be added to a finished run (``first_seed`` = its ``seeds``) without rerunning
+        it: seed s's result does not depend on which other seeds share its program.
       budget: simulated-time budget; every seed stops at its first round past it.
       max_rounds: optional cap on rounds (arrival blocks for asynchronous methods).
       target_return: optional return whose first simulated time the summary reports.
@@ -336,6 +340,7 @@ class ExperimentConfig:
     algorithms: tuple[str, ...] = _opt(_algorithms, ("rennala_nigt",))
     seeds: int = _opt(_int(1), 3)
     seed: int = _opt(_int(0), 0)
+    first_seed: int = _opt(_int(0), 0)
     budget: float | None = _opt(_optional(_float(0.0)), 1000.0)
     max_rounds: int | None = _opt(_optional(_int(1)))
     target_return: float | None = _opt(_optional(_float()))

@@ -1,8 +1,8 @@
 """The batch of one algorithm's vmapped program: grid points × seeds, and their keys.
 
-Batch entry ``b`` is seed ``b mod seeds`` of grid point ``b // seeds``.  Seed ``s`` trains
-with ``fold_in(key(config.seed), s)`` at every grid point, so the same seed gives the same
-run; evaluation draws from keys of its own.  Light enough for ``jaxnigt plan`` and the
+Batch entry ``b`` is seed ``first_seed + b mod seeds`` of grid point ``b // seeds``.  Seed
+``s`` trains with ``fold_in(key(config.seed), s)`` at every grid point, so the same seed gives
+the same run whichever seeds share its program; evaluation draws from keys of its own.  Light enough for ``jaxnigt plan`` and the
 benchmark scripts, which size or rebuild the runner's batch without importing the runner.
 """
 
@@ -32,10 +32,15 @@ def batch_size(config: ExperimentConfig, algorithm: str) -> int:
     return config.seeds * len(grid_points(config, algorithm))
 
 
+def seed_indices(config: ExperimentConfig, num_seeds: int) -> jax.Array:
+    """The run's seeds: ``first_seed … first_seed + num_seeds - 1``."""
+    return config.first_seed + jnp.arange(num_seeds)
+
+
 def seed_keys(config: ExperimentConfig, num_seeds: int) -> jax.Array:
     """Seed s uses ``fold_in(key(config.seed), s)``: the same seed gives the same run."""
     base = jax.random.key(config.seed)
-    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
+    return jax.vmap(lambda s: jax.random.fold_in(base, s))(seed_indices(config, num_seeds))
 
 
 def eval_keys(keys: jax.Array, chunk: int) -> jax.Array:

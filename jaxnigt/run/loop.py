@@ -50,6 +50,7 @@ class _Run:
     trainer: Trainer
     points: list[dict[str, float]]
     num_seeds: int
+    first_seed: int
     keys: jax.Array
     hyper: dict[str, jax.Array]
     mesh: Any
@@ -121,7 +122,9 @@ def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
 
 # What a run's programs depend on is the config but for these keys (values that only feed
 # the programs' arguments, or that the host alone reads).
-_NOT_IN_PROGRAMS = ("name", "seed", "seeds", "budget", "target_return", "checkpoint_every")
+_NOT_IN_PROGRAMS = (
+    "name", "seed", "first_seed", "seeds", "budget", "target_return", "checkpoint_every"
+)
 
 
 @functools.lru_cache(maxsize=8)
@@ -165,6 +168,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         trainer=tr,
         points=points,
         num_seeds=num_seeds,
+        first_seed=config.first_seed,
         keys=keys,
         hyper=hyper,
         mesh=mesh,
@@ -305,11 +309,11 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
             rnd = int(last["round"][b][np.argmax(flags[b])])
             p = run.points[b // run.num_seeds]
             raise RunError(
-                f"{algorithm}: {what} at round {rnd}, seed {b % run.num_seeds} "
+                f"{algorithm}: {what} at round {rnd}, seed {run.first_seed + b % run.num_seeds} "
                 f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
             )
         for b in np.nonzero(bad & ~run.diverged)[0]:
-            log(f"[jaxnigt] {algorithm}: seed {b % run.num_seeds} diverged (marked, others go on)")
+            log(f"[jaxnigt] {algorithm}: seed {run.first_seed + b % run.num_seeds} diverged (marked, others go on)")
         run.diverged |= bad
     run.budgets[run.diverged] = -np.inf
 
@@ -414,7 +418,7 @@ def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
     """The run's results so far (see :func:`run_algorithm`)."""
     out = run.stacked()
     out["grid"] = np.repeat(np.arange(len(run.points)), run.num_seeds)
-    out["seed"] = np.tile(np.arange(run.num_seeds), len(run.points))
+    out["seed"] = np.tile(run.first_seed + np.arange(run.num_seeds), len(run.points))
     out["learning_rate"] = to_host(run.hyper["learning_rate"])
     out["eta"] = to_host(run.hyper["eta"])
     out["wall_seconds"] = np.asarray(time.perf_counter() - t_start)

@@ -3,6 +3,7 @@
     python scripts/paper page                         # docs/results.md from the JSON
     python scripts/paper second tune|run|analyze|all|list [NAME ...]
     python scripts/paper third look|tune|run|analyze|all|list [SCENARIO ...]
+    python scripts/paper fourth run|list [SCENARIO ...]
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 from jaxnigt.studies import tuning
-from paper import gpu, page, second, third
+from paper import fourth, gpu, page, second, third
 from paper.scenarios import VARIANTS, parse_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,7 +172,27 @@ def _gpu(argv) -> int:
     return 0
 
 
-COMMANDS = {"page": _page, "second": _second, "third": _third, "gpu": _gpu}
+def _fourth(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper fourth", description=fourth.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["run", "list"])
+    p.add_argument("names", nargs="*", help=f"scenarios (default: {', '.join(fourth.NAMES)})")
+    p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "fourth")
+    p.add_argument("--store", type=Path, default=fourth.STORE)
+    p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
+    args = p.parse_args(argv)
+    unknown = [n for n in args.names if n not in third.SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third.SCENARIOS)}")
+    names = args.names or list(fourth.NAMES)
+    if args.command == "list":
+        for name in names:
+            print(f"{name}: {fourth.state(name, args.out, args.store)}")
+        return 0
+    fourth.run_all(names, args.out, args.store, args.stages)
+    return 0
+
+
+COMMANDS = {"page": _page, "second": _second, "third": _third, "fourth": _fourth, "gpu": _gpu}
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,145 @@
+"""The fourth edition: the third edition's claims decided by seeds added in fixed stages.
+
+    python scripts/paper fourth run [SCENARIO ...]    # the seed blocks, stage by stage
+    python scripts/paper fourth list [SCENARIO ...]   # each block: stored, run here, missing
+
+**What it reuses.**  Each scenario is the third edition's (:data:`paper.third.SCENARIOS`),
+with its budget, evaluation cadence and tuned values read from the third edition's analysis
+JSON (``docs/results/third/<scenario>.json``: ``sizing`` and ``tuned``, tuned on seeds 100
+and 101, which no reported run uses).  Nothing is retuned: the fourth edition only adds
+report seeds.
+
+**Seed blocks.**  The report seeds run in blocks ``[0, 5)``, ``[5, 10)``, ``[10, 20)``,
+``[20, 40)`` (:data:`BLOCKS`), each one program per method with ``first_seed`` at the block's
+start, so a block adds seeds without rerunning the earlier ones (seed s's result does not
+depend on which seeds share its program).  Blocks run breadth first: every scenario's first
+block, then every scenario's second, and so on up to the scenario's cap (:data:`CAPS`).
+
+**The store.**  Every finished block leaves its results in the repository
+(``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: ``config.yaml``, ``summary.json``,
+the gzipped ``metrics.csv`` and the ``done`` marker; :func:`pack`).  ``run`` on a fresh clone
+restores stored blocks instead of running them again (:func:`restore`), and says so.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from jaxnigt import config as config_lib
+from jaxnigt.run import checkpoint
+from jaxnigt.studies import tuning
+from paper import third
+
+ROOT = Path(__file__).resolve().parents[2]
+THIRD_DOCS = ROOT / "docs" / "results" / "third"
+STORE = ROOT / "docs" / "results" / "fourth" / "store"
+BLOCKS = ((0, 5), (5, 10), (10, 20), (20, 40))
+# The most seeds a comparison may use, by environment (then "undecided at N seeds").
+CAPS = {"point_mass": 40, "reacher": 20, "hopper": 10, "walker2d": 10}
+NAMES = ("point_mass_equal", "point_mass_sqrt", "point_mass_sqrt_dim", "point_mass_hetero",
+         "point_mass_n100")  # fmt: skip
+SHAPED = ("rennala_nigt", "malenia_nigt")  # their tuned M is M = M_init
+STORED = ("config.yaml", "summary.json")
+
+
+def block_name(block: tuple[int, int]) -> str:
+    return f"seeds_{block[0]:02d}-{block[1]:02d}"
+
+
+def blocks(name: str) -> list[tuple[int, int]]:
+    """The scenario's seed blocks up to its environment's cap."""
+    cap = CAPS[third.SCENARIOS[name].env]
+    return [b for b in BLOCKS if b[1] <= cap]
+
+
+def report_raw(name: str, docs: Path = THIRD_DOCS) -> dict:
+    """The third edition's report config of ``name`` (default cluster model), rebuilt from
+    its analysis JSON: the scenario's config, its sized budget and cadence, its tuned values."""
+    a = json.loads((docs / f"{name}.json").read_text())
+    sc = third.SCENARIOS[name]
+    raw = third._timed(third.scenario_raw(sc), a["sizing"]["budget"], a["sizing"]["every_time"])
+    per = {}
+    for alg, values in a["tuned"].items():
+        per[alg] = {k: values[k] for k in ("learning_rate", "eta")}
+        if alg in SHAPED:
+            per[alg].update(M=values["M"], M_init=values["M"])
+    raw.update(seed=0, per_algorithm=per)
+    return raw
+
+
+def block_config(name: str, block: tuple[int, int]):
+    raw = report_raw(name)
+    raw.update(first_seed=block[0], seeds=block[1] - block[0])
+    return config_lib.from_dict(raw)
+
+
+def pack(run_dir: Path, where: Path) -> None:
+    """Copies what the analysis needs of a finished block into the store ``where``."""
+    where.mkdir(parents=True, exist_ok=True)
+    for f in STORED:
+        shutil.copyfile(run_dir / f, where / f)
+    with (
+        (run_dir / "metrics.csv").open("rb") as src,
+        gzip.open(where / "metrics.csv.gz", "wb") as dst,
+    ):
+        shutil.copyfileobj(src, dst)
+    shutil.copyfile(run_dir / "checkpoints" / "done.json", where / "done.json")
+
+
+def restore(where: Path, run_dir: Path) -> None:
+    """A stored block back into a run directory that :func:`jaxnigt.analysis.run_data.load_run`
+    reads."""
+    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    for f in STORED:
+        shutil.copyfile(where / f, run_dir / f)
+    with (
+        gzip.open(where / "metrics.csv.gz", "rb") as src,
+        (run_dir / "metrics.csv").open("wb") as dst,
+    ):
+        shutil.copyfileobj(src, dst)
+    shutil.copyfile(where / "done.json", run_dir / "checkpoints" / "done.json")
+
+
+def stored(name: str, block: tuple[int, int], store: Path = STORE) -> Path | None:
+    where = store / name / block_name(block)
+    return where if (where / "done.json").is_file() else None
+
+
+def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> str:
+    """Runs (or restores, or keeps) one block; returns what it did."""
+    run_dir = out / name / block_name(block)
+    cfg = block_config(name, block)
+    if checkpoint.finished(run_dir, cfg):
+        what = "kept (finished here)"
+    elif (where := stored(name, block, store)) is not None:
+        restore(where, run_dir)
+        what = "restored from the store"
+    else:
+        tuning.run_program(cfg, run_dir, progress=False, log=print)
+        what = "ran"
+    if stored(name, block, store) is None:
+        pack(run_dir, store / name / block_name(block))
+    return what
+
+
+def run_all(names, out: Path, store: Path = STORE, upto: int | None = None) -> None:
+    """Every block of ``names``, breadth first (stage by stage), at most ``upto`` stages."""
+    for stage, block in enumerate(BLOCKS[:upto]):
+        for name in names:
+            if block in blocks(name):
+                what = run_block(name, block, out, store)
+                print(
+                    f"[fourth] {name} {block_name(block)} (stage {stage + 1}): {what}", flush=True
+                )
+
+
+def state(name: str, out: Path, store: Path = STORE) -> str:
+    parts = []
+    for block in blocks(name):
+        here = checkpoint.finished(out / name / block_name(block))
+        where = "stored" if stored(name, block, store) else "run here" if here else "missing"
+        parts.append(f"{block_name(block)} {where}")
+    return "; ".join(parts)
