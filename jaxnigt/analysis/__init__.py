@@ -9,6 +9,8 @@
   ``jaxnigt compare`` prints); its names are this package's too (``analysis.compare``,
   ``analysis.load_run``, ``analysis.STATISTICS``, ...), loaded on first use, so importing
   one submodule (``jaxnigt.analysis.stats``) loads nothing else.
+* :mod:`~jaxnigt.analysis.sequential`: deciding a comparison by adding seeds in stages
+  (``jaxnigt compare --sequential``), and the rule's error rate by simulation.
 * :mod:`~jaxnigt.analysis.report_text`: the Markdown of a comparison.
 
 The training loop reads none of this: it writes the files (:mod:`jaxnigt.run.metrics`)
@@ -17,7 +19,7 @@ that this package reads.
 
 import importlib
 
-_SUBMODULES = ("comparison", "report_text", "run_data", "stats", "verdicts")
+_SUBMODULES = ("comparison", "report_text", "run_data", "sequential", "stats", "verdicts")
 
 
 def __getattr__(name: str):

@@ -10,7 +10,7 @@ from jaxnigt.cli.common import EXIT_USAGE, add_set, announce, error, flagged
 
 #: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
 COMPARE_FLAGS = {"statistic": "--statistic", "reference": "--reference",
-                 "baselines": "--baselines"}  # fmt: skip
+                 "baselines": "--baselines", "sequential": "--sequential"}  # fmt: skip
 PLOT_FLAGS = {"x": "--x", "y": "--y"}
 
 
@@ -34,7 +34,8 @@ def add_parsers(sub) -> None:
     co = sub.add_parser(
         "compare", help="a reference against every baseline of a run: effects, intervals, verdict"
     )
-    co.add_argument("run_dir", help="a finished run directory")
+    co.add_argument("run_dir", nargs="+",
+                    help="a finished run; several: seed blocks of one config")  # fmt: skip
     co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
     co.add_argument("--baselines", metavar="A,B", help="default: every other algorithm")
     co.add_argument("--statistic", default="average", choices=stats.STATISTICS,
@@ -45,6 +46,9 @@ def add_parsers(sub) -> None:
         choices=verdicts.CLAIMS,
         help="ahead: the reference beats every baseline; tie: they equal it",
     )
+    co.add_argument("--sequential", metavar="5,10,20,40",
+                    help="decide each comparison by looks at these seed counts, each at "
+                    "level 1 - 0.10/looks, with equivalence margins")  # fmt: skip
     co.set_defaults(func=compare_command)
 
     pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
@@ -79,21 +83,29 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.baselines is not None:
         baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     try:
-        run = analysis.load_run(args.run_dir)
-        result = analysis.compare(
-            run, args.reference, statistic=args.statistic, baselines=baselines, claim=args.claim
-        )
+        runs = [analysis.load_run(d) for d in args.run_dir]
+        run = runs[0] if len(runs) == 1 else analysis.sequential.merge_runs(runs)
+        kw = dict(statistic=args.statistic, baselines=baselines, claim=args.claim)
+        if args.sequential:
+            stages = analysis.sequential.parse_stages(args.sequential)
+            result = analysis.sequential.compare_sequential(
+                run, args.reference, stages=stages, **kw
+            )
+            text = analysis.sequential.markdown(result)
+        else:
+            result = analysis.compare(run, args.reference, **kw)
+            text = analysis.compare_markdown(result)
     except analysis.AnalysisError as e:
         return error(analysis_problem(e))
-    text = analysis.compare_markdown(result)
-    out = Path(args.run_dir)
+    out = Path(args.run_dir[0])
+    name = "sequential" if args.sequential else "compare"
     try:
-        files.atomic_write_text(out / "compare.json", json.dumps(result, indent=2) + "\n")
-        files.atomic_write_text(out / "compare.md", text + "\n")
+        files.atomic_write_text(out / f"{name}.json", json.dumps(result, indent=2) + "\n")
+        files.atomic_write_text(out / f"{name}.md", text + "\n")
     except OSError as e:
         return error(f"cannot write the comparison: {files.describe(e)}")
     print(text)
-    print(f"[jaxnigt] wrote {out}/compare.json and {out}/compare.md")
+    print(f"[jaxnigt] wrote {out}/{name}.json and {out}/{name}.md")
     return 0
 
 

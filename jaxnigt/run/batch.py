@@ -2,8 +2,9 @@
 
 Batch entry ``b`` is seed ``first_seed + b mod seeds`` of grid point ``b // seeds``.  Seed
 ``s`` trains with ``fold_in(key(config.seed), s)`` at every grid point, so the same seed gives
-the same run whichever seeds share its program; evaluation draws from keys of its own.  Light enough for ``jaxnigt plan`` and the
-benchmark scripts, which size or rebuild the runner's batch without importing the runner.
+the same run whichever seeds share its program; evaluation draws from keys of its own.
+Light enough for ``jaxnigt plan`` and the benchmark scripts, which size or rebuild the
+runner's batch without importing the runner.
 """
 
 from __future__ import annotations

@@ -123,7 +123,13 @@ def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
 # What a run's programs depend on is the config but for these keys (values that only feed
 # the programs' arguments, or that the host alone reads).
 _NOT_IN_PROGRAMS = (
-    "name", "seed", "first_seed", "seeds", "budget", "target_return", "checkpoint_every"
+    "name",
+    "seed",
+    "first_seed",
+    "seeds",
+    "budget",
+    "target_return",
+    "checkpoint_every",
 )
 
 
@@ -313,7 +319,8 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
                 f"(learning_rate={p['learning_rate']}, eta={p['eta']})"
             )
         for b in np.nonzero(bad & ~run.diverged)[0]:
-            log(f"[jaxnigt] {algorithm}: seed {run.first_seed + b % run.num_seeds} diverged (marked, others go on)")
+            seed = run.first_seed + b % run.num_seeds
+            log(f"[jaxnigt] {algorithm}: seed {seed} diverged (marked, others go on)")
         run.diverged |= bad
     run.budgets[run.diverged] = -np.inf
 

@@ -1,0 +1,150 @@
+"""Tests for jaxnigt.analysis.sequential: the looks, the margins, the verdicts, seed blocks
+merged, the command line, and the rule's error rate and power by simulation (small here; the
+full size is ``python -m jaxnigt.analysis.sequential`` on the fourth edition's page)."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from jaxnigt import cli
+from jaxnigt import config as config_lib
+from jaxnigt.analysis import run_data, sequential, verdicts
+from jaxnigt.run import metrics
+
+CONFIG = {"env": {"name": "lqr1d"}, "cluster": {"n": 2}, "budget": 10.0}
+T = [0.0, 2.0, 4.0, 6.0, 8.0, 11.0]
+
+
+def _write(path, curves, first_seed=0):
+    """A finished run directory by hand: ``curves`` is ``{algorithm: [returns per seed]}``."""
+    path.mkdir(parents=True)
+    raw = {**CONFIG, "algorithms": list(curves), "first_seed": first_seed,
+           "seeds": len(next(iter(curves.values())))}  # fmt: skip
+    (path / "config.yaml").write_text(config_lib.dump(config_lib.from_dict(raw)))
+    rows = []
+    for algorithm, seeds in curves.items():
+        for s, ys in enumerate(seeds):
+            for r, (x, y) in enumerate(zip(T, ys, strict=True)):
+                rows.append({"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5,
+                             "seed": first_seed + s, "round": r, "sim_time": x, "eval_return": y,
+                             "env_steps": 10 * r, "comms": 4 * r,
+                             "grads": 4.0 if r else float("nan")})  # fmt: skip
+    metrics.write_csv(path / "metrics.csv", rows)
+    (path / "summary.json").write_text(json.dumps({a: {} for a in curves}))
+    (path / "checkpoints").mkdir()
+    (path / "checkpoints" / "done.json").write_text(json.dumps(list(curves)))
+    return path
+
+
+def _curves(rng, level, seeds):
+    """Returns that rise from -10 to ``level`` (per seed: plus noise)."""
+    out = []
+    for _ in range(seeds):
+        end = level + rng.normal(0, 0.3)
+        out.append([-10.0, *np.linspace(-8, end, 5).tolist()])
+    return out
+
+
+def test_look_level_is_bonferroni_over_the_looks():
+    assert sequential.look_level(4) == pytest.approx(0.975)
+    assert sequential.look_level(1, 0.05) == pytest.approx(0.95)
+    with pytest.raises(run_data.AnalysisError):
+        sequential.look_level(0)
+    assert sequential.parse_stages("5,10,20") == (5, 10, 20)
+    for bad in ("10,5", "1,5", "5,5", "five"):
+        with pytest.raises(run_data.AnalysisError, match="increasing"):
+            sequential.parse_stages(bad)
+
+
+def test_a_look_decides_by_the_tie_and_the_margin():
+    iv = lambda lo, hi: {"estimate": (lo + hi) / 2, "low": lo, "high": hi}
+    m = (0.8, 1.25)
+    assert sequential.decide(iv(1.1, 1.5), 1.0, m) == verdicts.REFERENCE_AHEAD
+    assert sequential.decide(iv(0.5, 0.9), 1.0, m) == verdicts.BASELINE_AHEAD
+    assert sequential.decide(iv(0.85, 1.2), 1.0, m) == sequential.EQUIVALENT
+    assert sequential.decide(iv(0.7, 1.2), 1.0, m) == sequential.UNDECIDED
+
+
+def test_the_rule_stops_at_its_first_decisive_look_and_maps_to_a_verdict():
+    widths = {5: 2.0, 10: 1.0, 20: 0.2, 40: 0.1}  # the interval narrows as seeds come in
+    seen = []
+
+    def at(k, level):
+        seen.append((k, level))
+        return {"estimate": 0.5, "low": 0.5 - widths[k], "high": 0.5 + widths[k]}
+
+    r = sequential.run_rule(at, lambda k: (-0.1, 0.1), tie=0.0)
+    assert r["outcome"] == verdicts.REFERENCE_AHEAD and r["seeds"] == 20
+    assert [k for k, _ in seen] == [5, 10, 20] and {lv for _, lv in seen} == {0.975}
+    assert sequential.claim_verdict("ahead", r) == "confirmed"
+    assert sequential.claim_verdict("tie", r) == "refuted"
+    tie = sequential.run_rule(lambda k, lv: {"estimate": 0.0, "low": -0.05, "high": 0.05},
+                              lambda k: (-0.1, 0.1), tie=0.0)  # fmt: skip
+    assert tie["seeds"] == 5 and sequential.claim_verdict("tie", tie) == "confirmed (equivalent)"
+    assert sequential.claim_verdict("ahead", tie) == sequential.EQUIVALENT
+    open_ = sequential.run_rule(lambda k, lv: {"estimate": 0.0, "low": -1.0, "high": 1.0},
+                                lambda k: (-0.1, 0.1), tie=0.0, stages=(5, 10))  # fmt: skip
+    assert sequential.claim_verdict("ahead", open_) == "undecided at 10 seeds"
+
+
+def test_welch_interval_matches_scipys():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 2.0, 5)
+    iv = sequential.welch_interval(a, b, 0.975)
+    ref = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.975)
+    assert iv["estimate"] == pytest.approx(a.mean() - b.mean())
+    assert (iv["low"], iv["high"]) == pytest.approx((ref.low, ref.high))
+
+
+def test_seed_blocks_merge_into_one_run_and_a_look_takes_the_first_seeds(tmp_path):
+    rng = np.random.default_rng(0)
+    whole = {"rennala_nigt": _curves(rng, -1.0, 6), "afedpg": _curves(rng, -6.0, 6)}
+    first = {a: c[:4] for a, c in whole.items()}
+    second = {a: c[4:] for a, c in whole.items()}
+    runs = [run_data.load_run(_write(tmp_path / "b", second, first_seed=4)),
+            run_data.load_run(_write(tmp_path / "a", first))]  # fmt: skip
+    merged = sequential.merge_runs(runs)
+    together = run_data.load_run(_write(tmp_path / "w", whole))
+    for name, m in merged.algorithms().items():
+        other = together.algorithms()[name]
+        assert m.seeds == tuple(range(6)) and m.identical_to(other)
+        np.testing.assert_array_equal(m.updates, other.updates)
+        head = sequential.first_seeds(m, 4)
+        assert head.seeds == (0, 1, 2, 3) and len(head.curves) == 4
+    with pytest.raises(run_data.AnalysisError, match="two of the runs"):
+        sequential.merge_runs([runs[0], runs[0]])
+
+
+def test_compare_sequential_and_its_command(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    curves = {"rennala_nigt": _curves(rng, -1.0, 10), "sync_nigt": _curves(rng, -1.0, 10),
+              "afedpg": _curves(rng, -6.0, 10)}  # fmt: skip
+    run = run_data.load_run(_write(tmp_path / "r", curves))
+    r = sequential.compare_sequential(run, "rennala_nigt", statistic="average", reps=200,
+                                      stages=(5, 10))  # fmt: skip
+    clear = r["comparisons"]["afedpg"]
+    assert clear["verdict"] == "confirmed" and clear["seeds"] == 5  # decided at the first look
+    same = r["comparisons"]["sync_nigt"]
+    assert same["verdict"] in (sequential.EQUIVALENT, "undecided at 10 seeds")
+    assert same["looks"][0]["margin"][1] == pytest.approx(-same["looks"][0]["margin"][0])
+    argv = ["compare", str(tmp_path / "r"), "--sequential", "5,10", "--baselines", "afedpg"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| afedpg | 5 |" in out and "**confirmed**" in out
+    assert (tmp_path / "r" / "sequential.json").is_file()
+    assert cli.main([*argv[:3], "10,5"]) == 2
+    assert "--sequential" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("statistic", ["average", "time"])
+def test_the_rule_errs_at_most_at_its_level_and_finds_a_known_effect(statistic):
+    """Under a null (identical methods) "either side ahead" at most 10 % plus 3 Monte Carlo
+    standard errors; a known effect (0.8 SD; a time factor e^0.4 ≈ 1.5) found most times."""
+    null = sequential.simulate(300, statistic=statistic, reps=200, seed=0)
+    assert null["ahead_either_side"] <= 0.10 + 3 * np.sqrt(0.1 * 0.9 / 300)
+    effect = 0.8 if statistic == "average" else 0.4
+    found = sequential.simulate(100, statistic=statistic, effect=effect, reps=200, seed=1)
+    assert found["fractions"].get(verdicts.REFERENCE_AHEAD, 0) >= 0.6
+    assert found["fractions"].get(verdicts.BASELINE_AHEAD, 0) == 0
