@@ -13,6 +13,7 @@ options of each.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -174,8 +175,9 @@ def _gpu(argv) -> int:
 
 def _fourth(argv) -> int:
     p = argparse.ArgumentParser(prog="paper fourth", description=fourth.__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["run", "list"])
+    p.add_argument("command", choices=["run", "analyze", "list"])
     p.add_argument("names", nargs="*", help=f"scenarios (default: {', '.join(fourth.NAMES)})")
+    p.add_argument("--docs", type=Path, default=DOCS / "fourth")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "fourth")
     p.add_argument("--store", type=Path, default=fourth.STORE)
     p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
@@ -188,7 +190,18 @@ def _fourth(argv) -> int:
         for name in names:
             print(f"{name}: {fourth.state(name, args.out, args.store)}")
         return 0
-    fourth.run_all(names, args.out, args.store, args.stages)
+    if args.command == "run":
+        fourth.run_all(names, args.out, args.store, args.stages)
+        return 0
+    args.docs.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        result = fourth.analyze(name, args.out, args.store)
+        if result is None:
+            print(f"[fourth] {name}: no block finished yet")
+            continue
+        (args.docs / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
+        print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
     return 0
 
 

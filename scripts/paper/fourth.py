@@ -1,6 +1,7 @@
 """The fourth edition: the third edition's claims decided by seeds added in fixed stages.
 
     python scripts/paper fourth run [SCENARIO ...]    # the seed blocks, stage by stage
+    python scripts/paper fourth analyze [SCENARIO ...]  # the rule on the seeds so far: JSON
     python scripts/paper fourth list [SCENARIO ...]   # each block: stored, run here, missing
 
 **What it reuses.**  Each scenario is the third edition's (:data:`paper.third.SCENARIOS`),
@@ -13,7 +14,9 @@ report seeds.
 ``[20, 40)`` (:data:`BLOCKS`), each one program per method with ``first_seed`` at the block's
 start, so a block adds seeds without rerunning the earlier ones (seed s's result does not
 depend on which seeds share its program).  Blocks run breadth first: every scenario's first
-block, then every scenario's second, and so on up to the scenario's cap (:data:`CAPS`).
+block, then every scenario's second, and so on up to the scenario's cap (:data:`CAPS`); a
+later block runs only while a comparison of the scenario is undecided by the rule of
+:mod:`jaxnigt.analysis.sequential` (docs/results/fourth.md, fixed before the runs).
 
 **The store.**  Every finished block leaves its results in the repository
 (``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: ``config.yaml``, ``summary.json``,
@@ -29,9 +32,11 @@ import shutil
 from pathlib import Path
 
 from jaxnigt import config as config_lib
+from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
 from jaxnigt.studies import tuning
 from paper import third
+from paper.claims import THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
@@ -129,11 +134,13 @@ def run_all(names, out: Path, store: Path = STORE, upto: int | None = None) -> N
     """Every block of ``names``, breadth first (stage by stage), at most ``upto`` stages."""
     for stage, block in enumerate(BLOCKS[:upto]):
         for name in names:
-            if block in blocks(name):
-                what = run_block(name, block, out, store)
-                print(
-                    f"[fourth] {name} {block_name(block)} (stage {stage + 1}): {what}", flush=True
-                )
+            if block not in blocks(name):
+                continue
+            if not needs_stage(name, block, out, store):
+                print(f"[fourth] {name}: decided before {block_name(block)}", flush=True)
+                continue
+            what = run_block(name, block, out, store)
+            print(f"[fourth] {name} {block_name(block)} (stage {stage + 1}): {what}", flush=True)
 
 
 def state(name: str, out: Path, store: Path = STORE) -> str:
@@ -143,3 +150,55 @@ def state(name: str, out: Path, store: Path = STORE) -> str:
         where = "stored" if stored(name, block, store) else "run here" if here else "missing"
         parts.append(f"{block_name(block)} {where}")
     return "; ".join(parts)
+
+
+def merged_run(name: str, out: Path, store: Path = STORE):
+    """The scenario's finished blocks (run here, else restored from the store) as one run;
+    None before its first block."""
+    runs = []
+    for block in blocks(name):
+        run_dir = out / name / block_name(block)
+        if not checkpoint.finished(run_dir) and (where := stored(name, block, store)):
+            restore(where, run_dir)
+        if not checkpoint.finished(run_dir):
+            break  # the blocks are looked at in order: seeds 0 … k - 1
+        runs.append(run_data.load_run(run_dir))
+    return sequential.merge_runs(runs) if runs else None
+
+
+def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
+    """The sequential rule on the scenario's claim (:data:`paper.claims.THIRD_CLAIMS`) over
+    the seeds run so far; ``open`` lists the comparisons that need the next stage."""
+    run = merged_run(name, out, store)
+    if run is None:
+        return None
+    sc = third.SCENARIOS[name]
+    claim = THIRD_CLAIMS[sc.claim]
+    seeds = min(len(m.seeds) for m in run.algorithms().values())
+    result = sequential.compare_sequential(
+        run, claim.reference, statistic=claim.statistic, claim=claim.kind,
+        baselines=claim.baselines, stages=[b[1] for b in blocks(name)],
+    )  # fmt: skip
+    result.update(scenario=name, claim=sc.claim, seeds_run=seeds, run=relative(run.path.parent))
+    cap = blocks(name)[-1][1]
+    result["open"] = [b for b, r in result["comparisons"].items()
+                      if r["outcome"] == sequential.UNDECIDED and r["seeds"] < cap]  # fmt: skip
+    return result
+
+
+def relative(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (files in the repository
+    name runs by such paths, not by the absolute paths of the machine that ran them)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def needs_stage(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> bool:
+    """Whether ``block`` is needed: the scenario's earlier blocks leave a comparison open
+    (the first block always is)."""
+    if block == blocks(name)[0] or stored(name, block, store):
+        return True
+    result = analyze(name, out, store)
+    return result is not None and bool(result["open"]) and result["seeds_run"] >= block[0]
