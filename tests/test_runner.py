@@ -43,6 +43,7 @@ def _run(last):
         history=[last],
         points=[{"learning_rate": 0.1, "eta": 0.5}],
         num_seeds=2,
+        first_seed=0,
         diverged=np.zeros(2, bool),
         budgets=np.full(2, 10.0, np.float32),
     )
@@ -94,6 +95,7 @@ def _resumable(monkeypatch, steps_done):
         trainer=tr,
         points=[{}],
         num_seeds=2,
+        first_seed=0,
         keys=jax.random.split(jax.random.key(0), 2),
         hyper={"x": jnp.zeros(2)},
         mesh=None,

@@ -1,4 +1,4 @@
-"""ADMM consensus policy gradient (``admm_pg``, SPEC §6).
+"""ADMM consensus policy gradient (``admm_pg``, docs/algorithms.md).
 
 Consensus form of the distributed problem ``max Σ_i J_i(θ_i)`` s.t. ``θ_i = z``: worker i
 keeps its own parameters θ_i and a multiplier λ_i, and each round

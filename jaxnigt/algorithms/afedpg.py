@@ -1,4 +1,4 @@
-"""AFedPG (greedy asynchronous policy gradient), as reconstructed in SPEC §6.
+"""AFedPG (greedy asynchronous policy gradient), as reconstructed in docs/algorithms.md.
 
 Each worker, dispatched at server version k, samples one trajectory at the lookahead point
 ỹ = θ_k + ((1−η)/η)(θ_k − θ_{k−1}) and sends its gradient back after τ + its exchange on the

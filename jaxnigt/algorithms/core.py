@@ -37,7 +37,7 @@ Estimator = Callable[..., tuple[Any, dict]]
 
 
 def reinforce(policy, params, traj, weights, hyper: TracedHParams, *, per_slot_params=False):
-    """The policy-gradient estimator g_H (SPEC §1, :func:`jaxnigt.rl.estimator.policy_gradient`)."""
+    """The policy-gradient estimator g_H (:func:`jaxnigt.rl.estimator.policy_gradient`)."""
     from jaxnigt.rl.estimator import policy_gradient
 
     return policy_gradient(
@@ -86,11 +86,11 @@ class Setup:
         None when ``tm`` is concrete): what a factory reads on the host while it builds an
         algorithm (option defaults such as the asynchronous wave), via :attr:`host_time_model`.
 
-    ``inflight``, ``allreduce`` and ``link`` are the cluster model (SPEC §3): every engine
-    receives it and its algorithms' :attr:`Traits.cluster_options` name the options that
-    change them. What only one engine reads (the synchronous batch, Malenia's capacity, the
-    asynchronous block, IMPALA's learner, ADMM's local steps, the actor-critic losses) is
-    that engine's options, resolved from the config's hyperparameters by the engine
+    ``inflight``, ``allreduce`` and ``link`` are the cluster model (docs/cluster_model.md):
+    every engine receives it and its algorithms' :attr:`Traits.cluster_options` name the options
+    that change them. What only one engine reads (the synchronous batch, Malenia's capacity, the
+    asynchronous block, IMPALA's learner, ADMM's local steps, the actor-critic losses) is that
+    engine's options, resolved from the config's hyperparameters by the engine
     (:attr:`Traits.options` lists the keys).
     """
 
@@ -224,11 +224,11 @@ class Traits(NamedTuple):
     it) and its built :class:`Algorithm` carries the same value.
 
     Attributes:
-      cluster_options: the ``cluster:`` options (SPEC §3: ``inflight``, ``link``,
+      cluster_options: the ``cluster:`` options (docs/cluster_model.md: ``inflight``, ``link``,
         ``allreduce``) whose value changes this algorithm's runs; under every other option
         its runs are the same (a model variant retunes only the algorithms it affects).
       tuned_shapes: the shape-changing hyperparameters the tuning protocol tunes for it
-        (SPEC §8: ``M`` = ``M_init`` for Rennala's and Malenia's collections), each value
+        (docs/results.md: ``M`` = ``M_init`` for Rennala's and Malenia's collections), each value
         its own compiled program.
       overflow: what its ``overflow`` flag means, with the fix (None: never raised).
       step_sizes: the traced step-size hyperparameters its update reads (the axes of its

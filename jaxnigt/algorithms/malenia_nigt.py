@@ -1,8 +1,9 @@
 """Malenia NIGT (heterogeneous environments).
 
 Each round collects until every worker has delivered and the harmonic mean of the per-worker
-counts reaches M/n (SPEC §4), then averages the per-worker means (weights 1/(n·b_i)): an
-unbiased estimate of the average objective's gradient, whatever the speeds. NIGT step.
+counts reaches M/n (docs/cluster_model.md), then averages the per-worker means (weights
+1/(n·b_i)): an unbiased estimate of the average objective's gradient, whatever the speeds.
+NIGT step.
 """
 
 from jaxnigt.algorithms import updates

@@ -1,8 +1,8 @@
-"""Aggregators: weights over a round's trajectory slots (SPEC §4).
+"""Aggregators: weights over a round's trajectory slots (docs/cluster_model.md).
 
 Weights over the ``S`` trajectory slots of a :class:`~jaxnigt.cluster.schedules.RoundSchedule` (each
 slot tagged with its worker); the round engine plugs them into one weighted surrogate so a
-single backward pass gives ``g = sum_j w_j g_j`` (SPEC §1).  Invalid slots get weight 0.
+single backward pass gives ``g = sum_j w_j g_j`` (docs/algorithms.md).  Invalid slots get weight 0.
 Split over devices (:mod:`jaxnigt.run.devices`), the slots are sharded and XLA turns the weighted
 sum into one all-reduce, so no separate reduction over a worker axis is needed.
 

@@ -1,4 +1,6 @@
-"""The asynchronous event engine (AFedPG, A3C-style SGD, A3C, IMPALA's actors; SPEC §3, §6).
+"""The asynchronous event engine (AFedPG, A3C-style SGD, A3C, IMPALA's actors).
+
+The model it simulates is docs/cluster_model.md's; the methods, docs/algorithms.md's.
 
 Each worker loops: it holds the server point it was dispatched with, computes one gradient
 (``tau = h_i * xi``), then exchanges it with the server (``kappa_i``: gradient up, new point

@@ -1,5 +1,5 @@
-"""Round schedules of the AllReduce methods: Rennala, Malenia, synchronous (SPEC §3-4) and
-m-synchronous.
+"""Round schedules of the AllReduce methods: Rennala, Malenia, synchronous and m-synchronous
+(docs/cluster_model.md).
 
 A schedule is a pure function of sampled compute times: it decides *which* gradients count
 and when the round ends, before any trajectory is rolled out, so only the trajectories that
@@ -75,13 +75,13 @@ __all__ = [
 
 
 #: The named synchronous batch that matches Rennala's: b = max(1, ceil(M/n)), so a round
-#: aggregates about M gradients (a sensitivity variant; SPEC §4).
+#: aggregates about M gradients (a sensitivity variant; docs/cluster_model.md).
 MATCH_M = "match_M"
 
 
 def sync_batch(M: int, n: int, per_worker: int | str = 1) -> int:
-    """Per-worker batch b of the synchronous schedule (SPEC §4): ``per_worker`` gradients
-    (default 1: every worker one trajectory per round, the paper's Sync NIGT), or with
+    """Per-worker batch b of the synchronous schedule (docs/cluster_model.md): ``per_worker``
+    gradients (default 1: every worker one trajectory per round, the paper's Sync NIGT), or with
     :data:`MATCH_M` ``max(1, ceil(M / n))``, Rennala's batch M spread over the n workers."""
     if per_worker == MATCH_M:
         return max(1, math.ceil(M / n))
@@ -113,7 +113,7 @@ def rennala(
     inflight: str = "cancel",
     allreduce: str = "all",
 ) -> RoundSchedule:
-    """Rennala round (SPEC §4): the first ``M`` gradients to finish, ``S = M`` slots.
+    """Rennala round (docs/cluster_model.md): the first ``M`` gradients to finish, ``S = M`` slots.
 
     Args:
       tm: time model.
@@ -178,7 +178,8 @@ def malenia(
     inflight: str = "cancel",
     allreduce: str = "all",
 ) -> RoundSchedule:
-    """Malenia round (SPEC §4), ``S = n * capacity`` slots; see :func:`malenia_from_times`.
+    """Malenia round (docs/cluster_model.md), ``S = n * capacity`` slots; see
+    :func:`malenia_from_times`.
 
     ``capacity`` is the static maximum number of gradients per worker
     (:func:`default_malenia_capacity`); ``capacity + 1`` compute times are drawn per worker.
@@ -206,7 +207,8 @@ def sync(
     inflight: str = "cancel",
     allreduce: str = "all",
 ) -> RoundSchedule:
-    """Synchronous round (SPEC §4), ``S = n * per_worker`` slots (:func:`sync_batch`)."""
+    """Synchronous round (docs/cluster_model.md), ``S = n * per_worker`` slots
+    (:func:`sync_batch`)."""
     tau = sample_compute_times(tm, key, int(per_worker))
     return sync_from_times(
         tm.kappa,

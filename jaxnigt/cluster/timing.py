@@ -1,4 +1,4 @@
-"""Time model of the simulated cluster (SPEC §3).
+"""Time model of the simulated cluster (docs/cluster_model.md).
 
 Worker ``i`` needs ``tau_{i,k} = h_i * xi_{i,k}`` time units for its ``k``-th stochastic
 gradient, where ``h_i`` is a per-worker scale and ``xi`` is noise with mean 1 (except for the
@@ -215,7 +215,7 @@ def make_time_model(
       h: compute-time profile (see :func:`profile_values`), values ``> 0``.
       noise: noise spec (see :func:`parse_noise`).
       kappa: communication-time profile, values ``>= 0``; default all zero.
-      scale_by_dim: multiply ``kappa`` by ``dim ** 0.25`` (SPEC §3).
+      scale_by_dim: multiply ``kappa`` by ``dim ** 0.25`` (docs/cluster_model.md).
       dim: number of policy parameters ``d`` (required with ``scale_by_dim``).
       per_step: ``h`` is a per-environment-step time; a trajectory costs ``horizon * h``.
       horizon: trajectory length ``H`` (required with ``per_step``).

@@ -76,8 +76,14 @@ def _env_names() -> list[str]:
     return envs.list_envs()
 
 
+PROFILE_TEXT = "a profile name (equal, sqrt, linear, decreasing), a number or a list of n numbers"
+NOISE_TEXT = "deterministic, exponential, lognormal:SIGMA, uniform:LOW:HIGH or straggler:P:FACTOR"
+
+
 def _profile(*, positive: bool) -> Check:
     def check(path, v, ctx):
+        if isinstance(v, bool) or not isinstance(v, list | tuple | str | int | float):
+            raise ConfigError(f"{path}: got {v!r}; expected {PROFILE_TEXT}")
         if isinstance(v, list | tuple):
             v = tuple(_float()(f"{path}[{i}]", x, ctx) for i, x in enumerate(v))
         elif not isinstance(v, str):
@@ -92,7 +98,8 @@ def _profile(*, positive: bool) -> Check:
 
 
 def _noise(path, v, ctx):
-    _str(path, v, ctx)
+    if not isinstance(v, str):
+        raise ConfigError(f"{path}: got {v!r}; expected {NOISE_TEXT}")
     try:
         timing.parse_noise(v)
     except ValueError as e:
@@ -136,7 +143,7 @@ class EnvConfig:
       name: brax MJX environment name (``reacher``, ``hopper``, ...) or a toy env name.
       horizon: trajectory length H; ``None`` uses the environment's default.
       heterogeneous: ``None`` (homogeneous) or ``"sign_flip"`` (type 0 sees (s, 0), type 1
-        sees (−s, 1); SPEC §7).
+        sees (−s, 1); docs/getting_started.md).
       types: explicit worker → type assignment (length n); default ``i mod V``.
       solver_iterations: optional MJX constraint-solver iterations (speed/accuracy knob).
       ls_iterations: optional MJX line-search iterations.
@@ -156,7 +163,7 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    """Simulated cluster (SPEC §3).
+    """Simulated cluster (docs/cluster_model.md).
 
     Attributes:
       n: number of workers.
@@ -290,7 +297,13 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class GridConfig:
-    """Optional hyperparameter grid run as one vmapped program (values are traced)."""
+    """Optional hyperparameter grid run as one vmapped program (values are traced).
+
+    Attributes:
+      learning_rate: step sizes α of the grid; ``null``: the algorithm's own (one point).
+      eta: momentum weights η of the grid, each in (0, 1]; ``null``: the algorithm's own.
+        The grid is every (α, η) pair, each with every seed, in one program per algorithm.
+    """
 
     learning_rate: tuple[float, ...] | None = _opt(_optional(_list(_float(), what="numbers")))
     eta: tuple[float, ...] | None = _opt(_optional(_list(_float(0.0, 1.0), what="numbers")))
@@ -324,7 +337,9 @@ class ExperimentConfig:
       budget: simulated-time budget; every seed stops at its first round past it.
       max_rounds: optional cap on rounds (arrival blocks for asynchronous methods).
       target_return: optional return whose first simulated time the summary reports.
-      env, cluster, hparams, per_algorithm, eval, grid: the sections above.
+      env, cluster, hparams, eval, grid: the sections above.
+      per_algorithm: ``{algorithm: {key: value}}``: ``hparams`` keys for one algorithm
+        alone, over ``hparams`` (a key it does not set keeps ``hparams``' value).
       checkpoint_every: chunks between checkpoints (0 disables); see ``--resume``.
       on_nonfinite: ``stop`` (stop the run, keep the last good checkpoint, exit non-zero)
         or ``mark`` (freeze the diverged seed, report it, continue the others).

@@ -1,7 +1,7 @@
 """Environments: brax MJX envs by name, pure-JAX toy envs, heterogeneous worker types.
 
 Every environment is wrapped in a :class:`TaskEnv`, which fixes the horizon and the
-observation transforms that define the worker types (SPEC §7). Example::
+observation transforms that define the worker types (docs/getting_started.md). Example::
 
     task = make_env("reacher")                       # H = 50, homogeneous
     het = make_heterogeneous(task, "sign_flip")      # V = 2: (s, 0) and (-s, 1)

@@ -1,4 +1,4 @@
-"""Heterogeneous environments: worker types as observation transforms (SPEC §7).
+"""Heterogeneous environments: worker types as observation transforms (docs/getting_started.md).
 
 Worker type v ∈ {0, …, V−1} sees ``obs_transforms[v](s)``; rewards and dynamics are shared.
 The paper's construction (``"sign_flip"``, V = 2): type 0 sees ``(s, 0)``, type 1 sees

@@ -1,4 +1,4 @@
-"""Trajectory policy-gradient estimator g_H (SPEC §1).
+"""Trajectory policy-gradient estimator g_H (docs/algorithms.md).
 
 For one trajectory τ of H steps (global discount γ^h, not γ^{h−t}):
 

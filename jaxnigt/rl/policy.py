@@ -1,4 +1,4 @@
-"""Gaussian MLP policy with a tanh-squashed action (SPEC §2), written with flax.linen.
+"""Gaussian MLP policy with a tanh-squashed action (docs/algorithms.md), written with flax.linen.
 
 .. math::
     u \\sim N(μ_θ(s), \\mathrm{diag}\\, σ_θ(s)^2), \\qquad a = a_{scale} \\tanh(u), \\qquad
@@ -61,7 +61,7 @@ class GaussianPolicy:
       std_floor: added to the softplus std so σ never collapses to 0.
       init_std: σ at initialization (the std head's output starts near zero).
       squash: apply ``tanh`` to produce the action.
-      state_dependent_std: σ is a head of the MLP (SPEC §2). ``False`` makes σ a free
+      state_dependent_std: σ is a head of the MLP (docs/algorithms.md). ``False`` makes σ a free
         parameter vector (state independent), e.g. for closed-form tests.
     """
 

@@ -1,7 +1,7 @@
 """Plots of run directories: return against simulated time, env steps or communications.
 
 One line per algorithm (and grid point): the median across seeds, with a band between the
-20% and 80% quantiles (SPEC §8). Seeds are evaluated at different simulated times, so each
+20% and 80% quantiles (docs/results.md). Seeds are evaluated at different simulated times, so each
 seed's curve is a step function (the last evaluation at or before x) resampled on the union
 of all evaluation points.
 """

@@ -1,7 +1,7 @@
 """``jaxnigt tune``: step sizes (and shape hyperparameters) chosen on seeds that no reported
 run uses.
 
-Protocol (SPEC §8), per algorithm:
+Protocol (docs/results.md), per algorithm:
 
 * **Seeds.** The tuning programs run ``--tune-seeds A,A+1,...`` (default 100, 101): base seed
   ``A`` and that many seeds (the runner's seed ``i`` uses ``fold_in(key(A), i)``); they may

@@ -3,9 +3,9 @@
     python scripts/paper gpu OUT SECONDS [--tiny] [--rate STEPS_PER_S] [--compile S]
 
 Called by ``scripts/gpu/results.sh`` (the hook of ``scripts/gpu/run.sh``).  The scenarios, in
-order (the paper's, SPEC §8): Humanoid n = 10 with h_i = √i and κ_i = √i·d^{1/4}, then κ_i = √i,
-then equal times, then the heterogeneous n = 2 (h = (1, 10), sign-flipped rewards).  Each is
-the third edition's pipeline (:mod:`paper.third`): the paper's grid on the tuning
+order (the paper's, docs/results.md): Humanoid n = 10 with h_i = √i and κ_i = √i·d^{1/4}, then
+κ_i = √i, then equal times, then the heterogeneous n = 2 (h = (1, 10), sign-flipped rewards).
+Each is the third edition's pipeline (:mod:`paper.third`): the paper's grid on the tuning
 seeds 100, 101 (α = 2^-10 … 2^-1, η ∈ {0.001, 0.01, 0.1}, M = M_init ∈ {20, 30, 50}; at most
 one grid extension, where the CPU editions allow four), then the report run, 5 seeds
 vmapped, then ``jaxnigt compare`` with the claim's statistic and a plot.

@@ -81,13 +81,13 @@ def _modes(setup: Setup) -> dict[str, str]:
 
 
 def rennala_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
-    """Rennala's collection of ``M`` gradients (SPEC §4)."""
+    """Rennala's collection of ``M`` gradients (docs/cluster_model.md)."""
     del options
     return functools.partial(schedules.rennala, M=M, **_modes(setup))
 
 
 def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
-    """Malenia's collection with batch ``M`` (SPEC §4)."""
+    """Malenia's collection with batch ``M`` (docs/cluster_model.md)."""
     return functools.partial(
         schedules.malenia, M=M, capacity=options.malenia_capacity, **_modes(setup)
     )
