@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
         help="also log every chunk's scalars for TensorBoard (needs jaxnigt[tb])",
     )
     dist = run.add_argument_group(
-        "multiple processes (one per host; see README 'Multiple devices and hosts')"
+        "multiple processes (one per host; see docs/howto/devices_and_hosts.md)"
     )
     dist.add_argument("--coordinator", metavar="HOST:PORT", help="jax.distributed coordinator")
     dist.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
