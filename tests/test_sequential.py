@@ -148,3 +148,19 @@ def test_the_rule_errs_at_most_at_its_level_and_finds_a_known_effect(statistic):
     found = sequential.simulate(100, statistic=statistic, effect=effect, reps=200, seed=1)
     assert found["fractions"].get(verdicts.REFERENCE_AHEAD, 0) >= 0.6
     assert found["fractions"].get(verdicts.BASELINE_AHEAD, 0) == 0
+
+
+def test_the_level_is_set_by_every_planned_look_even_before_its_seeds_exist():
+    seen = []
+
+    def at(k, level):
+        seen.append((k, level))
+        return {"estimate": 0.0, "low": -1.0, "high": 1.0}
+
+    r = sequential.run_rule(at, lambda k: (-0.1, 0.1), tie=0.0, available=12)
+    assert seen == [(5, 0.975), (10, 0.975)]  # four planned looks, two of them due
+    assert (
+        r["open"] and sequential.claim_verdict("ahead", r) == "open at 10 seeds (next look at 20)"
+    )
+    with pytest.raises(run_data.AnalysisError, match="fewer than the first stage"):
+        sequential.run_rule(at, lambda k: (-0.1, 0.1), tie=0.0, available=3)

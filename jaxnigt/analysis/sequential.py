@@ -92,24 +92,35 @@ def run_rule(
     tie: float,
     stages: Sequence[int] = STAGES,
     alpha: float = ALPHA,
+    available: int | None = None,
 ) -> dict[str, Any]:
     """The rule over ``stages``: ``interval_at(k, level)`` is the effect's interval on the
-    first ``k`` seeds; returns the outcome, the seeds it used and every look made."""
+    first ``k`` seeds; returns the outcome, the seeds it used and every look made.  The level
+    is set by every planned stage; with ``available`` seeds only the stages up to it are
+    looked at so far (an undecided result is then ``open`` until the last stage)."""
     level = look_level(len(stages), alpha)
+    due = [k for k in stages if available is None or k <= available]
+    if not due:
+        raise AnalysisError(f"{available} seeds: fewer than the first stage ({stages[0]})",
+                            param="sequential")  # fmt: skip
     looks = []
-    for k in stages:
+    for k in due:
         iv, margin = interval_at(k, level), margin_at(k)
         looks.append({"seeds": k, "interval": iv, "margin": list(margin), "outcome": ""})
         looks[-1]["outcome"] = result = decide(iv, tie, margin)
         if result != UNDECIDED:
             break
-    return {"outcome": looks[-1]["outcome"], "seeds": looks[-1]["seeds"], "level": level,
-            "alpha": alpha, "stages": list(stages), "looks": looks}  # fmt: skip
+    seeds = looks[-1]["seeds"]
+    return {"outcome": looks[-1]["outcome"], "seeds": seeds, "level": level, "alpha": alpha,
+            "stages": list(stages), "looks": looks,
+            "open": looks[-1]["outcome"] == UNDECIDED and seeds < stages[-1]}  # fmt: skip
 
 
 def claim_verdict(kind: str, result: dict[str, Any]) -> str:
     """A claim's verdict from one comparison's :func:`run_rule` result (module docstring)."""
     o, n = result["outcome"], result["seeds"]
+    if o == UNDECIDED and result.get("open"):
+        return f"open at {n} seeds (next look at {min(k for k in result['stages'] if k > n)})"
     if o == UNDECIDED:
         return f"undecided at {n} seeds"
     if kind == "tie":
@@ -175,9 +186,7 @@ def compare_sequential(
     from jaxnigt.analysis.comparison import compare
 
     methods = run.algorithms()
-    stages = [k for k in stages if k <= min(len(m.seeds) for m in methods.values())]
-    if not stages:
-        raise AnalysisError("the run has fewer seeds than the first stage", param="sequential")
+    available = min(len(m.seeds) for m in methods.values())
     names = [a for a in methods if a != reference] if baselines is None else list(baselines)
     looks: dict[tuple[int, float], dict] = {}
 
@@ -208,7 +217,8 @@ def compare_sequential(
                           for a in (reference, b))  # fmt: skip
             return welch_interval(ref, other, lv)
 
-        result = run_rule(effect, margin, tie=1.0 if ratio else 0.0, stages=stages, alpha=alpha)
+        result = run_rule(effect, margin, tie=1.0 if ratio else 0.0, stages=stages, alpha=alpha,
+                          available=available)  # fmt: skip
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
     return {"reference": reference, "statistic": statistic, "claim": claim, "comparisons": out}
 

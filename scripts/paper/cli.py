@@ -20,6 +20,7 @@ from pathlib import Path
 
 from jaxnigt.studies import tuning
 from paper import fourth, gpu, page, second, third
+from paper.claims import GAP_BASELINES
 from paper.scenarios import VARIANTS, parse_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,6 +203,14 @@ def _fourth(argv) -> int:
         (args.docs / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
         verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
         print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
+    for env in sorted({third.SCENARIOS[n].env for n in names}):
+        for baseline in GAP_BASELINES:
+            g = fourth.gap(env, baseline, args.out, args.store)
+            if g is not None:
+                (args.docs / f"{env}_gap_{baseline}.json").write_text(
+                    json.dumps(g, indent=2) + "\n"
+                )
+                print(f"[fourth] {env} lead growth over {baseline}: {g['verdict']}")
     return 0
 
 

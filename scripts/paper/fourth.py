@@ -26,8 +26,10 @@ restores stored blocks instead of running them again (:func:`restore`), and says
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
 from jaxnigt.studies import tuning
 from paper import third
-from paper.claims import THIRD_CLAIMS
+from paper.claims import GAP, THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
@@ -180,9 +182,7 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
         baselines=claim.baselines, stages=[b[1] for b in blocks(name)],
     )  # fmt: skip
     result.update(scenario=name, claim=sc.claim, seeds_run=seeds, run=relative(run.path.parent))
-    cap = blocks(name)[-1][1]
-    result["open"] = [b for b, r in result["comparisons"].items()
-                      if r["outcome"] == sequential.UNDECIDED and r["seeds"] < cap]  # fmt: skip
+    result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     return result
 
 
@@ -202,3 +202,39 @@ def needs_stage(name: str, block: tuple[int, int], out: Path, store: Path = STOR
         return True
     result = analyze(name, out, store)
     return result is not None and bool(result["open"]) and result["seeds_run"] >= block[0]
+
+
+GAP_MARGIN = (-math.log(1.25), math.log(1.25))  # the time margin, as a log ratio of ratios
+
+
+def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
+    """The lead-growth claim from ``<env>_sqrt`` to ``<env>_sqrt_dim`` by the sequential
+    rule: at each look, the growth of the log time-to-80 % ratio (reference over
+    ``baseline``) on the first k seeds of both scenarios, each scenario's 80 % target pooled
+    over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`)."""
+    from jaxnigt.analysis import comparison, verdicts
+
+    names = [f"{env}_{key}" for key in GAP]
+    runs = [merged_run(n, out, store) for n in names]
+    if any(r is None for r in runs):
+        return None
+    seeds = min(len(m.seeds) for r in runs for m in r.algorithms().values())
+    stages = [b[1] for b in blocks(names[0])]
+
+    def interval_at(k, level):
+        groups = []
+        for run in runs:
+            sub = {a: sequential.first_seeds(m, k) for a, m in run.algorithms().items()}
+            part = dataclasses.replace(run, methods=sub)
+            a = comparison.compare(part, "rennala_nigt", statistic="time_to_80",
+                                   baselines=[baseline], reps=200)  # fmt: skip
+            target = a["targets"]["0.8"]
+            groups.append(tuple(sub[m].statistic("time", run.budget, target)
+                                for m in ("rennala_nigt", baseline)))  # fmt: skip
+        return verdicts.speed_lead_growth(*groups, level=level)["log_lead_difference"]
+
+    result = sequential.run_rule(interval_at, lambda k: GAP_MARGIN, tie=0.0, stages=stages,
+                                 available=seeds)  # fmt: skip
+    result.update(env=env, baseline=baseline, scenarios=names, seeds_run=seeds,
+                  verdict=sequential.claim_verdict("ahead", result))  # fmt: skip
+    return result
