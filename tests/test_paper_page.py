@@ -15,9 +15,14 @@ sys.path.pop(0)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_results_page_is_regenerated_byte_for_byte_from_its_json():
+def test_the_results_pages_are_regenerated_byte_for_byte_from_their_json():
     docs = ROOT / "docs" / "results"
-    assert page.page(docs) == (ROOT / "docs" / "results.md").read_text()
+    pages = page.pages(docs)
+    assert set(pages) == {ROOT / "docs" / "results.md", docs / "third_edition.md",
+                          docs / "second_edition.md"}  # fmt: skip
+    for path, text in pages.items():
+        assert text == path.read_text(), f"regenerate {path}: python scripts/paper page"
+    assert len(pages[ROOT / "docs" / "results.md"].encode()) <= 40_000  # one screen first
 
 
 def _comparison(effect, avg, ratio50, outcome, needed=None):
@@ -37,8 +42,8 @@ def _analysis(claim="equal", verdict="refuted"):
         "reference": "rennala_nigt", "claim": claim, "statistic": "average", "budget": 150.0,
         "improvement_over_spread": 12.4, "verdict": verdict, "scenario": "point_mass_equal",
         "algorithms": {
-            "rennala_nigt": {"time_to_target": {"0.8": 38.0}},
-            "sync_nigt": {"time_to_target": {"0.8": None}},
+            "rennala_nigt": {"time_to_target": {"0.8": 38.0}, "seeds": 5},
+            "sync_nigt": {"time_to_target": {"0.8": None}, "seeds": 5},
         },
         "comparisons": {"sync_nigt": _comparison(
             _iv(-1.94, -3.56, -0.55), _iv(-1.94, -3.56, -0.55), _iv(1.1, 0.9, 1.3),
@@ -77,3 +82,26 @@ def test_a_template_with_an_unknown_placeholder_is_refused(tmp_path):
     template.write_text("# Results\n\n{{VERDICTS}}\n")
     text = page.page(tmp_path, template)
     assert text.startswith("<!-- Written by") and "| claim | scenario |" in text
+
+
+def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path):
+    from paper import fourth_page
+
+    (tmp_path / "third").mkdir()
+    (tmp_path / "fourth").mkdir()
+    (tmp_path / "third" / "point_mass_equal.json").write_text(json.dumps(_analysis()))
+    (row,) = [c for c in fourth_page.cells(tmp_path, "point_mass_equal")]
+    assert row["edition"] == "third" and row["verdict"] == "sync_nigt ahead"  # its outcome
+    look = {"seeds": 10, "interval": _iv(-2.0, -3.8, -0.2), "margin": [-2.6, 2.6],
+            "outcome": "baseline ahead"}  # fmt: skip
+    fourth = {"reference": "rennala_nigt", "statistic": "average", "claim": "tie",
+              "comparisons": {"sync_nigt": {"verdict": "refuted", "seeds": 10,
+                                            "looks": [look]}}}  # fmt: skip
+    (tmp_path / "fourth" / "point_mass_equal.json").write_text(json.dumps(fourth))
+    (row,) = fourth_page.cells(tmp_path, "point_mass_equal")
+    assert row["edition"] == "fourth" and row["verdict"] == "refuted" and row["seeds"] == 10
+    text = fourth_page.table(tmp_path)
+    assert "| **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 | fourth |" in text
+    assert "`walker2d_sqrt_dim` | – | not run at CPU scale |" in text
+    png = fourth_page.forest(tmp_path, tmp_path / "forest.png")
+    assert png.stat().st_size > 1000

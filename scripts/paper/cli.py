@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from jaxnigt.studies import tuning
-from paper import fourth, gpu, page, second, third
+from paper import fourth, fourth_page, gpu, page, second, third
 from paper.claims import GAP_BASELINES
 from paper.scenarios import VARIANTS, parse_models
 
@@ -32,9 +32,9 @@ def _page(argv) -> int:
     p.add_argument("--docs", type=Path, default=DOCS)
     args = p.parse_args(argv)
     page.write_tables(args.docs)
-    target = args.docs.parent / "results.md"
-    target.write_text(page.page(args.docs))
-    print(f"[results] wrote {target}")
+    for target, text in page.pages(args.docs).items():
+        target.write_text(text)
+        print(f"[results] wrote {target}")
     return 0
 
 
@@ -211,6 +211,7 @@ def _fourth(argv) -> int:
                     json.dumps(g, indent=2) + "\n"
                 )
                 print(f"[fourth] {env} lead growth over {baseline}: {g['verdict']}")
+    print(f"[fourth] wrote {fourth_page.forest(DOCS, args.docs / 'forest.png')}")
     return 0
 
 

@@ -16,11 +16,17 @@ import re
 from pathlib import Path
 
 from jaxnigt.analysis import report_text, verdicts
-from paper import second, third
+from paper import fourth_page, second, third
 from paper.claims import CLAIMS, GAP_BASELINES, claim_verdict, row
 from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
 
-PAGE_TEMPLATE = Path(__file__).resolve().parent / "page.md"
+HERE = Path(__file__).resolve().parent
+PAGE_TEMPLATE = HERE / "page.md"  # docs/results.md: the fourth edition's opening screen
+# The earlier editions' pages, in docs/results/: (file, template)
+EDITIONS = (
+    ("third_edition.md", HERE / "third_page.md"),
+    ("second_edition.md", HERE / "second_page.md"),
+)
 _CLUSTER = {
     "equal": "h = 1, κ = 0",
     "sqrt": "h = √i, κ = √i",
@@ -275,7 +281,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = template.read_text()
     if text.startswith("<!--"):  # the template's own note
         text = text.split("\n", 1)[1]
-    note = "<!-- Written by `python scripts/paper page` from scripts/paper/page.md. -->"
+    note = f"<!-- Written by `python scripts/paper page` from scripts/paper/{template.name}. -->"
     text = f"{note}\n{text}"
     text = text.replace("{{VERDICTS}}", "\n".join(verdict_rows(docs)))
     text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
@@ -284,6 +290,10 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{THIRD_ETA}}", "\n".join(third_rows(docs, THIRD_ETA)))
     text = text.replace("{{THIRD_ETA_M}}", "\n".join(third_rows(docs, THIRD_ETA_M)))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
+    if "{{FOURTH_TABLE}}" in text:
+        text = text.replace("{{FOURTH_TABLE}}", fourth_page.table(docs))
+        text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
+        text = text.replace("{{STORE_SIZE}}", _store_size(docs))
     for env in ("point_mass", "reacher"):
         rows = []
         for m in MODELS:
@@ -326,3 +336,40 @@ def _scenario_rows(docs: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------- main
+
+
+def _simulation(docs: Path) -> str:
+    """The simulation's numbers (``docs/results/fourth/simulation.jsonl``) in words."""
+    path = docs / "fourth" / "simulation.jsonl"
+    if not path.is_file():
+        return "(not run yet)"
+    parts = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        kind = "difference of means" if r["statistic"] == "average" else "ratio of median times"
+        what = "under the null" if r["effect"] == 0 else f"under an effect of {r['effect']:g}"
+        rate = f"{100 * r['ahead_either_side']:.1f} % ± {100 * r['monte_carlo_se']:.1f} %"
+        parts.append(f"{kind}, {what}: a side ahead in {rate} of {r['experiments']:,}")
+    return "; ".join(parts) + " (the effects: 0.8 standard deviations; a time factor e^0.4 ≈ 1.5)."
+
+
+def _store_size(docs: Path) -> str:
+    store = docs / "fourth" / "store"
+    files = [f for f in store.rglob("*") if f.is_file()] if store.is_dir() else []
+    blocks = len({f.parent for f in files})
+    return f"{blocks} blocks, {sum(f.stat().st_size for f in files) / 2**20:.1f} MB; budget 30 MB"
+
+
+def _in_results(text: str) -> str:
+    """A page of docs/ moved into docs/results/: its links to ``results/...`` lose the
+    prefix."""
+    return text.replace("](results/", "](")
+
+
+def pages(docs: Path) -> dict[Path, str]:
+    """Every page the JSON in ``docs`` (docs/results) gives: the opening page and each
+    earlier edition's."""
+    out = {docs.parent / "results.md": page(docs)}
+    for name, template in EDITIONS:
+        out[docs / name] = _in_results(page(docs, template))
+    return out
