@@ -140,6 +140,10 @@ def scale_by_normalized_momentum(
     scaled by a learning rate; gradients are taken at the iterate itself.  ``η = 1`` is
     normalized gradient descent.  (AFedPG without its lookahead point, ``afedpg_vanilla``.)
 
+    Args:
+      eta: momentum weight η ∈ (0, 1] (a traced value: changing it does not recompile).
+      eps: the floor ε of the norm.
+
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`ScaleByNigtState`
       (``normalized`` holds ``n_t``).
@@ -228,6 +232,9 @@ def nigt_eval_params(state: Any) -> Params:
       state: a :class:`NigtState`, or any optimizer state that contains exactly one (e.g. the
         state of ``optax.chain(..., nigt(...))`` or of ``optax.inject_hyperparams(nigt)``).
         Leading batch axes (from ``vmap`` over seeds) are preserved.
+
+    Returns:
+      The iterate ``x_t``: a pytree of the params' structure and dtypes.
 
     Raises:
       ValueError: if the state holds no :class:`NigtState` or more than one.

@@ -48,6 +48,10 @@ def register(name: str, module: str) -> None:
     """Registers the algorithm ``name``, implemented by the importable ``module`` (a dotted
     path; it must define ``make(setup, hparams)`` and ``TRAITS``, checked on first use).
 
+    Args:
+      name: the name configs and commands will use.
+      module: the dotted path of the module that implements it.
+
     Raises:
       ValueError: ``name`` is empty or already registered to another module.
     """

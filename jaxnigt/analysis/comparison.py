@@ -168,7 +168,20 @@ def compare(
     Per baseline: the effect of ``statistic`` with its interval, the row's :func:`outcome`,
     the seeds a tie would need; also the difference in average return and the ratios of times
     to the targets (second views).  Then the claim's :func:`verdict` over all rows.  The
-    targets pool every method of the run (:func:`targets`).  Returns a JSON-able dict.
+    targets pool every method of the run (:func:`targets`).
+
+    Args:
+      run: a finished run (:func:`jaxnigt.analysis.load_run`).
+      reference: the method the claim is about.
+      statistic: one of :data:`STATISTICS` (``average``, ``second_half``, ``time_to_80``, ...).
+      baselines: the methods to compare it with (default: every other one of the run).
+      claim: ``ahead`` (the reference beats every baseline) or ``tie``.
+      fractions: the fractions of the improvement whose times are reported.
+      level, reps, seed: the bootstrap's level, resamples and seed.
+
+    Returns:
+      A JSON-able dict: the targets, per method a summary, per baseline the comparison
+      (effect, interval, outcome), and the claim's verdict.
 
     Raises:
       AnalysisError: a bad ``statistic``, the ``reference`` or a baseline is not in the run,

@@ -109,6 +109,12 @@ def load_run(run_dir: str | Path) -> Run:
     """Reads a finished run directory (config.yaml, summary.json, metrics.csv) into a
     :class:`Run`.
 
+    Args:
+      run_dir: the directory ``jaxnigt run`` wrote.
+
+    Returns:
+      The :class:`Run`: its budget and, per method, the seeds' curves and counts.
+
     Raises:
       AnalysisError: not a run directory or without a simulated-time budget;
         UnfinishedRunError (an AnalysisError): not finished.

@@ -180,9 +180,21 @@ def compare_sequential(
     alpha: float = ALPHA,
     **kw: Any,
 ) -> dict[str, Any]:
-    """The rule for the reference against each baseline of ``run`` (its seeds in stages):
-    per baseline, :func:`run_rule`'s result and the claim's verdict.  ``kw`` goes to
-    :func:`jaxnigt.analysis.compare` (``reps``, ``seed``)."""
+    """The rule for the reference against each baseline of ``run`` (its seeds in stages).
+
+    Args:
+      run: a finished run, or seed blocks merged by :func:`merge_runs`.
+      reference: the method the claim is about.
+      statistic: the claim's primary statistic (:data:`jaxnigt.analysis.STATISTICS`).
+      claim: ``ahead`` or ``tie``.
+      baselines: the methods to compare it with (default: every other one).
+      stages: the planned seed counts of the looks (they set each look's level).
+      alpha: the error rate the looks share.
+      **kw: to :func:`jaxnigt.analysis.compare` (``reps``, ``seed``).
+
+    Returns:
+      Per baseline, :func:`run_rule`'s result (every look made) and the claim's verdict.
+    """
     from jaxnigt.analysis.comparison import compare
 
     methods = run.algorithms()
@@ -237,7 +249,19 @@ def simulate(
     from N(0, 1) (``average``) or lognormal times e^{N(0, 0.5²)} (a ratio of median times),
     the reference's shifted by ``effect`` (a difference; for times a factor e^{-effect}).
     Returns the fraction of each outcome and of "either side ahead" (the error rate when
-    ``effect`` is 0, the power otherwise), with its Monte Carlo standard error."""
+    ``effect`` is 0, the power otherwise), with its Monte Carlo standard error.
+
+    Args:
+      experiments: synthetic comparisons to run.
+      effect: the reference's shift (0: the null).
+      statistic: ``average`` (a difference of means) or another (a ratio of median times).
+      stages, alpha: the rule's.
+      reps: bootstrap resamples per look (ratios of times).
+      seed: the generator's seed.
+
+    Returns:
+      A JSON-able dict of the fractions of each outcome.
+    """
     rng = np.random.default_rng(seed)
     ratio = statistic != "average"
     fn = time_ratio

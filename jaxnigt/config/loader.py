@@ -180,7 +180,16 @@ def warn(raw: Mapping[str, Any], cfg: ExperimentConfig, overrides: Sequence[str]
 
 
 def from_dict(raw: Any) -> ExperimentConfig:
-    """Builds and validates an :class:`ExperimentConfig` from a plain mapping."""
+    """Builds and validates an :class:`ExperimentConfig` from a plain mapping.
+
+    Args:
+      raw: the config's sections and keys as plain Python values (what YAML gives).
+
+    Returns:
+      The validated :class:`ExperimentConfig`.
+
+    Raises:
+      ConfigError: an unknown key or a bad value (the message names it)."""
     cfg = checks.parse_dataclass(ExperimentConfig, raw, "")
     _check_consistency(cfg)
     _check_options(cfg)
@@ -192,7 +201,17 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point).
 
     An empty file (or one of comments only) is an error (:func:`read`), not a run of the
-    defaults."""
+    defaults.
+
+    Args:
+      path: a YAML file.
+      overrides: ``KEY=VALUE`` strings (the command line's ``--set``), applied in order.
+
+    Returns:
+      The validated :class:`ExperimentConfig`.
+
+    Raises:
+      ConfigError: a bad file, key or value (the message names the key and what is allowed)."""
     raw = {k: v for k, v in read(path).items() if k != "sweep"}
     cfg = from_dict(apply_overrides(raw, overrides))
     warn(raw, cfg, overrides)

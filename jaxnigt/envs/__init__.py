@@ -102,7 +102,11 @@ _NEVER_TERMINATE = frozenset({"reacher", "pusher", "swimmer", "halfcheetah", "lq
 
 
 def list_envs() -> list[str]:
-    """Names accepted by :func:`make_env`: brax env names, then the toy env names."""
+    """Names accepted by :func:`make_env`.
+
+    Returns:
+      brax's environment names, then the toy environments' names.
+    """
     return brax_env_names() + sorted(toy.TOY_ENVS)
 
 
@@ -133,6 +137,9 @@ def make_env(
         keeps brax's default. Ignored-with-error for toy envs.
       ls_iterations: MJX line-search iterations (``sys.opt.ls_iterations``).
       **kwargs: forwarded to the env constructor.
+
+    Returns:
+      The :class:`TaskEnv`: reset, step and observation/action sizes of one worker type.
 
     Raises:
       ValueError: unknown name (the message lists the available ones).

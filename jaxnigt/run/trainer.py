@@ -279,7 +279,16 @@ def _clock_program(trainer: Trainer) -> ClusterProgram:
 
 
 def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
-    """Builds the :class:`Trainer` of one algorithm of an experiment config."""
+    """Builds the :class:`Trainer` of one algorithm of an experiment config.
+
+    Args:
+      config: a validated config (:func:`jaxnigt.config.load`).
+      algorithm: one of ``config.algorithms`` (a registered name).
+      mesh: an optional ``jax.sharding.Mesh`` to shard the batch of runs over.
+
+    Returns:
+      The :class:`Trainer`: its ``init``, ``step`` and ``evaluate`` programs over the
+      config's environment, policy, simulated cluster and hyperparameters."""
     algorithms.get(algorithm)  # a clear error for an unknown name before any env is built
     return build_trainer(
         make_setup(config, algorithm, mesh=mesh),
@@ -301,6 +310,16 @@ def build_trainer(
     """A :class:`Trainer` from an explicit :class:`~jaxnigt.algorithms.core.Setup`.
 
     Use this to run an algorithm on your own ``TaskEnv``/policy/time model without a config.
+
+    Args:
+      setup: the environment, policy and simulated cluster.
+      algorithm: a registered algorithm name.
+      hparams: its hyperparameters.
+      eval_episodes: episodes per evaluation.
+      eval_deterministic: evaluate the mean action (True) or sample (False).
+
+    Returns:
+      The :class:`Trainer`.
     """
     return Trainer(
         name=algorithm,
