@@ -1,0 +1,51 @@
+"""scripts/paper/fourth.py: report configs rebuilt from the third edition's JSON, seed blocks,
+and the store: a block kept in the repository is restored, never run again, and reads back
+as the run it was."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from paper import fourth, third
+
+sys.path.pop(0)
+
+
+def test_the_report_config_is_the_third_editions_and_blocks_add_seeds():
+    raw = fourth.report_raw("point_mass_sqrt_dim")
+    assert raw["budget"] == 6000.0 and raw["eval"]["every_time"] == 30.0  # its sizing
+    assert raw["per_algorithm"]["rennala_nigt"] == {"learning_rate": 2**-5, "eta": 0.1,
+                                                    "M": 30, "M_init": 30}  # fmt: skip
+    assert raw["cluster"]["link"] == "shared" and raw["seed"] == 0
+    cfg = fourth.block_config("point_mass_sqrt_dim", (5, 10))
+    assert (cfg.first_seed, cfg.seeds) == (5, 5)
+    assert fourth.blocks("point_mass_equal") == [(0, 5), (5, 10), (10, 20), (20, 40)]
+    assert third.SCENARIOS["reacher_sqrt"].env == "reacher"
+    assert fourth.blocks("reacher_sqrt") == [(0, 5), (5, 10), (10, 20)]  # the cap: 20 seeds
+
+
+def test_a_stored_block_is_restored_not_run(tmp_path, monkeypatch):
+    name, block = "point_mass_equal", (0, 5)
+    where = fourth.stored(name, block)
+    if where is None:
+        pytest.skip("the store holds no first block of point_mass_equal")
+    monkeypatch.setattr(fourth.tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
+    store = tmp_path / "store"
+    (store / name).mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(where, store / name / fourth.block_name(block))
+    out = tmp_path / "runs"
+    assert fourth.run_block(name, block, out, store) == "restored from the store"
+    assert fourth.run_block(name, block, out, store) == "kept (finished here)"
+    from jaxnigt.analysis import run_data
+
+    run = run_data.load_run(out / name / fourth.block_name(block))
+    assert {m.seeds for m in run.algorithms().values()} == {(0, 1, 2, 3, 4)}
+    # packing it again gives the same files
+    fourth.pack(out / name / fourth.block_name(block), tmp_path / "again")
+    for f in ("config.yaml", "summary.json", "done.json"):
+        assert (tmp_path / "again" / f).read_bytes() == (where / f).read_bytes()
+    assert "seeds_00-05 stored" in fourth.state(name, out, store)
