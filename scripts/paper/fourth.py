@@ -146,10 +146,16 @@ def run_all(names, out: Path, store: Path = STORE, upto: int | None = None) -> N
 
 
 def state(name: str, out: Path, store: Path = STORE) -> str:
+    """Each block: stored, run here, not needed (the rule decided before it) or missing."""
     parts = []
     for block in blocks(name):
         here = checkpoint.finished(out / name / block_name(block))
-        where = "stored" if stored(name, block, store) else "run here" if here else "missing"
+        if stored(name, block, store):
+            where = "stored"
+        elif here:
+            where = "run here"
+        else:
+            where = "missing" if needs_stage(name, block, out, store) else "not needed"
         parts.append(f"{block_name(block)} {where}")
     return "; ".join(parts)
 
@@ -201,7 +207,7 @@ def needs_stage(name: str, block: tuple[int, int], out: Path, store: Path = STOR
     if block == blocks(name)[0] or stored(name, block, store):
         return True
     result = analyze(name, out, store)
-    return result is not None and bool(result["open"]) and result["seeds_run"] >= block[0]
+    return result is not None and bool(result["open"])
 
 
 GAP_MARGIN = (-math.log(1.25), math.log(1.25))  # the time margin, as a log ratio of ratios
