@@ -145,6 +145,13 @@ def _jobs(args):
     return rows, jobs.format_rows(rows)
 
 
+def _executors(args):
+    from benchmarks import executors
+
+    rows = executors.run(args.quick)
+    return rows, executors.format_rows(rows)
+
+
 def _gpu(args):
     from benchmarks import gpu
 
@@ -180,6 +187,7 @@ BENCHMARKS = {
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
     "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
     "jobs": (_jobs, "a tuning's programs in sequence vs in parallel processes (tune --jobs)"),
+    "executors": (_executors, "a 4-program tuning: --jobs 1, --jobs 2, Ray with 2 one-CPU nodes"),
     "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
 }
 ALL = (
@@ -194,6 +202,12 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
     for r in rows:
         if "error" in r:
             out.append(f"{name}: ERROR {r['error']}")
+        elif name == "executors":
+            out.append(
+                f"executors: --jobs 1 / --jobs 2 wall = {r['speedup_jobs2']:.2f}, --jobs 1 / Ray = "
+                f"{r['speedup_ray']:.2f}, Ray overhead {r['ray_overhead_per_program_s']:.1f} s per "
+                f"program (same tuned.yaml: {r['same_tuned']})"
+            )
         elif name == "jobs":
             out.append(
                 f"jobs pair {r['pair']}: --jobs 1 / --jobs {r['jobs']} wall = {r['speedup']:.2f} "

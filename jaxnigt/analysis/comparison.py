@@ -165,23 +165,18 @@ def compare(
 ) -> dict[str, Any]:
     """The reference against every baseline of a run (grid point 0 of each algorithm).
 
-    Per baseline: the effect of ``statistic`` with its interval, the row's :func:`outcome`,
-    the seeds a tie would need; also the difference in average return and the ratios of times
-    to the targets (second views).  Then the claim's :func:`verdict` over all rows.  The
-    targets pool every method of the run (:func:`targets`).
+    Per baseline: the effect of ``statistic``, its interval, :func:`outcome` and the seeds a
+    tie would need; the average-return difference and time ratios (second views); then the
+    claim's :func:`verdict`.  The targets pool every method of the run (:func:`targets`).
 
     Args:
-      run: a finished run (:func:`jaxnigt.analysis.load_run`).
-      reference: the method the claim is about.
-      statistic: one of :data:`STATISTICS` (``average``, ``second_half``, ``time_to_80``, ...).
-      baselines: the methods to compare it with (default: every other one of the run).
-      claim: ``ahead`` (the reference beats every baseline) or ``tie``.
-      fractions: the fractions of the improvement whose times are reported.
-      level, reps, seed: the bootstrap's level, resamples and seed.
+      run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
+        of :data:`STATISTICS`; baselines: default every other method.
+      claim: ``ahead`` or ``tie``; fractions: of the improvement, the times reported;
+      level, reps, seed: the bootstrap's.
 
     Returns:
-      A JSON-able dict: the targets, per method a summary, per baseline the comparison
-      (effect, interval, outcome), and the claim's verdict.
+      A JSON-able dict: targets, methods, comparisons (effect, interval, outcome), verdict.
 
     Raises:
       AnalysisError: a bad ``statistic``, the ``reference`` or a baseline is not in the run,

@@ -17,6 +17,7 @@ seeds".  :func:`simulate` checks the rule's error rate and power on synthetic pe
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -184,55 +185,65 @@ def compare_sequential(
 
     Args:
       run: a finished run, or seed blocks merged by :func:`merge_runs`.
-      reference: the method the claim is about.
-      statistic: the claim's primary statistic (:data:`jaxnigt.analysis.STATISTICS`).
-      claim: ``ahead`` or ``tie``.
-      baselines: the methods to compare it with (default: every other one).
-      stages: the planned seed counts of the looks (they set each look's level).
-      alpha: the error rate the looks share.
-      **kw: to :func:`jaxnigt.analysis.compare` (``reps``, ``seed``).
+      reference, statistic, claim, baselines: as for :func:`jaxnigt.analysis.compare`.
+      stages, alpha: the looks' planned seed counts (they set each look's level), the error
+        rate they share.
+      kw: to :func:`jaxnigt.analysis.compare` (``reps``, ``seed``).
 
     Returns:
-      Per baseline, :func:`run_rule`'s result (every look made) and the claim's verdict.
+      Per baseline, :func:`run_rule`'s result (every look) and the claim's verdict.
     """
-    from jaxnigt.analysis.comparison import compare
-
-    methods = run.algorithms()
-    available = min(len(m.seeds) for m in methods.values())
-    names = [a for a in methods if a != reference] if baselines is None else list(baselines)
-    looks: dict[tuple[int, float], dict] = {}
-
-    def at(k: int, level: float) -> dict:
-        if (k, level) not in looks:
-            sub = {n: first_seeds(m, k) for n, m in run.methods.items() if m.grid == 0}
-            looks[k, level] = compare(dataclasses.replace(run, methods=sub), reference,
-                                      statistic=statistic, claim=claim, baselines=names,
-                                      level=level, **kw)  # fmt: skip
-        return looks[k, level]
-
+    looks = _Looks(run, reference, statistic, claim, baselines, kw)
     level = look_level(len(stages), alpha)
-    ratio = statistic not in RETURN_STATISTICS
+    available = min(len(m.seeds) for m in looks.methods.values())
     out = {}
-    for b in names:
-
-        def margin(k, b=b):
-            if ratio:
-                return TIME_MARGIN
-            a = at(k, level)
-            width = RETURN_MARGIN * abs(a["best_second_half_median"] - a["initial_median_return"])
-            return (-width, width)
-
-        def effect(k, lv, b=b):
-            if ratio:  # the percentile bootstrap of compare (checked by simulate)
-                return at(k, lv)["comparisons"][b]["effect"]
-            ref, other = (first_seeds(methods[a], k).statistic(statistic, run.budget)
-                          for a in (reference, b))  # fmt: skip
-            return welch_interval(ref, other, lv)
-
-        result = run_rule(effect, margin, tie=1.0 if ratio else 0.0, stages=stages, alpha=alpha,
+    for b in looks.names:
+        result = run_rule(functools.partial(looks.effect, b), lambda k: looks.margin(k, level),
+                          tie=1.0 if looks.ratio else 0.0, stages=stages, alpha=alpha,
                           available=available)  # fmt: skip
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
     return {"reference": reference, "statistic": statistic, "claim": claim, "comparisons": out}
+
+
+class _Looks:
+    """:func:`compare_sequential`'s looks at a run: each ``(seeds, level)`` compared once."""
+
+    def __init__(self, run: Run, reference, statistic, claim, baselines, kw):
+        self.run, self.reference, self.statistic, self.claim, self.kw = (
+            run, reference, statistic, claim, kw)  # fmt: skip
+        self.methods = run.algorithms()
+        self.names = ([a for a in self.methods if a != reference] if baselines is None
+                      else list(baselines))  # fmt: skip
+        self.ratio = statistic not in RETURN_STATISTICS
+        self.done: dict[tuple[int, float], dict] = {}
+
+    def __call__(self, k: int, level: float) -> dict:
+        from jaxnigt.analysis.comparison import compare
+
+        if (k, level) not in self.done:
+            sub = {n: first_seeds(m, k) for n, m in self.run.methods.items() if m.grid == 0}
+            self.done[k, level] = compare(
+                dataclasses.replace(self.run, methods=sub), self.reference,
+                statistic=self.statistic, claim=self.claim, baselines=self.names, level=level,
+                **self.kw,
+            )  # fmt: skip
+        return self.done[k, level]
+
+    def effect(self, baseline: str, k: int, level: float) -> dict:
+        """A ratio of times: compare's percentile bootstrap (checked by :func:`simulate`);
+        a difference of returns: :func:`welch_interval`."""
+        if self.ratio:
+            return self(k, level)["comparisons"][baseline]["effect"]
+        ref, other = (first_seeds(self.methods[a], k).statistic(self.statistic, self.run.budget)
+                      for a in (self.reference, baseline))  # fmt: skip
+        return welch_interval(ref, other, level)
+
+    def margin(self, k: int, level: float) -> tuple[float, float]:
+        if self.ratio:
+            return TIME_MARGIN
+        a = self(k, level)
+        width = RETURN_MARGIN * abs(a["best_second_half_median"] - a["initial_median_return"])
+        return (-width, width)
 
 
 def simulate(

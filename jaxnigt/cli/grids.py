@@ -24,7 +24,7 @@ TUNE_FLAGS = {
     "lr_exp": "--lr-exp", "eta": "--eta", "max_extensions": "--max-extensions",
     **SHAPE_FLAGS,
     "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
-    "resume": "--resume", "jobs": "--jobs",
+    "resume": "--resume", "jobs": "--jobs", "gpus_per_program": "--gpus-per-program",
 }  # fmt: skip
 
 
@@ -43,7 +43,20 @@ def add_sweep_parser(sub) -> None:
     sw.add_argument("--resume", action="store_true", help="skip finished points, continue")
     sw.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
     sw.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_executor_flags(sw, "points")
     sw.set_defaults(func=sweep_command)
+
+
+def add_executor_flags(parser, what: str) -> None:
+    """``--jobs``, ``--ray`` and ``--gpus-per-program``: where the programs run."""
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help=f"run {what} in N local processes at once (default 1; on a CPU "
+                        "host: one per core)")  # fmt: skip
+    parser.add_argument("--ray", metavar="auto|ADDRESS",
+                        help=f"run {what} as tasks of a Ray cluster (needs jaxnigt[ray]; "
+                        "--out on a filesystem every node sees)")  # fmt: skip
+    parser.add_argument("--gpus-per-program", type=float, default=0.0, metavar="G",
+                        help="with --ray: GPUs per program (default 0: one CPU each)")  # fmt: skip
 
 
 def add_tune_parser(sub) -> None:
@@ -68,9 +81,7 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
                     help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
     add_set(tu)
-    tu.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="run each round's programs in N processes at once (default 1; on a "
-                    "CPU host: one per core)")  # fmt: skip
+    add_executor_flags(tu, "each round's programs")
     tu.add_argument("--resume", action="store_true", help="keep finished programs, continue")
     tu.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
     tu.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -121,17 +132,20 @@ def _sweep_request(args: argparse.Namespace):
 
 def sweep_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
-    from jaxnigt.run import checkpoint, signals
+    from jaxnigt.run import checkpoint, executors, signals
     from jaxnigt.run import run_dir as files
     from jaxnigt.studies import sweep
 
     announce(args)
+    if args.jobs < 1:
+        return error(f"--jobs: got {args.jobs}; expected >= 1")
     try:
         raw, axes, sets, out = _sweep_request(args)
         with signals.stop_on_signals() as stop:
             rows = sweep.run_sweep(
                 raw, axes, out, sets=sets, resume=args.resume, overwrite=args.overwrite,
-                progress=not args.no_progress, stop=stop,
+                progress=not args.no_progress, stop=stop, jobs=args.jobs, ray=args.ray,
+                gpus_per_program=args.gpus_per_program,
             )  # fmt: skip
     except signals.Interrupted as e:
         again = ["jaxnigt", "sweep", args.config_given, "--out", str(out), "--resume"]
@@ -141,6 +155,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         return e.exit_status
     except (sweep.SweepError, config_lib.ConfigError) as e:
         return error(flagged(e))
+    except executors.MissingRay as e:
+        return error(f"--ray: {e}")
     except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
         return stopped("sweep", e, "--out", out, resume="--resume")
     failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
@@ -181,7 +197,7 @@ def _tune_request(args: argparse.Namespace):
 
 def tune_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
-    from jaxnigt.run import checkpoint, signals
+    from jaxnigt.run import checkpoint, executors, signals
     from jaxnigt.run import loop as runner
     from jaxnigt.run import run_dir as files
 
@@ -197,7 +213,7 @@ def tune_command(args: argparse.Namespace) -> int:
                 raw, args.out, algorithms=algorithms, grid=grid, seeds=seeds,
                 statistic=args.statistic, resume=args.resume, overwrite=args.overwrite,
                 progress=not args.no_progress, source=args.config_given, command=command,
-                stop=stop, jobs=args.jobs,
+                stop=stop, jobs=args.jobs, ray=args.ray, gpus_per_program=args.gpus_per_program,
             )  # fmt: skip
     except signals.Interrupted as e:
         again = shlex.join(["jaxnigt", *(a for a in args.argv or [] if a != "--resume")])
@@ -210,6 +226,8 @@ def tune_command(args: argparse.Namespace) -> int:
     except runner.RunError as e:
         print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
         return 1
+    except executors.MissingRay as e:
+        return error(f"--ray: {e}")
     print(tuning.table(report))
     print(f"[jaxnigt] wrote {args.out}/{tuning.TUNED} and {args.out}/{tuning.TABLE}")
     return 0

@@ -149,8 +149,15 @@ def run_sweep(
     progress: bool = True,
     log: Callable[[str], None] = print,
     stop=None,
+    jobs: int = 1,
+    ray: str | None = None,
+    gpus_per_program: float = 0.0,
 ) -> list[dict]:
     """Runs every point into ``out/<point>/`` and writes ``sweep.csv`` and ``sweep.png``.
+
+    ``jobs`` > 1 runs that many points at once in local processes, ``ray`` as tasks of a Ray
+    cluster (``gpus_per_program`` GPUs each; :mod:`jaxnigt.run.executors`); the files do not
+    depend on where the points ran.
 
     A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop``
     (:func:`jaxnigt.run.signals.stop_on_signals`) ends the sweep after the current chunk of the
@@ -172,15 +179,47 @@ def run_sweep(
     if resume and json.loads((out / SWEEP_FILE).read_text()) != record:
         raise files.NotResumableError(out, f"{str(out)!r} holds a different sweep")
     files.atomic_write_text(out / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
-    for k, point in enumerate(points, 1):
-        log(f"[sweep] point {k}/{len(points)}: {point.name}")
-        run_point(point, out / point.name, resume=resume, progress=progress, log=log, stop=stop)
+    if jobs == 1 and ray is None:
+        for k, point in enumerate(points, 1):
+            log(f"[sweep] point {k}/{len(points)}: {point.name}")
+            run_point(point, out / point.name, resume=resume, progress=progress, log=log,
+                      stop=stop)  # fmt: skip
+    else:
+        _run_points(points, out, resume=resume or ray is not None, log=log, stop=stop,
+                    jobs=jobs, ray=ray, gpus=gpus_per_program)  # fmt: skip
     rows = table(out, points, log=log)
     results.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])
     from jaxnigt.run.plots import plot_sweep
 
     plot_sweep(out)
     return rows
+
+
+def _point_job(point: Point, run_dir: str, resume: bool, *, stop=None) -> dict:
+    """One point as a job of an executor (its lines prefixed by the point's name). A Ray
+    task resumes: a retried attempt continues from the point's checkpoints."""
+
+    def log(line: str) -> None:
+        print(f"[{point.name}] {line}", flush=True)
+
+    return run_point(point, Path(run_dir), resume=resume, progress=False, log=log, stop=stop)
+
+
+def _run_points(points, out: Path, *, resume, log, stop, jobs, ray, gpus) -> None:
+    """Every point on an executor, reporting each as it finishes (done/total)."""
+    from jaxnigt.run import executors
+
+    where = f"Ray ({ray})" if ray is not None else f"{jobs} processes"
+    log(f"[sweep] {len(points)} points on {where}")
+    with executors.make(_point_job, jobs=jobs, ray=ray, gpus_per_program=gpus, stop=stop,
+                        run_dir_arg=1) as pool:  # fmt: skip
+        for point in points:
+            pool.submit((point, str(out / point.name), resume), point.name)
+        finished = 0
+        while pool.busy:
+            for i in pool.wait():
+                finished += 1
+                log(f"[sweep] {finished}/{len(points)} done: {points[i].name}")
 
 
 def table(out: Path, points: list[Point], log: Callable[[str], None] | None = None) -> list[dict]:

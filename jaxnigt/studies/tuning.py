@@ -317,10 +317,11 @@ class _Searches:
     :class:`jaxnigt.run.processes.Pool` of ``jobs``; ``report`` gets a time statistic's target."""
 
     def __init__(self, raw, cfg, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
-                 log, progress: bool, jobs: int, stop):  # fmt: skip
+                 log, progress: bool, jobs: int, stop, ray=None, gpus: float = 0.0):  # fmt: skip
         self.raw, self.out, self.grid, self.seeds = raw, out, grid, seeds
         self.statistic, self.report, self.log = statistic, report, log
         self.progress, self.jobs, self.stop = progress, jobs, stop
+        self.ray, self.gpus = ray, gpus
         self.cfg = cfg  # ``raw`` parsed
         self.hp: dict[str, Any] = {}
         self.runs: dict[str, list[str]] = {}
@@ -329,7 +330,7 @@ class _Searches:
 
     def run(self, algorithms: Sequence[str]) -> dict[str, dict[str, Any]]:
         """``{algorithm: search result}`` (:func:`search`'s)."""
-        from jaxnigt.run import processes
+        from jaxnigt.run import executors
 
         self.hp = {a: self.cfg.hparams_for(a) for a in algorithms}
         self.runs = {a: [] for a in algorithms}
@@ -338,7 +339,9 @@ class _Searches:
         searches = {a: steps(self.grid.lr_exp, _programs(a, self.grid), name=a)
                     for a in algorithms}  # fmt: skip
         timed = self.statistic in stats.TIME_STATISTICS
-        with processes.Pool(_run_job, workers=self.jobs, stop=self.stop) as self.pool:
+        pool = executors.make(_run_job, jobs=self.jobs, ray=self.ray, stop=self.stop,
+                              gpus_per_program=self.gpus, run_dir_arg=1)  # fmt: skip
+        with pool as self.pool:
             return drive(searches, self.submit, self.pool.wait, self.score,
                          first_rounds=self.first_rounds if timed else None)  # fmt: skip
 
@@ -346,7 +349,7 @@ class _Searches:
         program, run_dir, line = _plan(self.raw, a, self.hp[a], self.out, self.grid, shapes,
                                        exps, self.seeds)  # fmt: skip
         self.log(line)
-        alone = self.jobs == 1
+        alone = self.jobs == 1 and self.ray is None
         job = (program, str(run_dir), self.progress and alone, self.log if alone else None)
         i = self.pool.submit(job, run_dir.name)
         self.asked[i] = (a, shapes, exps, run_dir)
@@ -392,6 +395,8 @@ def tune(
     command: str = "",
     stop=None,
     jobs: int = 1,
+    ray: str | None = None,
+    gpus_per_program: float = 0.0,
 ) -> dict[str, Any]:
     """Tunes ``algorithms`` of the config ``raw`` (read from ``source``; ``command`` is
     recorded) into ``out`` (the module docstring); writes ``tuning.json`` and ``tuned.yaml``
@@ -399,8 +404,10 @@ def tune(
     current chunk (``signals.Interrupted``); ``resume`` continues it.
 
     ``jobs`` > 1 runs that many programs at once, one process each (the module docstring,
-    "Scheduling"; their lines prefixed by the program's directory, no progress bars); the
-    results do not depend on it, and it is not part of the request."""
+    "Scheduling"; their lines prefixed by the program's directory, no progress bars); ``ray``
+    (``"auto"`` or an address) runs them as tasks of a Ray cluster instead, each with one CPU
+    or ``gpus_per_program`` GPUs (:mod:`jaxnigt.run.executors`).  The results do not depend
+    on where the programs run, and it is not part of the request."""
     from jaxnigt import config as config_lib
 
     seeds = tuple(seeds)
@@ -421,7 +428,7 @@ def tune(
         "grid": grid.record(), "algorithms": {},
     }  # fmt: skip
     searches = _Searches(raw, cfg, out, grid, seeds, statistic, report, log=log, progress=progress,
-                         jobs=jobs, stop=stop)  # fmt: skip
+                         jobs=jobs, stop=stop, ray=ray, gpus=gpus_per_program)  # fmt: skip
     for a, result in searches.run(algorithms).items():
         names = tuned_shapes(a, grid)
         result.update(eta=list(_etas(a, searches.hp[a], grid)),

@@ -1,0 +1,176 @@
+"""Where a study's independent programs run: here, in local processes, or on a Ray cluster.
+
+A sweep's points and a tuning's programs are independent run directories, each one jitted
+computation, so they can run anywhere that sees the output folder.  :func:`make` returns an
+*executor* with one interface (that of :class:`jaxnigt.run.processes.Pool`): ``submit(args,
+name) -> id`` queues ``fn(*args, stop=flag)``, ``wait() -> [ids]`` blocks until some finish
+(raising a failed job's error after stopping the others), ``busy`` says whether any is left,
+and leaving the ``with`` block stops what still runs.
+
+* **local** (``jobs`` processes, :class:`~jaxnigt.run.processes.Pool`): ``jobs == 1`` runs here,
+  in order; more runs one ``spawn`` process per program.
+* **Ray** (:class:`RayPool`, the ``ray`` extra): ``ray`` is ``"auto"`` (the cluster
+  ``ray start`` began on this machine, else a local one) or a cluster's address.  Each
+  program is a Ray task with one CPU, or ``gpus_per_program`` GPUs (Ray pins the task to
+  them through ``CUDA_VISIBLE_DEVICES``; JAX's preallocation is turned off so several programs
+  share a GPU).  A task whose worker or node dies is retried (``max_retries``) and resumes
+  from its program's last checkpoint; the run directory must be on a filesystem every node
+  sees.  The driver's SIGINT/SIGTERM cancels the running tasks.  Each running program writes
+  ``RUN_DIR/task.json`` (node, pid, attempt start): where it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jaxnigt.run import processes
+
+POLL_S = 0.5
+MAX_RETRIES = 3
+TASK_FILE = "task.json"
+# A GPU program shares its device: no preallocation of 75 % of its memory per process.
+GPU_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
+
+class MissingRay(RuntimeError):
+    """``--ray`` without the ``ray`` extra installed."""
+
+    def __init__(self):
+        super().__init__("Ray is not installed: pip install 'jaxnigt[ray]'")
+
+
+def make(fn: Callable[..., Any], *, jobs: int = 1, ray: str | None = None,
+         gpus_per_program: float = 0.0, stop=None, run_dir_arg: int | None = None):  # fmt: skip
+    """The executor of ``fn``'s jobs (module docstring).  ``run_dir_arg``: the index of the
+    job argument that is its run directory (where a Ray task writes ``task.json``)."""
+    if ray is None:
+        return processes.Pool(fn, workers=jobs, stop=stop)
+    return RayPool(fn, address=ray, gpus_per_program=gpus_per_program, stop=stop,
+                   run_dir_arg=run_dir_arg)  # fmt: skip
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise MissingRay() from None
+    return ray
+
+
+def _task(fn, args: tuple, run_dir_arg: int | None):
+    """A Ray task's body: says where it runs, then runs the job (no stop flag: Ray's
+    cancellation interrupts it; the program's checkpoints are what a retry resumes from)."""
+    if run_dir_arg is not None:
+        run_dir = Path(args[run_dir_arg])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        state = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+        try:
+            import ray
+
+            state["node"] = ray.get_runtime_context().get_node_id()
+        except Exception:
+            pass
+        (run_dir / TASK_FILE).write_text(json.dumps(state) + "\n")
+    return fn(*args, stop=None)
+
+
+class RayPool:
+    """:class:`~jaxnigt.run.processes.Pool`'s interface over Ray tasks (module docstring)."""
+
+    def __init__(self, fn, *, address: str, gpus_per_program: float = 0.0, stop=None,
+                 max_retries: int = MAX_RETRIES, run_dir_arg: int | None = None):  # fmt: skip
+        ray = self.ray = _import_ray()
+        if gpus_per_program < 0:
+            raise ValueError(f"gpus_per_program: got {gpus_per_program}; expected >= 0")
+        if not ray.is_initialized():
+            _connect(ray, address)
+        options: dict[str, Any] = {"num_cpus": 1, "max_retries": max_retries}
+        if gpus_per_program:
+            options.update(num_gpus=gpus_per_program, runtime_env={"env_vars": dict(GPU_ENV)})
+        self.remote = ray.remote(**options)(_task)
+        self.fn, self.stop, self.run_dir_arg = fn, stop, run_dir_arg
+        total = ray.cluster_resources()
+        per = total.get("GPU", 0) / gpus_per_program if gpus_per_program else total.get("CPU", 1)
+        self.slots = max(1, int(per))
+        self.jobs: list[tuple] = []
+        self.names: list[str] = []
+        self.queued: list[int] = []
+        self.running: dict[Any, int] = {}  # object ref -> job id
+        self.done: set[int] = set()
+        self.reported: set[int] = set()
+
+    def __enter__(self) -> RayPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def busy(self) -> bool:
+        return len(self.reported) < len(self.jobs)
+
+    def submit(self, args: tuple, name: str) -> int:
+        self.jobs.append(tuple(args))
+        self.names.append(name)
+        self.queued.append(len(self.jobs) - 1)
+        return len(self.jobs) - 1
+
+    def wait(self) -> list[int]:
+        """Blocks until a task finishes; returns the ids finished since the last call."""
+        if not self.busy:
+            raise ValueError("wait: no job is queued or running")
+        while True:
+            while self.queued and len(self.running) < self.slots:
+                i = self.queued.pop(0)
+                self.running[self.remote.remote(self.fn, self.jobs[i], self.run_dir_arg)] = i
+            if self.stop is not None and self.stop.requested:
+                self._cancel()
+                from jaxnigt.run import signals
+
+                raise signals.Interrupted(self.stop.signum, "the running programs", 0)
+            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=POLL_S)
+            for ref in ready:
+                i = self.running.pop(ref)
+                try:
+                    self.ray.get(ref)
+                except Exception as e:
+                    self._cancel()
+                    raise _cause(e) from processes.JobError(f"in {self.names[i]}: {e}")
+                self.done.add(i)
+            new = sorted(self.done - self.reported)
+            if new:
+                self.reported.update(new)
+                return new
+
+    def _cancel(self) -> None:
+        for ref in list(self.running):
+            self.ray.cancel(ref)
+        self.running.clear()
+        self.queued.clear()
+
+    def close(self) -> None:
+        self._cancel()
+
+
+def _connect(ray, address: str) -> None:
+    """Joins the cluster at ``address``; ``auto`` joins the one ``ray start`` began on this
+    machine, else starts a local one for this command (it ends with it)."""
+    if address != "auto":
+        ray.init(address=address, log_to_driver=True)
+        return
+    try:
+        ray.init(address="auto", log_to_driver=True)
+    except ConnectionError:
+        ray.init(log_to_driver=True, include_dashboard=False)
+
+
+def _cause(error: Exception) -> Exception:
+    """The job's own exception inside Ray's wrapper (a task error carries it as ``cause``)."""
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(cause, Exception) else error
