@@ -101,3 +101,27 @@ def test_a_tuning_on_ray_chooses_what_the_local_one_does(tmp_path):
     for run in (local / "runs").iterdir():
         theirs = on_ray / "runs" / run.name / "metrics.csv"
         assert theirs.read_bytes() == (run / "metrics.csv").read_bytes(), run.name
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
+                    reason="needs the ray extra")  # fmt: skip
+def test_sigterm_cancels_the_ray_tasks_which_checkpoint_and_resume(tmp_path):
+    config = _config(tmp_path)
+    local = tmp_path / "local"
+    assert cli.main(["sweep", config, *OVER, "--out", str(local), "--no-progress"]) == 0
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "JAX_PLATFORMS": "cpu"}
+    on_ray = tmp_path / "ray"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "ray_cluster.py"), "sweep", config, *OVER, "--out",
+         str(on_ray), "--no-progress", "--term"],
+        env=env, capture_output=True, text=True, timeout=420,
+    )  # fmt: skip
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"status"')]
+    result = json.loads(line)
+    assert result["first"] != 0 and result["status"] == 0, proc.stderr[-3000:]  # stopped, resumed
+    assert "continue with" in proc.stderr and "--resume" in proc.stderr
+    assert _rows(on_ray / "sweep.csv") == _rows(local / "sweep.csv")
+    for point in ("cluster.n=2", "cluster.n=3", "cluster.n=4", "cluster.n=5"):
+        assert (on_ray / point / "metrics.csv").read_bytes() == (
+            local / point / "metrics.csv"
+        ).read_bytes()

@@ -155,7 +155,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         return e.exit_status
     except (sweep.SweepError, config_lib.ConfigError) as e:
         return error(flagged(e))
-    except executors.MissingRay as e:
+    except executors.ExecutorError as e:
         return error(f"--ray: {e}")
     except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
         return stopped("sweep", e, "--out", out, resume="--resume")
@@ -226,7 +226,7 @@ def tune_command(args: argparse.Namespace) -> int:
     except runner.RunError as e:
         print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
         return 1
-    except executors.MissingRay as e:
+    except executors.ExecutorError as e:
         return error(f"--ray: {e}")
     print(tuning.table(report))
     print(f"[jaxnigt] wrote {args.out}/{tuning.TUNED} and {args.out}/{tuning.TABLE}")

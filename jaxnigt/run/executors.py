@@ -15,7 +15,8 @@ and leaving the ``with`` block stops what still runs.
   them through ``CUDA_VISIBLE_DEVICES``; JAX's preallocation is turned off so several programs
   share a GPU).  A task whose worker or node dies is retried (``max_retries``) and resumes
   from its program's last checkpoint; the run directory must be on a filesystem every node
-  sees.  The driver's SIGINT/SIGTERM cancels the running tasks.  Each running program writes
+  sees.  The driver's SIGINT/SIGTERM cancels the running tasks, which checkpoint after their
+  chunk (``--resume`` continues them).  Each running program writes
   ``RUN_DIR/task.json`` (node, pid, attempt start): where it runs.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -33,12 +35,17 @@ from jaxnigt.run import processes
 
 POLL_S = 0.5
 MAX_RETRIES = 3
+CANCEL_WAIT_S = 120.0  # how long cancelled programs may take to checkpoint
 TASK_FILE = "task.json"
 # A GPU program shares its device: no preallocation of 75 % of its memory per process.
 GPU_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 
-class MissingRay(RuntimeError):
+class ExecutorError(RuntimeError):
+    """The executor asked for cannot be used; the message says why, in one line."""
+
+
+class MissingRay(ExecutorError):
     """``--ray`` without the ``ray`` extra installed."""
 
     def __init__(self):
@@ -64,8 +71,9 @@ def _import_ray():
 
 
 def _task(fn, args: tuple, run_dir_arg: int | None):
-    """A Ray task's body: says where it runs, then runs the job (no stop flag: Ray's
-    cancellation interrupts it; the program's checkpoints are what a retry resumes from)."""
+    """A Ray task's body: says where it runs, then runs the job.  Ray cancels a task with a
+    SIGINT to its worker: here that is the job's stop flag, so a cancelled program stops
+    after its chunk and checkpoints, as a run does on SIGTERM."""
     if run_dir_arg is not None:
         run_dir = Path(args[run_dir_arg])
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -77,10 +85,13 @@ def _task(fn, args: tuple, run_dir_arg: int | None):
         except Exception:
             pass
         (run_dir / TASK_FILE).write_text(json.dumps(state) + "\n")
-    return fn(*args, stop=None)
+    from jaxnigt.run import signals
+
+    with signals.stop_on_signals((signal.SIGINT,)) as flag:
+        return fn(*args, stop=flag)
 
 
-class RayPool:
+class RayPool(processes.JobQueue):
     """:class:`~jaxnigt.run.processes.Pool`'s interface over Ray tasks (module docstring)."""
 
     def __init__(self, fn, *, address: str, gpus_per_program: float = 0.0, stop=None,
@@ -93,33 +104,14 @@ class RayPool:
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": max_retries}
         if gpus_per_program:
             options.update(num_gpus=gpus_per_program, runtime_env={"env_vars": dict(GPU_ENV)})
+        super().__init__()
         self.remote = ray.remote(**options)(_task)
         self.fn, self.stop, self.run_dir_arg = fn, stop, run_dir_arg
         total = ray.cluster_resources()
         per = total.get("GPU", 0) / gpus_per_program if gpus_per_program else total.get("CPU", 1)
         self.slots = max(1, int(per))
-        self.jobs: list[tuple] = []
-        self.names: list[str] = []
-        self.queued: list[int] = []
         self.running: dict[Any, int] = {}  # object ref -> job id
         self.done: set[int] = set()
-        self.reported: set[int] = set()
-
-    def __enter__(self) -> RayPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    @property
-    def busy(self) -> bool:
-        return len(self.reported) < len(self.jobs)
-
-    def submit(self, args: tuple, name: str) -> int:
-        self.jobs.append(tuple(args))
-        self.names.append(name)
-        self.queued.append(len(self.jobs) - 1)
-        return len(self.jobs) - 1
 
     def wait(self) -> list[int]:
         """Blocks until a task finishes; returns the ids finished since the last call."""
@@ -149,8 +141,13 @@ class RayPool:
                 return new
 
     def _cancel(self) -> None:
-        for ref in list(self.running):
+        """Cancels the running tasks and waits for them to checkpoint (at most
+        :data:`CANCEL_WAIT_S`); nothing queued starts."""
+        refs = list(self.running)
+        for ref in refs:
             self.ray.cancel(ref)
+        if refs:
+            self.ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_S)
         self.running.clear()
         self.queued.clear()
 
@@ -162,7 +159,11 @@ def _connect(ray, address: str) -> None:
     """Joins the cluster at ``address``; ``auto`` joins the one ``ray start`` began on this
     machine, else starts a local one for this command (it ends with it)."""
     if address != "auto":
-        ray.init(address=address, log_to_driver=True)
+        try:
+            ray.init(address=address, log_to_driver=True)
+        except ConnectionError as e:
+            raise ExecutorError(f"cannot join the Ray cluster at {address!r}: "
+                                f"{str(e).splitlines()[0]}") from None  # fmt: skip
         return
     try:
         ray.init(address="auto", log_to_driver=True)

@@ -26,6 +26,7 @@ minutes, not seconds; docs/benchmarks.md, "jobs"), and hands each a job
 
 from __future__ import annotations
 
+import abc
 import multiprocessing
 import os
 import pickle
@@ -99,7 +100,40 @@ def _portable(error: BaseException) -> bytes:
         return pickle.dumps(JobError(f"{type(error).__name__}: {error}"))
 
 
-class Pool:
+class JobQueue(abc.ABC):
+    """What every executor keeps: the jobs submitted (``submit``), which were returned by
+    ``wait`` (``busy``), and a ``with`` block that closes it (:meth:`close`)."""
+
+    def __init__(self):
+        self.jobs: list[tuple] = []
+        self.names: list[str] = []
+        self.queued: list[int] = []
+        self.reported: set[int] = set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stops what still runs (each executor its own way)."""
+
+    @property
+    def busy(self) -> bool:
+        """Jobs submitted and not yet returned by ``wait``."""
+        return len(self.reported) < len(self.jobs)
+
+    def submit(self, args: tuple, name: str) -> int:
+        """Queues a job; returns its id (0, 1, ... in submission order)."""
+        self.jobs.append(tuple(args))
+        self.names.append(name)
+        self.queued.append(len(self.jobs) - 1)
+        return len(self.jobs) - 1
+
+
+class Pool(JobQueue):
     """Jobs ``fn(*args, stop=flag)`` submitted one by one and waited for as they finish, at
     most ``workers`` at a time in child processes (``workers == 1``: each runs here, in the
     order submitted, when :meth:`wait` is called, with ``flag = stop``).  A scheduler that
@@ -109,34 +143,13 @@ class Pool:
     def __init__(self, fn: Callable[..., Any], *, workers: int = 1, stop=None):
         if workers < 1:
             raise ValueError(f"workers: got {workers}; expected >= 1")
+        super().__init__()
         self.fn, self.workers, self.stop = fn, workers, stop
-        self.jobs: list[tuple] = []
-        self.names: list[str] = []
-        self.queued: list[int] = []
         self.running: dict[int, Any] = {}
         self.outcome: dict[int, tuple] = {}
-        self.reported: set[int] = set()
         self.stopping = False
         self.ctx = multiprocessing.get_context("spawn") if workers > 1 else None
         self.reports = self.ctx.Queue() if self.ctx else None
-
-    def __enter__(self) -> Pool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    @property
-    def busy(self) -> bool:
-        """Jobs submitted and not yet returned by :meth:`wait`."""
-        return len(self.reported) < len(self.jobs)
-
-    def submit(self, args: tuple, name: str) -> int:
-        """Queues a job; returns its id (0, 1, ... in submission order)."""
-        self.jobs.append(tuple(args))
-        self.names.append(name)
-        self.queued.append(len(self.jobs) - 1)
-        return len(self.jobs) - 1
 
     def wait(self) -> list[int]:
         """Blocks until at least one job finishes; returns the ids of those finished since the
