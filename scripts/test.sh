@@ -5,8 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 # the Ray backend's tests need the `ray` extra (not part of the demo's install)
-.venv/bin/python -c "import ray" 2>/dev/null || .venv/bin/python -m pip install --quiet "$(
-  .venv/bin/python -c "import tomllib; print(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['ray'][0])")"
+.venv/bin/python -c "import ray" 2>/dev/null || .venv/bin/python -m pip install --quiet -e ".[ray]"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m pytest "$@"

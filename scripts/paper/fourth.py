@@ -147,15 +147,16 @@ def run_all(names, out: Path, store: Path = STORE, upto: int | None = None) -> N
 
 def state(name: str, out: Path, store: Path = STORE) -> str:
     """Each block: stored, run here, not needed (the rule decided before it) or missing."""
-    parts = []
+    parts, needed = [], None
     for block in blocks(name):
-        here = checkpoint.finished(out / name / block_name(block))
         if stored(name, block, store):
             where = "stored"
-        elif here:
+        elif checkpoint.finished(out / name / block_name(block)):
             where = "run here"
         else:
-            where = "missing" if needs_stage(name, block, out, store) else "not needed"
+            if needed is None:  # the rule on the blocks so far, once: every later block alike
+                needed = needs_stage(name, block, out, store)
+            where = "missing" if needed else "not needed"
         parts.append(f"{block_name(block)} {where}")
     return "; ".join(parts)
 
