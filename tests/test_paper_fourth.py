@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import fourth, third
+from paper import store as results_store
 
 sys.path.pop(0)
 
@@ -45,7 +46,7 @@ def test_a_stored_block_is_restored_not_run(tmp_path, monkeypatch):
     run = run_data.load_run(out / name / fourth.block_name(block))
     assert {m.seeds for m in run.algorithms().values()} == {(0, 1, 2, 3, 4)}
     # packing it again gives the same files
-    fourth.pack(out / name / fourth.block_name(block), tmp_path / "again")
+    results_store.pack(out / name / fourth.block_name(block), tmp_path / "again")
     for f in ("config.yaml", "summary.json", "done.json"):
         assert (tmp_path / "again" / f).read_bytes() == (where / f).read_bytes()
     assert "seeds_00-05 stored" in fourth.state(name, out, store)

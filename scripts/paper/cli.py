@@ -20,6 +20,7 @@ from pathlib import Path
 
 from jaxnigt.studies import tuning
 from paper import fourth, fourth_page, gpu, page, second, third
+from paper import store as results_store
 from paper.claims import GAP_BASELINES
 from paper.scenarios import VARIANTS, parse_models
 
@@ -131,6 +132,13 @@ def _third_parser() -> argparse.ArgumentParser:
         help=f"M = M_init values instead of the paper's 20,30,50 for Rennala and "
         f"Malenia NIGT {variant}",
     )
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=results_store.STORE,
+        help="look/tune: the results store that keeps each finished program and restores it "
+        "on a fresh clone (not used with --quick, --eta or --M)",
+    )
     _jobs(p, "look/tune")
     return p
 
@@ -145,8 +153,9 @@ def _third(argv) -> int:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third.SCENARIOS)}")
     names = args.names or [n for n in third.SCENARIOS if n.startswith("point_mass")]
     grid = third.variant_grid(args.eta, args.M)
-    pipes = [third.Pipeline(third.SCENARIOS[n], args.out, args.docs, args.quick, grid, args.jobs)
-             for n in names]  # fmt: skip
+    store = None if args.quick or grid is not None else args.store
+    pipes = [third.Pipeline(third.SCENARIOS[n], args.out, args.docs, args.quick, grid, args.jobs,
+                            store) for n in names]  # fmt: skip
     if args.command == "list":
         for pipe in pipes:
             print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {third.state(pipe)}")
@@ -180,7 +189,7 @@ def _fourth(argv) -> int:
     p.add_argument("names", nargs="*", help=f"scenarios (default: {', '.join(fourth.NAMES)})")
     p.add_argument("--docs", type=Path, default=DOCS / "fourth")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "fourth")
-    p.add_argument("--store", type=Path, default=fourth.STORE)
+    p.add_argument("--store", type=Path, default=results_store.STORE)
     p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
     args = p.parse_args(argv)
     unknown = [n for n in args.names if n not in third.SCENARIOS]

@@ -19,37 +19,34 @@ later block runs only while a comparison of the scenario is undecided by the rul
 :mod:`jaxnigt.analysis.sequential` (docs/results/fourth.md, fixed before the runs).
 
 **The store.**  Every finished block leaves its results in the repository
-(``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: ``config.yaml``, ``summary.json``,
-the gzipped ``metrics.csv`` and the ``done`` marker; :func:`pack`).  ``run`` on a fresh clone
-restores stored blocks instead of running them again (:func:`restore`), and says so.
+(``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: :mod:`paper.store`).  ``run`` on a
+fresh clone restores stored blocks instead of running them again, and says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
-import shutil
 from pathlib import Path
 
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
 from jaxnigt.studies import tuning
+from paper import store as results_store
 from paper import third
 from paper.claims import GAP, THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
-STORE = ROOT / "docs" / "results" / "fourth" / "store"
+STORE = results_store.STORE
 BLOCKS = ((0, 5), (5, 10), (10, 20), (20, 40))
 # The most seeds a comparison may use, by environment (then "undecided at N seeds").
 CAPS = {"point_mass": 40, "reacher": 20, "hopper": 10, "walker2d": 10}
 NAMES = ("point_mass_equal", "point_mass_sqrt", "point_mass_sqrt_dim", "point_mass_hetero",
          "point_mass_n100")  # fmt: skip
 SHAPED = ("rennala_nigt", "malenia_nigt")  # their tuned M is M = M_init
-STORED = ("config.yaml", "summary.json")
 
 
 def block_name(block: tuple[int, int]) -> str:
@@ -83,36 +80,9 @@ def block_config(name: str, block: tuple[int, int]):
     return config_lib.from_dict(raw)
 
 
-def pack(run_dir: Path, where: Path) -> None:
-    """Copies what the analysis needs of a finished block into the store ``where``."""
-    where.mkdir(parents=True, exist_ok=True)
-    for f in STORED:
-        shutil.copyfile(run_dir / f, where / f)
-    with (
-        (run_dir / "metrics.csv").open("rb") as src,
-        gzip.open(where / "metrics.csv.gz", "wb") as dst,
-    ):
-        shutil.copyfileobj(src, dst)
-    shutil.copyfile(run_dir / "checkpoints" / "done.json", where / "done.json")
-
-
-def restore(where: Path, run_dir: Path) -> None:
-    """A stored block back into a run directory that :func:`jaxnigt.analysis.run_data.load_run`
-    reads."""
-    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    for f in STORED:
-        shutil.copyfile(where / f, run_dir / f)
-    with (
-        gzip.open(where / "metrics.csv.gz", "rb") as src,
-        (run_dir / "metrics.csv").open("wb") as dst,
-    ):
-        shutil.copyfileobj(src, dst)
-    shutil.copyfile(where / "done.json", run_dir / "checkpoints" / "done.json")
-
-
 def stored(name: str, block: tuple[int, int], store: Path = STORE) -> Path | None:
     where = store / name / block_name(block)
-    return where if (where / "done.json").is_file() else None
+    return where if results_store.holds(where) else None
 
 
 def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> str:
@@ -122,13 +92,13 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE)
     if checkpoint.finished(run_dir, cfg):
         what = "kept (finished here)"
     elif (where := stored(name, block, store)) is not None:
-        restore(where, run_dir)
+        results_store.restore(where, run_dir)
         what = "restored from the store"
     else:
         tuning.run_program(cfg, run_dir, progress=False, log=print)
         what = "ran"
     if stored(name, block, store) is None:
-        pack(run_dir, store / name / block_name(block))
+        results_store.pack(run_dir, store / name / block_name(block))
     return what
 
 
@@ -168,7 +138,7 @@ def merged_run(name: str, out: Path, store: Path = STORE):
     for block in blocks(name):
         run_dir = out / name / block_name(block)
         if not checkpoint.finished(run_dir) and (where := stored(name, block, store)):
-            restore(where, run_dir)
+            results_store.restore(where, run_dir)
         if not checkpoint.finished(run_dir):
             break  # the blocks are looked at in order: seeds 0 … k - 1
         runs.append(run_data.load_run(run_dir))

@@ -59,6 +59,7 @@ from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, stats, verdicts
 from jaxnigt.config import merge
 from jaxnigt.studies import tuning
+from paper import store as results_store
 from paper.claims import GAP, GAP_BASELINES, THIRD_CLAIMS
 from paper.scenarios import (
     DECREASING,
@@ -88,10 +89,18 @@ BUDGET_FACTOR = 2.0  # the budget: about this many times the slowest winner's me
 MATCH_M = {"per_worker_batch": "match_M"}
 
 
+# Looks shorter than point_mass's, by scenario, chosen before the scenario's first run: with
+# equal times (h_i = 1, κ_i = 0) ten trajectories arrive per unit of time, four times
+# reacher_sqrt's rate, whose winners' median times to the target were about 450 (look 3,000),
+# so a look of 400 (about 30 CPU-minutes a program) should see them near 110; a reacher look
+# of 1,000 costs about an hour a program.
+LOOKS = {"reacher_equal": 400.0}
+
+
 def _env_scenarios(env: str, scale: float) -> list[Scenario]:
-    """``scale``: the look budgets relative to point_mass's."""
+    """``scale``: the look budgets relative to point_mass's (:data:`LOOKS`: exceptions)."""
     return [
-        Scenario(f"{env}_equal", env, EQUAL, "equal", look=1000 * scale),
+        Scenario(f"{env}_equal", env, EQUAL, "equal", look=LOOKS.get(f"{env}_equal", 1000 * scale)),
         Scenario(f"{env}_sqrt", env, SQRT, "fastest", look=3000 * scale, sensitivity=True),
         Scenario(
             f"{env}_sqrt_dim", env, {}, "fastest", 5, MODELS, look=8000 * scale, sensitivity=True
@@ -208,26 +217,39 @@ class Pipeline:
     """The stages of one scenario, in ``out/<scenario>``; ``docs`` gets the JSON."""
 
     def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None,
-                 jobs: int = 1):  # fmt: skip
+                 jobs: int = 1, store: Path | None = None):  # fmt: skip
         self.sc = _quick(sc) if quick else sc
         self.jobs = jobs
+        # the results store's folder of the scenario (None: nothing kept, e.g. a smoke test)
+        self.store = None if store is None else store / sc.name
         self.where = out / sc.name
         self.docs, self.quick = docs, quick
         self.grid = grid or (QUICK_GRID if quick else PAPER_GRID)
         self.seeds = TUNE_SEEDS[:1] if quick else TUNE_SEEDS
 
     def _tune(self, raw: dict, where: Path, algorithms) -> dict:
-        return tuning.tune(
-            raw,
-            where,
-            algorithms=list(algorithms),
-            grid=self.grid,
-            seeds=self.seeds,
-            resume=(where / tuning.RECORD).is_file(),
-            progress=False,
-            command=" ".join(map(shlex.quote, sys.argv)),
-            jobs=self.jobs,
-        )
+        """One tuning stage into ``where``; with a store, the programs it holds are restored
+        first (not run again) and every finished one is kept there, also when interrupted."""
+        kept = None if self.store is None else self.store / where.name
+        if kept is not None and (restored := results_store.bring_stage(kept, where)):
+            print(f"[third] {self.sc.name} {where.name}: restored from the store (not run): "
+                  f"{', '.join(restored)}", flush=True)  # fmt: skip
+        try:
+            return tuning.tune(
+                raw,
+                where,
+                algorithms=list(algorithms),
+                grid=self.grid,
+                seeds=self.seeds,
+                resume=(where / tuning.RECORD).is_file(),
+                progress=False,
+                command=" ".join(map(shlex.quote, sys.argv)),
+                jobs=self.jobs,
+            )
+        finally:
+            if kept is not None and (packed := results_store.keep_stage(where, kept)):
+                print(f"[third] {self.sc.name} {where.name}: kept in the store: "
+                      f"{', '.join(packed)}", flush=True)  # fmt: skip
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
@@ -444,15 +466,20 @@ def gap_growth(out: Path, docs: Path, env: str) -> list[dict]:
 
 
 def state(p: Pipeline) -> str:
-    """A scenario's progress in one line: its budget, whether it is tuned, runs done."""
+    """A scenario's progress in one line: its budget, whether it is tuned, runs done (and
+    what the results store holds of its tuning stages)."""
+    held = ""
+    if p.store is not None and p.store.is_dir():
+        stages = sorted(d for d in p.store.iterdir() if (d / tuning.RECORD).is_file())
+        held = "; store: " + ", ".join(f"{d.name} {results_store.stage_state(d)}" for d in stages)
     if not (p.where / "sizing.json").is_file():
-        return "not looked at"
+        return "not looked at" + held
     s = p.sizing()
     tuned = all((p.where / tag / "tuning.json").is_file() for tag, _ in p.tuning_tags())
     runs = [(p.where / name / "summary.json").is_file() for name, _ in p.runs()] if tuned else []
     return (
         f"budget {s['budget']:g}, every {s['every_time']:g}; tuned: {tuned}; "
-        f"runs done {sum(runs)}/{len(runs) if tuned else '?'}"
+        f"runs done {sum(runs)}/{len(runs) if tuned else '?'}{held}"
     )
 
 

@@ -1,0 +1,110 @@
+"""scripts/paper/store.py: a finished program packed into the store comes back, on a fresh
+checkout, as the same finished run; a tuning stage keeps its request and every finished
+program (also when the tuning is interrupted) and a fresh checkout resumes it from them."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from paper import fourth, third
+from paper import store as results_store
+
+sys.path.pop(0)
+
+from jaxnigt.analysis import run_data
+from jaxnigt.run import checkpoint
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    """A real finished run directory: the store's first point_mass_equal block, restored."""
+    where = fourth.stored("point_mass_equal", (0, 5))
+    if where is None:
+        pytest.skip("the store holds no first block of point_mass_equal")
+    run_dir = tmp_path / "finished"
+    results_store.restore(where, run_dir)
+    return run_dir
+
+
+def test_pack_then_restore_is_the_same_run(finished_run, tmp_path):
+    assert checkpoint.finished(finished_run)
+    results_store.pack(finished_run, tmp_path / "kept")
+    assert results_store.holds(tmp_path / "kept")
+    results_store.restore(tmp_path / "kept", tmp_path / "back")
+    assert checkpoint.finished(tmp_path / "back")
+    for f in ("config.yaml", "summary.json", "metrics.csv"):
+        assert (tmp_path / "back" / f).read_bytes() == (finished_run / f).read_bytes()
+    a, b = (run_data.load_run(d) for d in (finished_run, tmp_path / "back"))
+    assert a.budget == b.budget and set(a.algorithms()) == set(b.algorithms())
+    # packing is deterministic: the same run packs to the same bytes
+    results_store.pack(tmp_path / "back", tmp_path / "again")
+    for f in ("metrics.csv.gz", "summary.json", "done.json"):
+        assert (tmp_path / "again" / f).read_bytes() == (tmp_path / "kept" / f).read_bytes()
+
+
+def _stage(root: Path, finished_run: Path, programs=("afedpg_lr-3..-1",)) -> Path:
+    """A tuning stage folder: its request and ``programs`` finished, one unfinished."""
+    stage = root / "look"
+    (stage / "runs").mkdir(parents=True)
+    (stage / "tune.json").write_text(json.dumps({"request": 1}) + "\n")
+    for name in programs:
+        shutil.copytree(finished_run, stage / "runs" / name)
+    (stage / "runs" / "half_done").mkdir()
+    (stage / "runs" / "half_done" / "config.yaml").write_text("not finished\n")
+    return stage
+
+
+def test_a_stage_keeps_only_finished_programs_and_comes_back(finished_run, tmp_path):
+    stage = _stage(tmp_path / "here", finished_run, ("a_lr-3..-1", "b_lr-3..-1"))
+    kept = tmp_path / "store" / "look"
+    assert results_store.keep_stage(stage, kept) == ["a_lr-3..-1", "b_lr-3..-1"]
+    assert results_store.keep_stage(stage, kept) == []  # already kept
+    assert not (kept / "runs" / "half_done").exists()
+    assert results_store.stage_state(kept) == "2 programs stored"
+    fresh = tmp_path / "fresh" / "look"
+    assert results_store.bring_stage(kept, fresh) == ["a_lr-3..-1", "b_lr-3..-1"]
+    assert (fresh / "tune.json").read_bytes() == (stage / "tune.json").read_bytes()
+    assert all(checkpoint.finished(fresh / "runs" / p) for p in ("a_lr-3..-1", "b_lr-3..-1"))
+    assert results_store.bring_stage(kept, fresh) == []  # finished here: nothing to restore
+    assert results_store.bring_stage(tmp_path / "nothing", tmp_path / "x") == []
+
+
+def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
+    finished_run, tmp_path, monkeypatch
+):
+    sc = third.SCENARIOS["point_mass_equal"]
+    store = tmp_path / "store"
+    # a first machine: one program finished, then the tuning is interrupted
+    first = third.Pipeline(sc, tmp_path / "one", tmp_path / "docs", store=store)
+
+    def interrupted(raw, where, **kw):
+        shutil.copytree(finished_run, where / "runs" / "afedpg_lr-10..-1")
+        (where / "tune.json").write_text("{}\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(third.tuning, "tune", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        first._tune({}, first.where / "look", sc.algorithms)
+    assert results_store.holds(store / sc.name / "look" / "runs" / "afedpg_lr-10..-1")
+    # a fresh machine: the stored program is in place before the tuning starts, as a resume
+    seen = {}
+
+    def resumed(raw, where, **kw):
+        seen.update(kw, finished=checkpoint.finished(where / "runs" / "afedpg_lr-10..-1"))
+        return {"done": True}
+
+    monkeypatch.setattr(third.tuning, "tune", resumed)
+    again = third.Pipeline(sc, tmp_path / "two", tmp_path / "docs", store=store)
+    assert again._tune({}, again.where / "look", sc.algorithms) == {"done": True}
+    assert seen["finished"] and seen["resume"]
+    assert "look 1 program stored" in third.state(again)
+    # without a store (a smoke test) nothing is kept
+    monkeypatch.setattr(third.tuning, "tune", interrupted)
+    bare = third.Pipeline(sc, tmp_path / "three", tmp_path / "docs")
+    with pytest.raises(KeyboardInterrupt):
+        bare._tune({}, bare.where / "look", sc.algorithms)
+    assert bare.store is None
