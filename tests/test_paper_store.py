@@ -108,3 +108,13 @@ def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
     with pytest.raises(KeyboardInterrupt):
         bare._tune({}, bare.where / "look", sc.algorithms)
     assert bare.store is None
+
+
+def test_paths_in_results_json_are_made_relative_to_the_repository():
+    root = results_store.ROOT
+    data = {"run": f"{root}/runs/x", "pool": [f"{root}/runs/a", "/elsewhere/b"], "n": 3,
+            "nested": {"p": f"{root}/docs/results"}, "text": "a sentence"}  # fmt: skip
+    assert results_store.relative_paths(data) == {
+        "run": "runs/x", "pool": ["runs/a", "/elsewhere/b"], "n": 3,
+        "nested": {"p": "docs/results"}, "text": "a sentence",
+    }  # fmt: skip

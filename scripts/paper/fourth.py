@@ -158,18 +158,10 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
         run, claim.reference, statistic=claim.statistic, claim=claim.kind,
         baselines=claim.baselines, stages=[b[1] for b in blocks(name)],
     )  # fmt: skip
-    result.update(scenario=name, claim=sc.claim, seeds_run=seeds, run=relative(run.path.parent))
+    result.update(scenario=name, claim=sc.claim, seeds_run=seeds,
+                  run=results_store.relative(run.path.parent))  # fmt: skip
     result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     return result
-
-
-def relative(path: Path) -> str:
-    """``path`` relative to the repository when it is inside it (files in the repository
-    name runs by such paths, not by the absolute paths of the machine that ran them)."""
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 def needs_stage(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> bool:

@@ -102,5 +102,22 @@ def stage_state(where: Path) -> str:
     return f"{n} program{'s' * (n != 1)} stored" if n else "none stored"
 
 
-def size_mb(store: Path = STORE) -> float:
-    return sum(p.stat().st_size for p in store.rglob("*") if p.is_file()) / 2**20
+def relative(path) -> str:
+    """``path`` relative to the repository when it is inside it (files in the repository
+    name runs by such paths, not by the absolute paths of the machine that ran them)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def relative_paths(obj):
+    """``obj`` (JSON data) with every string that is an absolute path inside the repository
+    made :func:`relative`."""
+    if isinstance(obj, dict):
+        return {k: relative_paths(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [relative_paths(v) for v in obj]
+    if isinstance(obj, str) and obj.startswith(f"{ROOT}/"):
+        return relative(obj)
+    return obj
