@@ -50,3 +50,24 @@ def test_a_stored_block_is_restored_not_run(tmp_path, monkeypatch):
     for f in ("config.yaml", "summary.json", "done.json"):
         assert (tmp_path / "again" / f).read_bytes() == (where / f).read_bytes()
     assert "seeds_00-05 stored" in fourth.state(name, out, store)
+
+
+def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_path, monkeypatch):
+    name, block = "point_mass_equal", (0, 5)
+    where = fourth.stored(name, block)
+    if where is None:
+        pytest.skip("the store holds no first block of point_mass_equal")
+    monkeypatch.setattr(fourth.tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
+    third_out = tmp_path / "third"
+    results_store.restore(where, third_out / name / name)  # a finished run of the same config
+    store, out = tmp_path / "store", tmp_path / "runs"
+    what = fourth.run_block(name, block, out, store, third_out=third_out)
+    assert what == "the third edition's report run (same config), copied"
+    assert fourth.stored(name, block, store) is not None  # and kept in the store
+    # a third-edition run of another config is not taken for the block
+    other = tmp_path / "other"
+    results_store.restore(where, other / name / name)
+    cfg = (other / name / name / "config.yaml").read_text()
+    (other / name / name / "config.yaml").write_text(cfg.replace("seeds: 5", "seeds: 4"))
+    with pytest.raises(pytest.fail.Exception):
+        fourth.run_block(name, block, tmp_path / "runs2", tmp_path / "store2", third_out=other)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 from pathlib import Path
 
 from jaxnigt import config as config_lib
@@ -40,6 +41,7 @@ from paper.claims import GAP, THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
+THIRD_OUT = ROOT / "runs" / "results" / "third"  # the third edition's runs (its --out)
 STORE = results_store.STORE
 BLOCKS = ((0, 5), (5, 10), (10, 20), (20, 40))
 # The most seeds a comparison may use, by environment (then "undecided at N seeds").
@@ -85,15 +87,22 @@ def stored(name: str, block: tuple[int, int], store: Path = STORE) -> Path | Non
     return where if results_store.holds(where) else None
 
 
-def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> str:
-    """Runs (or restores, or keeps) one block; returns what it did."""
+def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
+              third_out: Path = THIRD_OUT) -> str:  # fmt: skip
+    """Runs (or restores, or keeps) one block; returns what it did.  The first block is the
+    third edition's report run when that ran here (``third_out``) with the same config."""
     run_dir = out / name / block_name(block)
     cfg = block_config(name, block)
+    earlier = third_out / name / name
     if checkpoint.finished(run_dir, cfg):
         what = "kept (finished here)"
     elif (where := stored(name, block, store)) is not None:
         results_store.restore(where, run_dir)
         what = "restored from the store"
+    elif checkpoint.finished(earlier, cfg):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.copytree(earlier, run_dir)
+        what = "the third edition's report run (same config), copied"
     else:
         tuning.run_program(cfg, run_dir, progress=False, log=print)
         what = "ran"
