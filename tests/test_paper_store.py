@@ -63,7 +63,7 @@ def test_a_stage_keeps_only_finished_programs_and_comes_back(finished_run, tmp_p
     kept = tmp_path / "store" / "look"
     assert results_store.keep_stage(stage, kept) == ["a_lr-3..-1", "b_lr-3..-1"]
     assert results_store.keep_stage(stage, kept) == []  # already kept
-    assert not (kept / "runs" / "half_done").exists()
+    assert not (kept / results_store.PROGRAMS / "half_done").exists()
     assert results_store.stage_state(kept) == "2 programs stored"
     fresh = tmp_path / "fresh" / "look"
     assert results_store.bring_stage(kept, fresh) == ["a_lr-3..-1", "b_lr-3..-1"]
@@ -89,7 +89,8 @@ def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
     monkeypatch.setattr(third.tuning, "tune", interrupted)
     with pytest.raises(KeyboardInterrupt):
         first._tune({}, first.where / "look", sc.algorithms)
-    assert results_store.holds(store / sc.name / "look" / "runs" / "afedpg_lr-10..-1")
+    kept = store / sc.name / "look" / results_store.PROGRAMS / "afedpg_lr-10..-1"
+    assert results_store.holds(kept)
     # a fresh machine: the stored program is in place before the tuning starts, as a resume
     seen = {}
 
@@ -118,3 +119,13 @@ def test_paths_in_results_json_are_made_relative_to_the_repository():
         "run": "runs/x", "pool": ["runs/a", "/elsewhere/b"], "n": 3,
         "nested": {"p": "docs/results"}, "text": "a sentence",
     }  # fmt: skip
+
+
+def test_the_store_is_not_ignored_by_git():
+    import subprocess
+
+    kept = results_store.STORE / "s" / "look" / results_store.PROGRAMS / "p" / "config.yaml"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(kept)], cwd=results_store.ROOT)
+    if ignored.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert ignored.returncode == 1, f"git ignores {kept}: the store would not travel"

@@ -8,7 +8,8 @@ holds is restored into its run directory instead of run again, and the commands 
 - ``<scenario>/seeds_<a>-<b>/``: a fourth-edition seed block (:mod:`paper.fourth`);
 - ``<scenario>/<stage>/``: a tuning stage of the third edition's protocol (``look``,
   ``tune``, ``tune__<variant>``; :mod:`paper.third`), its request (``tune.json``) and each
-  finished program under ``runs/<program>/``.
+  finished program under ``programs/<program>/`` (the stage's ``runs/<program>/``; not
+  ``runs``, which the repository ignores).
 
 A stored program is its ``config.yaml`` and ``summary.json``, its gzipped ``metrics.csv``
 and its ``done.json`` marker (:func:`pack`): what :func:`jaxnigt.analysis.run_data.load_run`
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "docs" / "results" / "fourth" / "store"
 BUDGET_MB = 30  # the store's size budget
 FILES = ("config.yaml", "summary.json")
+PROGRAMS = "programs"  # a stored stage's folder of programs
 
 
 def pack(run_dir: Path, where: Path) -> None:
@@ -72,8 +74,8 @@ def keep_stage(stage_dir: Path, where: Path) -> list[str]:
         where.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(stage_dir / tuning_files.RECORD, where / tuning_files.RECORD)
     for run_dir in sorted((stage_dir / "runs").glob("*")):
-        if not holds(where / "runs" / run_dir.name) and checkpoint.finished(run_dir):
-            pack(run_dir, where / "runs" / run_dir.name)
+        if not holds(where / PROGRAMS / run_dir.name) and checkpoint.finished(run_dir):
+            pack(run_dir, where / PROGRAMS / run_dir.name)
             packed.append(run_dir.name)
     return packed
 
@@ -88,7 +90,7 @@ def bring_stage(where: Path, stage_dir: Path) -> list[str]:
         stage_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(where / tuning_files.RECORD, stage_dir / tuning_files.RECORD)
     restored = []
-    for stored in sorted((where / "runs").glob("*")):
+    for stored in sorted((where / PROGRAMS).glob("*")):
         run_dir = stage_dir / "runs" / stored.name
         if holds(stored) and not checkpoint.finished(run_dir):
             restore(stored, run_dir)
@@ -98,7 +100,7 @@ def bring_stage(where: Path, stage_dir: Path) -> list[str]:
 
 def stage_state(where: Path) -> str:
     """A stored tuning stage in a few words: how many programs it holds."""
-    n = sum(holds(p) for p in (where / "runs").glob("*"))
+    n = sum(holds(p) for p in (where / PROGRAMS).glob("*"))
     return f"{n} program{'s' * (n != 1)} stored" if n else "none stored"
 
 
