@@ -71,3 +71,8 @@ def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_p
     (other / name / name / "config.yaml").write_text(cfg.replace("seeds: 5", "seeds: 4"))
     with pytest.raises(pytest.fail.Exception):
         fourth.run_block(name, block, tmp_path / "runs2", tmp_path / "store2", third_out=other)
+
+
+def test_no_lead_growth_where_the_environment_has_only_the_main_scenario(tmp_path):
+    assert "hopper_sqrt" not in third.SCENARIOS and "hopper_sqrt_dim" in third.SCENARIOS
+    assert fourth.gap("hopper", "sync_nigt", tmp_path, tmp_path) is None

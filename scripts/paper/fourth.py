@@ -189,10 +189,13 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
     """The lead-growth claim from ``<env>_sqrt`` to ``<env>_sqrt_dim`` by the sequential
     rule: at each look, the growth of the log time-to-80 % ratio (reference over
     ``baseline``) on the first k seeds of both scenarios, each scenario's 80 % target pooled
-    over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`)."""
+    over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`).  None
+    before both scenarios have a block, or where ``env`` has only one of them (hopper)."""
     from jaxnigt.analysis import comparison, verdicts
 
     names = [f"{env}_{key}" for key in GAP]
+    if not all(n in third.SCENARIOS for n in names):
+        return None
     runs = [merged_run(n, out, store) for n in names]
     if any(r is None for r in runs):
         return None
