@@ -27,12 +27,21 @@ def test_the_report_config_is_the_third_editions_and_blocks_add_seeds():
     assert fourth.blocks("reacher_sqrt") == [(0, 5), (5, 10), (10, 20)]  # the cap: 20 seeds
 
 
-def test_a_stored_block_is_restored_not_run(tmp_path, monkeypatch):
-    name, block = "point_mass_equal", (0, 5)
-    where = fourth.stored(name, block)
+NAME, BLOCK = "point_mass_equal", (0, 5)
+
+
+@pytest.fixture
+def first_block(monkeypatch):
+    """The store's first point_mass_equal block; running any program fails the test."""
+    where = fourth.stored(NAME, BLOCK)
     if where is None:
         pytest.skip("the store holds no first block of point_mass_equal")
     monkeypatch.setattr(fourth.tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
+    return where
+
+
+def test_a_stored_block_is_restored_not_run(tmp_path, first_block):
+    name, block, where = NAME, BLOCK, first_block
     store = tmp_path / "store"
     (store / name).mkdir(parents=True)
     import shutil
@@ -52,12 +61,8 @@ def test_a_stored_block_is_restored_not_run(tmp_path, monkeypatch):
     assert "seeds_00-05 stored" in fourth.state(name, out, store)
 
 
-def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_path, monkeypatch):
-    name, block = "point_mass_equal", (0, 5)
-    where = fourth.stored(name, block)
-    if where is None:
-        pytest.skip("the store holds no first block of point_mass_equal")
-    monkeypatch.setattr(fourth.tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
+def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_path, first_block):
+    name, block, where = NAME, BLOCK, first_block
     third_out = tmp_path / "third"
     results_store.restore(where, third_out / name / name)  # a finished run of the same config
     store, out = tmp_path / "store", tmp_path / "runs"
