@@ -91,7 +91,7 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
     small = g.size(pipe, 20.0, figures)
     # (20 s - 4 programs x 2 s) x 1000 steps/s over the env steps per unit of time, rounded
     exact = (20.0 - 4 * 2.0) * 1000.0 / small["env_steps_per_time"]
-    assert small["budget"] == g.third.round_down(exact) and small["budget"] < sc.look
+    assert small["budget"] == g.sizing.round_down(exact) and small["budget"] < sc.look
     assert g.size(pipe, 1e6, figures)["budget"] == sc.look  # at most the paper's
     assert not g.size(pipe, 8.5, figures)["enough"]  # below 20 Rennala rounds
     # too little time: skipped, not shrunk further, and said so

@@ -5,6 +5,11 @@
 * :mod:`paper.claims`: one ``Claim`` type, each edition's claims and their verdicts.
 * :mod:`paper.second`: the second edition (families tuned at a fixed budget).
 * :mod:`paper.third`: the third edition (the paper's protocol; a first look sizes the budget).
+* :mod:`paper.sizing`: how that look sizes a scenario's budget and evaluation cadence.
+* :mod:`paper.fourth`: the fourth edition (report seeds added in blocks until each claim is
+  decided).
+* :mod:`paper.store`: the results store: finished seed blocks and tuning programs, packed in
+  the repository so that a fresh clone resumes instead of rerunning.
 * :mod:`paper.gpu`: the Humanoid scenarios on one GPU within a time limit.
 * :mod:`paper.page`: the page, filled from the analysis JSON of every edition.
 * :mod:`paper.cli`: ``python scripts/paper COMMAND``.

@@ -40,7 +40,7 @@ from jaxnigt import config as config_lib
 from jaxnigt.config import merge
 from jaxnigt.run import plan
 from jaxnigt.studies import tuning
-from paper import third
+from paper import sizing, third
 from paper.scenarios import EQUAL, HETERO, SQRT, Scenario
 
 PAPER_BUDGET = {"sqrt_dim": 40000.0, "sqrt": 40000.0, "equal": 40000.0, "hetero": 20000.0}
@@ -123,7 +123,7 @@ def size(pipe: third.Pipeline, seconds: float, figures: dict) -> dict:
     round_time = rows.get("rennala_nigt", next(iter(rows.values())))["step_time"]
     return {
         "paper_budget": pipe.sc.look,
-        "budget": float(third.round_down(budget)) if budget > 0 else 0.0,
+        "budget": float(sizing.round_down(budget)) if budget > 0 else 0.0,
         "programs": len(progs),
         "env_steps_per_time": steps_per_time,
         "rennala_round_time": round_time,
@@ -160,7 +160,7 @@ def run(out: Path, seconds: float, *, tiny: bool = False, rate=None, compile_s=N
             save()
             continue
         budget = sizing["budget"]
-        pipe.size(budget, third.round_down(budget / third.MIN_EVALS),
+        pipe.size(budget, sizing.round_down(budget / sizing.MIN_EVALS),
                   f"sized from the time: {sizing}")  # fmt: skip
         print(f"[gpu-results] {sc.name}: budget {budget:g} (paper {sc.look:g})", flush=True)
         t0 = time.monotonic()

@@ -25,13 +25,14 @@ the scenario's budget.
 
 **The budget** of a scenario comes from a first look: the same tuning at a generous
 ``look`` budget, whose ``speed`` (the winners' per-seed times to the 80 % target, pooled
-over every program of the look) gives the slowest winner's upper median S.  The budget is
-:func:`budget_for` (about 2 S, rounded up to a round number; the look's budget when a
-winner's median never reaches the target), the evaluation cadence :func:`cadence` (at least
-100 evaluations per budget and 20 before the fastest winner's median time).  When the budget
-is the look's, the look is the tuning (:meth:`Pipeline.look_is_tuning`: the same grid, seeds
-and budget; its cadence, the look's budget / 64, is the only difference); scenarios tuned
-before 2026-12-02 13:30 UTC reran it at the finer cadence.
+over every program of the look) gives the slowest winner's upper median S (the rules:
+:mod:`paper.sizing`).  The budget is :func:`~paper.sizing.budget_for` (about 2 S, rounded up to a
+round number; the look's budget when a winner's median never reaches the target), the
+evaluation cadence :func:`~paper.sizing.cadence` (at least 100 evaluations per budget and 20
+before the fastest winner's median time).  When the budget is the look's, the look is the
+tuning (:meth:`Pipeline.look_is_tuning`: the same grid, seeds and budget; its cadence, the
+look's budget / 64, is the only difference); scenarios tuned before 2026-12-02 13:30 UTC reran
+it at the finer cadence.
 
 **The claims** (:data:`paper.claims.THIRD_CLAIMS`): each has its primary statistic, fixed
 before the runs, and is decided by :func:`jaxnigt.analysis.compare` on the report seeds; the
@@ -47,18 +48,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import shlex
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from jaxnigt import analysis
 from jaxnigt import config as config_lib
-from jaxnigt.analysis import run_data, stats, verdicts
+from jaxnigt.analysis import run_data, verdicts
 from jaxnigt.config import merge
 from jaxnigt.studies import tuning
+from paper import sizing
 from paper import store as results_store
 from paper.claims import GAP, GAP_BASELINES, THIRD_CLAIMS
 from paper.scenarios import (
@@ -83,10 +82,6 @@ PAPER_GRID = tuning.Grid(
     lr_exp=tuple(range(-10, 0)), eta=(0.001, 0.01, 0.1), shapes={"M": (20, 30, 50)}
 )
 TUNE_SEEDS = (100, 101)
-LOOK_EVALS = 64
-MIN_EVALS = 100  # evaluations per report budget, at least
-BEFORE_TARGET = 20  # evaluations before the fastest winner's median time to the target, at least
-BUDGET_FACTOR = 2.0  # the budget: about this many times the slowest winner's median time
 MATCH_M = {"per_worker_batch": "match_M"}
 
 
@@ -147,71 +142,6 @@ SCENARIOS = {
     for s in (*_env_scenarios("point_mass", 1), *_env_scenarios("reacher", 1),
               *LOCOMOTION_SCENARIOS)
 }  # fmt: skip
-
-
-# ------------------------------------------------------------------------ budget, cadence
-
-
-def round_up(x: float) -> float:
-    """The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≥ ``x`` > 0."""
-    k = math.floor(math.log10(x))
-    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * 10**k >= x * (1 - 1e-12):
-            return float(m * 10**k)
-    raise AssertionError(x)  # pragma: no cover (10 · 10^k > x always)
-
-
-def round_down(x: float) -> float:
-    """The largest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (× 10^k) that is ≤ ``x`` > 0."""
-    k = math.floor(math.log10(x))
-    return float(max(m * 10**k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if m * 10**k <= x))
-
-
-def medians(speed: dict) -> dict[str, float]:
-    """Each winner's upper median time to the look's target (``inf``: most seeds never)."""
-    return {a: float(stats.median_time(np.asarray(t, float))) for a, t in speed["times"].items()}
-
-
-def holding(speed: dict) -> list[str]:
-    """The winners whose median second-half return over the tuning seeds is at or above the
-    look's target: they *hold* it.  A winner below it touched the target, if at all, with a
-    noisy evaluation.  A look that none holds saw no lasting improvement, and its times
-    measure noise (``speed["levels"]``: each winner's per-seed second-half returns)."""
-    target = speed["target"]["value"]
-    if not math.isfinite(target):  # no improvement in the pool: nothing to hold
-        return []
-    return [a for a, v in speed.get("levels", {}).items() if np.median(v) >= target]
-
-
-def check_look(speed: dict, name: str, look: float) -> None:
-    """Refuses to size a budget from a look that no winner holds the target in (:func:`holding`)."""
-    if "levels" in speed and not holding(speed):
-        levels = {a: round(float(np.median(v)), 3) for a, v in speed["levels"].items()}
-        raise SystemExit(
-            f"third: {name}: no winner of the look holds its 80 % target "
-            f"({speed['target']['value']:.4g}; median second-half returns {levels}): the look's "
-            f"budget {look:g} saw no lasting improvement, so its times to the target are noise. "
-            "Give the scenario a longer look (Scenario.look)."
-        )
-
-
-def budget_for(speed: dict, look: float) -> float:
-    """About :data:`BUDGET_FACTOR` × the slowest winner's median time to the target,
-    rounded up, at most the look's budget (which it is when that median is infinite)."""
-    slowest = max(medians(speed).values())
-    if not math.isfinite(slowest):
-        return float(look)
-    return min(float(look), round_up(BUDGET_FACTOR * slowest))
-
-
-def cadence(speed: dict, budget: float) -> float:
-    """``eval.every_time``: at least :data:`MIN_EVALS` evaluations per budget and
-    :data:`BEFORE_TARGET` before the fastest winner's median time, rounded down."""
-    fastest = min(medians(speed).values())
-    every = budget / MIN_EVALS
-    if math.isfinite(fastest):
-        every = min(every, fastest / BEFORE_TARGET)
-    return round_down(every)
 
 
 # ------------------------------------------------------------------------------ configs
@@ -277,32 +207,30 @@ class Pipeline:
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
-        raw = _timed(scenario_raw(self.sc), self.sc.look, self.sc.look / LOOK_EVALS)
+        raw = _timed(scenario_raw(self.sc), self.sc.look, self.sc.look / sizing.LOOK_EVALS)
         report = self._tune(raw, self.where / "look", self.sc.algorithms)
         speed = report["speed"]
-        check_look(speed, self.sc.name, self.sc.look)
-        budget = budget_for(speed, self.sc.look)
-        sizing = {
+        sizing.check_look(speed, self.sc.name, self.sc.look)
+        budget = sizing.budget_for(speed, self.sc.look)
+        sized = {
             "look_budget": self.sc.look,
             "look_target": speed["target"],
-            "look_median_times": medians(speed),
+            "look_median_times": sizing.medians(speed),
             "look_chosen": {a: r["chosen"] for a, r in report["algorithms"].items()},
             "budget": budget,
-            "every_time": cadence(speed, budget),
-            "rule": f"budget = round_up({BUDGET_FACTOR:g} x slowest median time to the look's "
-            f"80 % target), at most the look's; every_time = round_down(min(budget / "
-            f"{MIN_EVALS}, fastest median / {BEFORE_TARGET}))",
+            "every_time": sizing.cadence(speed, budget),
+            "rule": sizing.rule(),
         }
-        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
-        print(f"[third] {self.sc.name}: budget {budget:g}, every {sizing['every_time']:g}")
-        return sizing
+        (self.where / "sizing.json").write_text(json.dumps(sized, indent=2) + "\n")
+        print(f"[third] {self.sc.name}: budget {budget:g}, every {sized['every_time']:g}")
+        return sized
 
     def size(self, budget: float, every: float, rule: str) -> dict:
         """Sets the budget and the cadence without a look (``rule``: how they were chosen)."""
-        sizing = {"budget": float(budget), "every_time": float(every), "rule": rule}
+        sized = {"budget": float(budget), "every_time": float(every), "rule": rule}
         self.where.mkdir(parents=True, exist_ok=True)
-        (self.where / "sizing.json").write_text(json.dumps(sizing, indent=2) + "\n")
-        return sizing
+        (self.where / "sizing.json").write_text(json.dumps(sized, indent=2) + "\n")
+        return sized
 
     def sizing(self) -> dict:
         path = self.where / "sizing.json"
