@@ -96,3 +96,20 @@ def test_the_locomotion_rows_run_at_the_papers_horizon_on_their_reduced_grid(tmp
     assert third.Pipeline(third.SCENARIOS["reacher_equal"], tmp_path, tmp_path).grid == (
         third.PAPER_GRID
     )
+
+
+def test_reacher_at_n100_and_heterogeneous_reacher_run_reduced_under_the_default_model(tmp_path):
+    from jaxnigt import config as config_lib
+
+    for name, n in (("reacher_n100", 100), ("reacher_hetero", 2)):
+        pipe = third.Pipeline(third.SCENARIOS[name], tmp_path, tmp_path)
+        grid, look = third.REDUCED[name]
+        assert pipe.grid == grid and grid.eta == (0.1,) and pipe.sc.look == look
+        # only the default model is tuned and run, and no matched-batch Sync NIGT
+        assert [tag for tag, _ in pipe.tuning_tags()] == ["tune"]
+        assert pipe.sc.models == (third.DEFAULT_MODEL,) and not pipe.sc.sensitivity
+        cfg = config_lib.from_dict(third._timed(third.scenario_raw(pipe.sc), look, look / 64))
+        assert (cfg.env.name, cfg.cluster.n, cfg.checkpoint_every) == ("reacher", n, 10)
+    # point_mass keeps the third edition's scenario: every model, the matched batch, its grid
+    pm = third.Pipeline(third.SCENARIOS["point_mass_n100"], tmp_path / "pm", tmp_path / "pm")
+    assert pm.grid == third.PAPER_GRID and pm.sc.sensitivity and len(pm.sc.models) == 4
