@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from jaxnigt.analysis import report_text
-from paper import claims
+from paper import claims, third
 
 VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red", "equivalent": "tab:blue"}
 
@@ -126,7 +126,9 @@ def table(docs: Path) -> str:
                 vs = f"{c['reference']} vs {c['baseline']}" if c["baseline"] else "–"
                 seeds = "–" if c["seeds"] is None else str(c["seeds"])
                 verdict = f"**{c['verdict']}**" if c["edition"] == "fourth" else c["verdict"]
-                lines.append(f"| {' | '.join(head)} | `{c['scenario']}` | {vs} | {verdict} "
+                # a scenario tuned on a reduced grid (a stated deviation) is marked with ‡
+                mark = " ‡" if c["scenario"] in third.GRIDS else ""
+                lines.append(f"| {' | '.join(head)} | `{c['scenario']}`{mark} | {vs} | {verdict} "
                              f"| {_effect(c)} | {seeds} | {c['edition'] or '–'} |")  # fmt: skip
     return "\n".join(lines)
 
