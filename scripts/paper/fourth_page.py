@@ -191,6 +191,6 @@ def forest(docs: Path, out: Path) -> Path:
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle("Fourth edition: each comparison's effect and its interval at its last look")
     fig.subplots_adjust(bottom=0.12 + 0.3 / max(len(rows), 1), left=0.2, right=0.98)
-    fig.savefig(out)
+    fig.savefig(out, bbox_inches="tight")  # the long labels of the left panel stay whole
     plt.close(fig)
     return out
