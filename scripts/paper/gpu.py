@@ -152,16 +152,16 @@ def run(out: Path, seconds: float, *, tiny: bool = False, rate=None, compile_s=N
             pipe.seeds = third.TUNE_SEEDS[:1]
         left = seconds - (time.monotonic() - start) - 30  # analysis and packing
         figures = device_figures(sc.env, rate, compile_s)
-        sizing = size(pipe, left / (len(todo) - i), figures)
-        entry = manifest["scenarios"][sc.name] = {"claim": sc.claim, "device": figures, **sizing}
-        if not sizing["enough"]:
-            entry["skipped"] = f"budget {sizing['budget']:g} < {MIN_ROUNDS} Rennala rounds"
+        fit = size(pipe, left / (len(todo) - i), figures)
+        entry = manifest["scenarios"][sc.name] = {"claim": sc.claim, "device": figures, **fit}
+        if not fit["enough"]:
+            entry["skipped"] = f"budget {fit['budget']:g} < {MIN_ROUNDS} Rennala rounds"
             print(f"[gpu-results] {sc.name}: skipped ({entry['skipped']})", flush=True)
             save()
             continue
-        budget = sizing["budget"]
+        budget = fit["budget"]
         pipe.size(budget, sizing.round_down(budget / sizing.MIN_EVALS),
-                  f"sized from the time: {sizing}")  # fmt: skip
+                  f"sized from the time: {fit}")  # fmt: skip
         print(f"[gpu-results] {sc.name}: budget {budget:g} (paper {sc.look:g})", flush=True)
         t0 = time.monotonic()
         for stage in ("tune", "run", "analyze"):
