@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from paper import fourth, third
+from paper import fourth
 from paper import store as results_store
+from paper.third_scenarios import SCENARIOS
 
 sys.path.pop(0)
 
@@ -23,7 +24,7 @@ def test_the_report_config_is_the_third_editions_and_blocks_add_seeds():
     cfg = fourth.block_config("point_mass_sqrt_dim", (5, 10))
     assert (cfg.first_seed, cfg.seeds) == (5, 5)
     assert fourth.blocks("point_mass_equal") == [(0, 5), (5, 10), (10, 20), (20, 40)]
-    assert third.SCENARIOS["reacher_sqrt"].env == "reacher"
+    assert SCENARIOS["reacher_sqrt"].env == "reacher"
     assert fourth.blocks("reacher_sqrt") == [(0, 5), (5, 10), (10, 20)]  # the cap: 20 seeds
 
 
@@ -79,5 +80,5 @@ def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_p
 
 
 def test_no_lead_growth_where_the_environment_has_only_the_main_scenario(tmp_path):
-    assert "hopper_sqrt" not in third.SCENARIOS and "hopper_sqrt_dim" in third.SCENARIOS
+    assert "hopper_sqrt" not in SCENARIOS and "hopper_sqrt_dim" in SCENARIOS
     assert fourth.gap("hopper", "sync_nigt", tmp_path, tmp_path) is None

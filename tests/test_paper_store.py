@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from paper import fourth, third
+from paper import fourth, third, third_scenarios
 from paper import store as results_store
 
 sys.path.pop(0)
@@ -76,7 +76,7 @@ def test_a_stage_keeps_only_finished_programs_and_comes_back(finished_run, tmp_p
 def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
     finished_run, tmp_path, monkeypatch
 ):
-    sc = third.SCENARIOS["point_mass_equal"]
+    sc = third_scenarios.SCENARIOS["point_mass_equal"]
     store = tmp_path / "store"
     # a first machine: one program finished, then the tuning is interrupted
     first = third.Pipeline(sc, tmp_path / "one", tmp_path / "docs", store=store)

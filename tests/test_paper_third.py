@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from paper import cli, third
+from paper import cli, third, third_scenarios
+from paper.third_scenarios import SCENARIOS
 
 sys.path.pop(0)
 
@@ -22,7 +23,7 @@ def test_a_variant_changes_only_the_grids_it_names():
     assert eta.shapes == {"M": (20, 30, 50)} and eta.lr_exp == tuple(range(-10, 0))
     both = third.variant_grid(eta=(0.1, 1.0), m=(20, 30, 50, 80, 120, 200))
     assert both.eta == (0.1, 1.0) and both.shapes == {"M": (20, 30, 50, 80, 120, 200)}
-    assert third.PAPER_GRID.shapes == {"M": (20, 30, 50)}  # not changed in place
+    assert third_scenarios.PAPER_GRID.shapes == {"M": (20, 30, 50)}  # not changed in place
     ms = cli._numbers("M", int, 0, math.inf)
     assert ms("80,20,80") == (20, 80)  # parsed, deduplicated and sorted
     with pytest.raises(Exception, match="M"):
@@ -30,7 +31,7 @@ def test_a_variant_changes_only_the_grids_it_names():
 
 
 def test_the_matched_batch_of_a_sensitivity_run_follows_the_reference_tuned_M(tmp_path):
-    pipe = third.Pipeline(third.SCENARIOS["point_mass_sqrt_dim"], tmp_path, tmp_path)
+    pipe = third.Pipeline(SCENARIOS["point_mass_sqrt_dim"], tmp_path, tmp_path)
     pipe.size(4000.0, 20.0, "test")
     won = {"lr_exp": -2, "learning_rate": 0.25, "eta": 1.0, "M": 200}
     algorithms = {
@@ -60,7 +61,7 @@ def test_the_matched_batch_of_a_sensitivity_run_follows_the_reference_tuned_M(tm
 
 def test_a_look_at_the_budget_it_sizes_is_the_tuning(tmp_path, monkeypatch):
     # point_mass_hetero: the budget is the look's, so a tune stage would rerun the same grid
-    pipe = third.Pipeline(third.SCENARIOS["point_mass_hetero"], tmp_path, tmp_path)
+    pipe = third.Pipeline(SCENARIOS["point_mass_hetero"], tmp_path, tmp_path)
     pipe.size(60000.0, 600.0, "test")
     assert not pipe.look_is_tuning()  # no look: nothing to reuse
     sizing = {**pipe.sizing(), "look_budget": 60000.0}
@@ -75,41 +76,9 @@ def test_a_look_at_the_budget_it_sizes_is_the_tuning(tmp_path, monkeypatch):
     assert (pipe.where / "tune").is_symlink()
     assert pipe.chosen("tune") == {"malenia_nigt": {"learning_rate": 0.25, "eta": 0.1}}
     # a budget below the look's is tuned at that budget
-    other = third.Pipeline(third.SCENARIOS["point_mass_equal"], tmp_path, tmp_path)
+    other = third.Pipeline(SCENARIOS["point_mass_equal"], tmp_path, tmp_path)
     other.size(100.0, 1.0, "test")
     (other.where / "sizing.json").write_text(json.dumps({**other.sizing(), "look_budget": 1000}))
     (other.where / "look").mkdir()
     (other.where / "look" / "tuning.json").write_text(json.dumps(report))
     assert not other.look_is_tuning()
-
-
-def test_the_locomotion_rows_run_at_the_papers_horizon_on_their_reduced_grid(tmp_path):
-    from jaxnigt import config as config_lib
-
-    for name in ("hopper_sqrt_dim", "walker2d_sqrt_dim"):
-        pipe = third.Pipeline(third.SCENARIOS[name], tmp_path, tmp_path)
-        assert pipe.grid == third.LOCOMOTION_GRID  # the stated deviation, not the paper's grid
-        raw = third._timed(third.scenario_raw(pipe.sc), pipe.sc.look, pipe.sc.look / 64)
-        cfg = config_lib.from_dict(raw)
-        assert (cfg.env.name, cfg.env.horizon, cfg.env.solver_iterations) == (name[:-9], 1000, 1)
-        assert cfg.cluster.scale_by_dim and cfg.cluster.n == 10
-    assert third.Pipeline(third.SCENARIOS["reacher_equal"], tmp_path, tmp_path).grid == (
-        third.PAPER_GRID
-    )
-
-
-def test_reacher_at_n100_and_heterogeneous_reacher_run_reduced_under_the_default_model(tmp_path):
-    from jaxnigt import config as config_lib
-
-    for name, n in (("reacher_n100", 100), ("reacher_hetero", 2)):
-        pipe = third.Pipeline(third.SCENARIOS[name], tmp_path, tmp_path)
-        grid, look = third.REDUCED[name]
-        assert pipe.grid == grid and grid.eta == (0.1,) and pipe.sc.look == look
-        # only the default model is tuned and run, and no matched-batch Sync NIGT
-        assert [tag for tag, _ in pipe.tuning_tags()] == ["tune"]
-        assert pipe.sc.models == (third.DEFAULT_MODEL,) and not pipe.sc.sensitivity
-        cfg = config_lib.from_dict(third._timed(third.scenario_raw(pipe.sc), look, look / 64))
-        assert (cfg.env.name, cfg.cluster.n, cfg.checkpoint_every) == ("reacher", n, 10)
-    # point_mass keeps the third edition's scenario: every model, the matched batch, its grid
-    pm = third.Pipeline(third.SCENARIOS["point_mass_n100"], tmp_path / "pm", tmp_path / "pm")
-    assert pm.grid == third.PAPER_GRID and pm.sc.sensitivity and len(pm.sc.models) == 4

@@ -5,6 +5,8 @@
 * :mod:`paper.claims`: one ``Claim`` type, each edition's claims and their verdicts.
 * :mod:`paper.second`: the second edition (families tuned at a fixed budget).
 * :mod:`paper.third`: the third edition (the paper's protocol; a first look sizes the budget).
+* :mod:`paper.third_scenarios`: the scenarios of the third and fourth editions, their grids
+  and looks.
 * :mod:`paper.sizing`: how that look sizes a scenario's budget and evaluation cadence.
 * :mod:`paper.fourth`: the fourth edition (report seeds added in blocks until each claim is
   decided).

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from jaxnigt.studies import tuning
-from paper import fourth, fourth_page, gpu, page, second, third
+from paper import fourth, fourth_page, gpu, page, second, third, third_scenarios
 from paper import store as results_store
 from paper.claims import GAP_BASELINES
 from paper.scenarios import VARIANTS, parse_models
@@ -148,14 +148,15 @@ def _third(argv) -> int:
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs: got {args.jobs}; expected >= 1")
-    unknown = [n for n in args.names if n not in third.SCENARIOS]
+    unknown = [n for n in args.names if n not in third_scenarios.SCENARIOS]
     if unknown:
-        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third.SCENARIOS)}")
-    names = args.names or [n for n in third.SCENARIOS if n.startswith("point_mass")]
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third_scenarios.SCENARIOS)}")
+    names = args.names or [n for n in third_scenarios.SCENARIOS if n.startswith("point_mass")]
     grid = third.variant_grid(args.eta, args.M)
     store = None if args.quick or grid is not None else args.store
-    pipes = [third.Pipeline(third.SCENARIOS[n], args.out, args.docs, args.quick, grid, args.jobs,
-                            store) for n in names]  # fmt: skip
+    scenarios = third_scenarios.SCENARIOS
+    pipes = [third.Pipeline(scenarios[n], args.out, args.docs, args.quick, grid, args.jobs, store)
+             for n in names]  # fmt: skip
     if args.command == "list":
         for pipe in pipes:
             print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {third.state(pipe)}")
@@ -166,7 +167,7 @@ def _third(argv) -> int:
         for stage in stages:
             getattr(pipe, stage)(*(() if stage in ("look", "analyze") else (args.models,)))
     if "analyze" in stages:
-        for env in sorted({third.SCENARIOS[n].env for n in names}):
+        for env in sorted({third_scenarios.SCENARIOS[n].env for n in names}):
             third.gap_growth(args.out, args.docs, env)
     return 0
 
@@ -192,9 +193,9 @@ def _fourth(argv) -> int:
     p.add_argument("--store", type=Path, default=results_store.STORE)
     p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
     args = p.parse_args(argv)
-    unknown = [n for n in args.names if n not in third.SCENARIOS]
+    unknown = [n for n in args.names if n not in third_scenarios.SCENARIOS]
     if unknown:
-        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third.SCENARIOS)}")
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third_scenarios.SCENARIOS)}")
     names = args.names or list(fourth.NAMES)
     if args.command == "list":
         for name in names:
@@ -212,7 +213,7 @@ def _fourth(argv) -> int:
         (args.docs / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
         verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
         print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
-    for env in sorted({third.SCENARIOS[n].env for n in names}):
+    for env in sorted({third_scenarios.SCENARIOS[n].env for n in names}):
         for baseline in GAP_BASELINES:
             g = fourth.gap(env, baseline, args.out, args.store)
             if g is not None:

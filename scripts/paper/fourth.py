@@ -4,7 +4,7 @@
     python scripts/paper fourth analyze [SCENARIO ...]  # the rule on the seeds so far: JSON
     python scripts/paper fourth list [SCENARIO ...]   # each block: stored, run here, missing
 
-**What it reuses.**  Each scenario is the third edition's (:data:`paper.third.SCENARIOS`),
+**What it reuses.**  Each scenario is the third edition's (:data:`paper.third_scenarios.SCENARIOS`),
 with its budget, evaluation cadence and tuned values read from the third edition's analysis
 JSON (``docs/results/third/<scenario>.json``: ``sizing`` and ``tuned``, tuned on seeds 100
 and 101, which no reported run uses).  Nothing is retuned: the fourth edition only adds
@@ -36,7 +36,7 @@ from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
 from jaxnigt.studies import tuning
 from paper import store as results_store
-from paper import third
+from paper import third, third_scenarios
 from paper.claims import GAP, THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def block_name(block: tuple[int, int]) -> str:
 
 def blocks(name: str) -> list[tuple[int, int]]:
     """The scenario's seed blocks up to its environment's cap."""
-    cap = CAPS[third.SCENARIOS[name].env]
+    cap = CAPS[third_scenarios.SCENARIOS[name].env]
     return [b for b in BLOCKS if b[1] <= cap]
 
 
@@ -65,7 +65,7 @@ def report_raw(name: str, docs: Path = THIRD_DOCS) -> dict:
     """The third edition's report config of ``name`` (default cluster model), rebuilt from
     its analysis JSON: the scenario's config, its sized budget and cadence, its tuned values."""
     a = json.loads((docs / f"{name}.json").read_text())
-    sc = third.SCENARIOS[name]
+    sc = third_scenarios.SCENARIOS[name]
     raw = third._timed(third.scenario_raw(sc), a["sizing"]["budget"], a["sizing"]["every_time"])
     per = {}
     for alg, values in a["tuned"].items():
@@ -160,7 +160,7 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
     run = merged_run(name, out, store)
     if run is None:
         return None
-    sc = third.SCENARIOS[name]
+    sc = third_scenarios.SCENARIOS[name]
     claim = THIRD_CLAIMS[sc.claim]
     seeds = min(len(m.seeds) for m in run.algorithms().values())
     result = sequential.compare_sequential(
@@ -194,7 +194,7 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
     from jaxnigt.analysis import comparison, verdicts
 
     names = [f"{env}_{key}" for key in GAP]
-    if not all(n in third.SCENARIOS for n in names):
+    if not all(n in third_scenarios.SCENARIOS for n in names):
         return None
     runs = [merged_run(n, out, store) for n in names]
     if any(r is None for r in runs):

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from jaxnigt.analysis import report_text
-from paper import claims, third
+from paper import claims, third_scenarios
 
 VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red", "equivalent": "tab:blue"}
 
@@ -127,7 +127,7 @@ def table(docs: Path) -> str:
                 seeds = "–" if c["seeds"] is None else str(c["seeds"])
                 verdict = f"**{c['verdict']}**" if c["edition"] == "fourth" else c["verdict"]
                 # a scenario tuned on a reduced grid (a stated deviation) is marked with ‡
-                mark = " ‡" if c["scenario"] in third.GRIDS else ""
+                mark = " ‡" if c["scenario"] in third_scenarios.GRIDS else ""
                 lines.append(f"| {' | '.join(head)} | `{c['scenario']}`{mark} | {vs} | {verdict} "
                              f"| {_effect(c)} | {seeds} | {c['edition'] or '–'} |")  # fmt: skip
     return "\n".join(lines)

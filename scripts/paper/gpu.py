@@ -40,7 +40,7 @@ from jaxnigt import config as config_lib
 from jaxnigt.config import merge
 from jaxnigt.run import plan
 from jaxnigt.studies import tuning
-from paper import sizing, third
+from paper import sizing, third, third_scenarios
 from paper.scenarios import EQUAL, HETERO, SQRT, Scenario
 
 PAPER_BUDGET = {"sqrt_dim": 40000.0, "sqrt": 40000.0, "equal": 40000.0, "hetero": 20000.0}
@@ -53,7 +53,7 @@ TINY_BUDGET = 600.0  # the tiny mode's "paper" budget
 _HUMANOID = {"env": {"name": "humanoid", "solver_iterations": 1, "ls_iterations": 4}}
 _CLUSTERS = {"sqrt_dim": {}, "sqrt": SQRT, "equal": EQUAL, "hetero": HETERO}
 CLAIM = {"sqrt_dim": "fastest", "sqrt": "fastest", "equal": "equal", "hetero": "hetero"}
-GRID = dataclasses.replace(third.PAPER_GRID, max_extensions=1)
+GRID = dataclasses.replace(third_scenarios.PAPER_GRID, max_extensions=1)
 TINY_GRID = tuning.Grid(lr_exp=(-7, -5), eta=(0.1,), shapes={"M": (4,)}, max_extensions=0)
 _TINY = {"env": {"name": "point_mass"}, "cluster": {"n": 4}, "hparams": {"M": 4, "M_init": 4}}
 
@@ -149,7 +149,7 @@ def run(out: Path, seconds: float, *, tiny: bool = False, rate=None, compile_s=N
     for i, sc in enumerate(todo):
         pipe = third.Pipeline(sc, out / "runs", docs, grid=TINY_GRID if tiny else GRID)
         if tiny:
-            pipe.seeds = third.TUNE_SEEDS[:1]
+            pipe.seeds = third_scenarios.TUNE_SEEDS[:1]
         left = seconds - (time.monotonic() - start) - 30  # analysis and packing
         figures = device_figures(sc.env, rate, compile_s)
         fit = size(pipe, left / (len(todo) - i), figures)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from jaxnigt.analysis import report_text, verdicts
-from paper import fourth_page, second, third
+from paper import fourth_page, second, third_scenarios
 from paper import store as results_store
 from paper.claims import CLAIMS, GAP_BASELINES, claim_verdict, row
 from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
@@ -192,9 +192,10 @@ _STATISTIC = {
 
 def _third(docs: Path, sub: str = THIRD):
     """``(name, analysis JSON)`` of every third-edition run in ``DOCS/<sub>``, in the
-    catalogue's order (:data:`paper.third.SCENARIOS`), sensitivity runs after their scenario."""
+    catalogue's order (:data:`paper.third_scenarios.SCENARIOS`), sensitivity runs after their
+    scenario."""
     where = docs / sub
-    for sc in third.SCENARIOS.values():
+    for sc in third_scenarios.SCENARIOS.values():
         for name in [sc.model_dir(m) for m in sc.models] + [f"{sc.name}__match_M"]:
             a = _load(where, name)
             if a is not None:
