@@ -37,13 +37,14 @@ TUNE_SEEDS = (100, 101)
 # reacher_sqrt's rate, whose winners' median times to the target were about 450 (look 3,000),
 # so a look of 400 (about 30 CPU-minutes a program) should see them near 110; a reacher look
 # of 1,000 costs about an hour a program.
-LOOKS = {"reacher_equal": 400.0}
+LOOKS = {"reacher_equal": 400.0, "reacher_n100": 15000.0}  # reacher_n100: see REDUCED
+CHECKPOINTED = {"checkpoint_every": 10}  # the long programs: a stopped one resumes
 
 
 def _env_scenarios(env: str, scale: float) -> list[Scenario]:
     """``scale``: the look budgets relative to point_mass's (:data:`LOOKS`: exceptions)."""
-    return [
-        Scenario(f"{env}_equal", env, EQUAL, "equal", look=LOOKS.get(f"{env}_equal", 1000 * scale)),
+    scenarios = [
+        Scenario(f"{env}_equal", env, EQUAL, "equal", look=1000 * scale),
         Scenario(f"{env}_sqrt", env, SQRT, "fastest", look=3000 * scale, sensitivity=True),
         Scenario(
             f"{env}_sqrt_dim", env, {}, "fastest", 5, MODELS, look=8000 * scale, sensitivity=True
@@ -63,6 +64,7 @@ def _env_scenarios(env: str, scale: float) -> list[Scenario]:
         # Malenia NIGT rose only after ~30,000 of its 60,000.
         Scenario(f"{env}_hetero", env, HETERO, "hetero", 15, look=60000 * scale),
     ]
+    return [dataclasses.replace(sc, look=LOOKS.get(sc.name, sc.look)) for sc in scenarios]
 
 
 # The multi-environment row at H = 1,000: the main scenario only, on hopper and walker2d, with
@@ -72,7 +74,7 @@ def _env_scenarios(env: str, scale: float) -> list[Scenario]:
 # Their programs checkpoint every 10 chunks (the others' are minutes long and do not): a
 # stopped one resumes where it was (checkpoints stay on the machine, not in the store).
 LOCOMOTION_SCENARIOS = tuple(
-    Scenario(f"{env}_sqrt_dim", env, {**LOCOMOTION, "checkpoint_every": 10}, "fastest",
+    Scenario(f"{env}_sqrt_dim", env, {**LOCOMOTION, **CHECKPOINTED}, "fastest",
              look=6000.0)
     for env in ("hopper", "walker2d")
 )  # fmt: skip
@@ -98,20 +100,17 @@ GRIDS = {sc.name: LOCOMOTION_GRID for sc in LOCOMOTION_SCENARIOS}
 #   2^-18, reached by extensions); M = M_init = 30; point_mass's look of 60,000.
 # Their programs checkpoint every 10 chunks, as the locomotion ones do.
 REDUCED = {
-    "reacher_n100": (tuning.Grid(lr_exp=tuple(range(-10, -4)), eta=(0.1,), shapes={"M": (50,)}),
-                     15000.0),
-    "reacher_hetero": (tuning.Grid(lr_exp=tuple(range(-12, -4)), eta=(0.1,),
-                                   shapes={"M": (30,)}), 60000.0),
-}  # fmt: skip
-GRIDS.update({name: grid for name, (grid, _) in REDUCED.items()})
+    "reacher_n100": tuning.Grid(lr_exp=tuple(range(-10, -4)), eta=(0.1,), shapes={"M": (50,)}),
+    "reacher_hetero": tuning.Grid(lr_exp=tuple(range(-12, -4)), eta=(0.1,), shapes={"M": (30,)}),
+}
+GRIDS.update(REDUCED)
 
 
 def _reduced(sc: Scenario) -> Scenario:
     if sc.name not in REDUCED:
         return sc
-    overrides = {**sc.overrides, "checkpoint_every": 10}
-    return dataclasses.replace(sc, overrides=overrides, models=(DEFAULT_MODEL,),
-                               sensitivity=False, look=REDUCED[sc.name][1])  # fmt: skip
+    overrides = {**sc.overrides, **CHECKPOINTED}
+    return dataclasses.replace(sc, overrides=overrides, models=(DEFAULT_MODEL,), sensitivity=False)
 
 
 SCENARIOS = {
