@@ -3,8 +3,11 @@ checkout, as the same finished run; a tuning stage keeps its request and every f
 program (also when the tuning is interrupted) and a fresh checkout resumes it from them."""
 
 import json
+import os
 import shutil
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from paper import store as results_store
 sys.path.pop(0)
 
 from jaxnigt.analysis import run_data
-from jaxnigt.run import checkpoint
+from jaxnigt.run import checkpoint, signals
 
 
 @pytest.fixture
@@ -109,6 +112,35 @@ def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
     with pytest.raises(KeyboardInterrupt):
         bare._tune({}, bare.where / "look", sc.algorithms)
     assert bare.store is None
+
+
+def test_a_sigterm_during_a_tuning_stops_it_and_keeps_what_finished(
+    finished_run, tmp_path, monkeypatch
+):
+    # SIGTERM's default action ended the process before the stage was kept; now the stage
+    # holds a stop flag, the programs checkpoint and stop, and the finally keeps the store
+    sc = third_scenarios.SCENARIOS["point_mass_equal"]
+    pipe = third.Pipeline(sc, tmp_path / "one", tmp_path / "docs", store=tmp_path / "store")
+    before = signal.getsignal(signal.SIGTERM)
+
+    def signalled(raw, where, *, stop, **kw):
+        shutil.copytree(finished_run, where / "runs" / "afedpg_lr-10..-1")
+        # checked before the signal is sent: unhandled, it would end the test process
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not stop.requested and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stop.signum == signal.SIGTERM
+        raise signals.Interrupted(stop.signum, "the running programs", 1)
+
+    monkeypatch.setattr(third.tuning, "tune", signalled)
+    with pytest.raises(signals.Interrupted) as raised:
+        pipe._tune({}, pipe.where / "look", sc.algorithms)
+    assert raised.value.exit_status == 128 + signal.SIGTERM
+    kept = tmp_path / "store" / sc.name / "look" / results_store.PROGRAMS / "afedpg_lr-10..-1"
+    assert results_store.holds(kept)
+    assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back
 
 
 def test_paths_in_results_json_are_made_relative_to_the_repository():

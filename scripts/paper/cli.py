@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
+from jaxnigt.run import signals
 from jaxnigt.studies import tuning
 from paper import fourth, fourth_page, gpu, page, second, third, third_scenarios
 from paper import store as results_store
@@ -233,4 +235,9 @@ def main(argv=None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__, file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    return COMMANDS[argv[0]](argv[1:])
+    try:
+        return COMMANDS[argv[0]](argv[1:])
+    except signals.Interrupted as e:  # the programs checkpointed; what finished is kept
+        again = shlex.join(["python", "scripts/paper", *argv])
+        print(f"paper: {e}; continue with: {again}", file=sys.stderr)
+        return e.exit_status

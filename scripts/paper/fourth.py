@@ -33,7 +33,7 @@ from pathlib import Path
 
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, sequential
-from jaxnigt.run import checkpoint
+from jaxnigt.run import checkpoint, signals
 from jaxnigt.studies import tuning
 from paper import store as results_store
 from paper import third, third_scenarios
@@ -104,7 +104,8 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
         shutil.copytree(earlier, run_dir)
         what = "the third edition's report run (same config), copied"
     else:
-        tuning.run_program(cfg, run_dir, progress=False, log=print)
+        with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
+            tuning.run_program(cfg, run_dir, progress=False, log=print, stop=stop)
         what = "ran"
     if stored(name, block, store) is None:
         results_store.pack(run_dir, store / name / block_name(block))

@@ -57,6 +57,7 @@ from jaxnigt import analysis
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, verdicts
 from jaxnigt.config import merge
+from jaxnigt.run import signals
 from jaxnigt.studies import tuning
 from paper import sizing
 from paper import store as results_store
@@ -99,27 +100,32 @@ class Pipeline:
 
     def _tune(self, raw: dict, where: Path, algorithms) -> dict:
         """One tuning stage into ``where``; with a store, the programs it holds are restored
-        first (not run again) and every finished one is kept there, also when interrupted."""
+        first (not run again) and every finished one is kept there, also when interrupted.
+        A SIGTERM or Ctrl-C stops the running programs after their chunk (they checkpoint:
+        ``signals.stop_on_signals``) and raises ``signals.Interrupted`` after the finished
+        ones are kept; without it, SIGTERM's default action ended the process before that."""
         kept = None if self.store is None else self.store / where.name
         if kept is not None and (restored := results_store.bring_stage(kept, where)):
             print(f"[third] {self.sc.name} {where.name}: restored from the store (not run): "
                   f"{', '.join(restored)}", flush=True)  # fmt: skip
-        try:
-            return tuning.tune(
-                raw,
-                where,
-                algorithms=list(algorithms),
-                grid=self.grid,
-                seeds=self.seeds,
-                resume=(where / tuning.RECORD).is_file(),
-                progress=False,
-                command=" ".join(map(shlex.quote, sys.argv)),
-                jobs=self.jobs,
-            )
-        finally:
-            if kept is not None and (packed := results_store.keep_stage(where, kept)):
-                print(f"[third] {self.sc.name} {where.name}: kept in the store: "
-                      f"{', '.join(packed)}", flush=True)  # fmt: skip
+        with signals.stop_on_signals() as stop:
+            try:
+                return tuning.tune(
+                    raw,
+                    where,
+                    algorithms=list(algorithms),
+                    grid=self.grid,
+                    seeds=self.seeds,
+                    resume=(where / tuning.RECORD).is_file(),
+                    progress=False,
+                    command=" ".join(map(shlex.quote, sys.argv)),
+                    jobs=self.jobs,
+                    stop=stop,
+                )
+            finally:
+                if kept is not None and (packed := results_store.keep_stage(where, kept)):
+                    print(f"[third] {self.sc.name} {where.name}: kept in the store: "
+                          f"{', '.join(packed)}", flush=True)  # fmt: skip
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
@@ -254,7 +260,8 @@ class Pipeline:
         for name, raw in self.runs(models):
             print(f"[third] {name}", flush=True)
             cfg = config_lib.from_dict(raw)
-            tuning.run_program(cfg, self.where / name, progress=False, log=print)
+            with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
+                tuning.run_program(cfg, self.where / name, progress=False, log=print, stop=stop)
 
     # -- analyze: the claim's statistic and the second views
     def analyze(self) -> list[dict]:
