@@ -36,6 +36,8 @@ def test_reacher_at_n100_and_heterogeneous_reacher_run_reduced_under_the_default
         # only the default model is tuned and run, and no matched-batch Sync NIGT
         assert [tag for tag, _ in pipe.tuning_tags()] == ["tune"]
         assert pipe.sc.models == (third.DEFAULT_MODEL,) and not pipe.sc.sensitivity
+        # the report run is the fourth edition's first block: seeds 0-4, not point_mass's 15
+        assert pipe.sc.seeds == 5
         cfg = config_lib.from_dict(third._timed(third.scenario_raw(pipe.sc), look, look / 64))
         assert (cfg.env.name, cfg.cluster.n, cfg.checkpoint_every) == ("reacher", n, 10)
     # point_mass keeps the third edition's scenario: every model, the matched batch, its grid
