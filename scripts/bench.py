@@ -155,7 +155,7 @@ def _executors(args):
 def _gpu(args):
     from benchmarks import gpu
 
-    batches = tuple(int(b) for b in args.batches.split(","))
+    batches = tuple(int(b) for b in args.batches.split(",") if b.strip())  # "" : no rollouts
     rows = gpu.run(
         args.quick,
         env=args.env,
@@ -188,7 +188,7 @@ BENCHMARKS = {
     "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
     "jobs": (_jobs, "a tuning's programs in sequence vs in parallel processes (tune --jobs)"),
     "executors": (_executors, "a 4-program tuning: --jobs 1, --jobs 2, Ray with 2 one-CPU nodes"),
-    "gpu": (_gpu, "humanoid rounds/s and 5 seeds x 3 algorithms on a GPU (prepared)"),
+    "gpu": (_gpu, "humanoid rollouts, rounds/s and 5 seeds x 3 algorithms on a GPU"),
 }
 ALL = (
     "schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory", "central",
@@ -343,7 +343,9 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--horizon", type=int, default=None)
             p.add_argument("--n", type=int, default=100)
             p.add_argument("--large-n", type=int, default=1000, help="the second n (default 1000)")
-            p.add_argument("--batches", default="1024,4096,16384", help="rollout batch sizes")
+            p.add_argument(
+                "--batches", default="1024,4096,16384", help='rollout batch sizes ("": none)'
+            )
             p.add_argument("--M", type=int, default=50)
             p.add_argument("--seeds", type=int, default=5)
             p.add_argument("--rounds", type=int, default=5)

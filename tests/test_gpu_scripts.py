@@ -101,3 +101,30 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
     ((name, entry),) = manifest["scenarios"].items()
     assert "skipped" in entry and not entry["enough"], entry
     assert not (tmp_path / "s" / "runs" / name / "tune").exists()
+
+
+def test_gpu_benchmark_markdown_keeps_the_waves_table_with_its_own_columns():
+    """bench_gpu.md is what docs/benchmarks.md quotes: the waves' ms per arrival must survive
+    (the first H200 run's markdown had dropped them into the rounds table's columns)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from benchmarks import gpu
+    from benchmarks.common import to_markdown
+
+    rows = [
+        {"algorithm": "rennala_nigt", "env": "humanoid", "n": 100, "M": 50, "seeds": 5,
+         "rounds": 2, "rounds_per_s": 4.077, "alive_steps_per_s": 27758.0, "compile_s": 39.3},
+        {"algorithm": "afedpg (waves)", "env": "humanoid", "n": 100, "block": 100, "wave": 16,
+         "ms_per_arrival": 16.355, "one_at_a_time_over_waves": 4.0995, "compile_s": 46.1,
+         "met": True},
+        {"algorithm": "afedpg waves", "n": 1000, "skipped": "deadline"},
+    ]  # fmt: skip
+    md = to_markdown(gpu.format_rows(rows))
+    tables = md.split("\n\n")
+    assert len(tables) == 2, md
+    rounds, waves = (t.splitlines() for t in tables)
+    assert rounds[1].startswith("|---|") and waves[1].startswith("|---|")
+    assert "rounds/s" in rounds[0] and "4.077" in rounds[2] and "deadline" in rounds[3]
+    assert "ms/arrival" in waves[0] and "16.36" in waves[2] and "4.10" in waves[2]
+    assert len(rounds) == 4 and len(waves) == 3
+    assert all(line.count("|") == rounds[0].count("|") for line in rounds)
+    assert all(line.count("|") == waves[0].count("|") for line in waves)

@@ -162,19 +162,29 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str, str]]) 
 
 
 def to_markdown(table: str) -> str:
-    """A :func:`format_table` text table as a Markdown table (columns are separated by two or
-    more spaces; the dashes line becomes the header rule)."""
+    """:func:`format_table` text tables as Markdown tables (columns are separated by two or
+    more spaces; each table's dashes line becomes its header rule; tables separated by a
+    blank line stay separate tables)."""
     import re
 
-    lines = [line for line in table.splitlines() if line.strip()]
+    blocks, block = [], []
+    for line in [*table.splitlines(), ""]:
+        if line.strip():
+            block.append(line)
+        elif block:
+            blocks.append(block)
+            block = []
     out = []
-    for i, line in enumerate(lines):
-        cells = re.split(r"\s{2,}", line.strip())
-        if i == 1 and all(set(c) <= {"-"} for c in cells):
-            out.append("|" + "---|" * len(cells))
-        else:
-            out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    for lines in blocks:
+        rows = []
+        for i, line in enumerate(lines):
+            cells = re.split(r"\s{2,}", line.strip())
+            if i == 1 and all(set(c) <= {"-"} for c in cells):
+                rows.append("|" + "---|" * len(cells))
+            else:
+                rows.append("| " + " | ".join(cells) + " |")
+        out.append("\n".join(rows))
+    return "\n\n".join(out)
 
 
 def run_child(module: str, function: str, kwargs: dict[str, Any], timeout: float = 900) -> dict:

@@ -1,4 +1,4 @@
-"""GPU benchmark (prepared, not yet run): what a first GPU run should measure.
+"""GPU benchmark: what a GPU run measures (figures of one H200: docs/benchmarks.md, "gpu").
 
 Designed for one GPU within 10 minutes (compiles included):
 
@@ -209,4 +209,10 @@ COLUMNS = (
 
 
 def format_rows(rows: list[dict]) -> str:
-    return format_table(rows, COLUMNS)
+    """The rows as text tables: AFedPG's waves (ms per arrival) in a table of their own."""
+    from benchmarks import scaling
+
+    waves = [r for r in rows if "ms_per_arrival" in r]
+    rest = [r for r in rows if "ms_per_arrival" not in r]
+    text = format_table(rest, COLUMNS)
+    return text + ("\n\n" + format_table(waves, scaling.WAVE_COLUMNS) if waves else "")
