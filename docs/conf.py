@@ -15,7 +15,13 @@ copyright = "2026, jaxnigt developers"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
 source_suffix = {".md": "markdown"}
 master_doc = "index"
-exclude_patterns = ["_build", "results/fourth/**", "results/tuning.md", "results/verdicts.md"]
+exclude_patterns = [
+    "_build",
+    "benchmarks_gpu/**",  # raw benchmark output, quoted by benchmarks.md
+    "results/fourth/**",
+    "results/tuning.md",
+    "results/verdicts.md",
+]
 myst_heading_anchors = 3  # [text](#a-heading) links resolve to the heading's anchor
 myst_enable_extensions = ["dollarmath"]
 napoleon_google_docstring = True

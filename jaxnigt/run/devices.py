@@ -83,7 +83,8 @@ def device_plan(devices: int | None, batch: int) -> tuple[Mesh | None, Mesh | No
 
 #: XLA flags applied on an NVIDIA GPU unless XLA_FLAGS is set: the Triton GEMM emitter for
 #: every matmul it supports, from JAX's GPU performance tips and MuJoCo MJX's tutorials (MJX
-#: steps are many small matmuls). Not measured by this project yet (no GPU was lent).
+#: steps are many small matmuls). Not measured against XLA's default by this project (its one
+#: GPU run, docs/benchmarks.md "gpu", ran with it on).
 GPU_XLA_FLAGS = "--xla_gpu_triton_gemm_any=True"
 
 
