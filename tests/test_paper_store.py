@@ -2,6 +2,7 @@
 checkout, as the same finished run; a tuning stage keeps its request and every finished
 program (also when the tuning is interrupted) and a fresh checkout resumes it from them."""
 
+import gzip
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -33,20 +35,98 @@ def finished_run(tmp_path):
     return run_dir
 
 
+def _same_methods(a: run_data.Run, b: run_data.Run) -> None:
+    assert a.budget == b.budget and list(a.methods) == list(b.methods)
+    for name, m in a.methods.items():
+        o = b.methods[name]
+        assert m.identical_to(o), name
+        for t, curves in m.per_type.items():
+            for (x1, y1), (x2, y2) in zip(curves, o.per_type[t], strict=True):
+                np.testing.assert_array_equal(x1, x2)
+                np.testing.assert_array_equal(y1, y2)
+        for f in ("updates", "env_steps", "end_time"):
+            np.testing.assert_array_equal(getattr(m, f), getattr(o, f), err_msg=f"{name} {f}")
+        assert (m.learning_rate, m.eta, m.diverged) == (o.learning_rate, o.eta, o.diverged)
+
+
 def test_pack_then_restore_is_the_same_run(finished_run, tmp_path):
     assert checkpoint.finished(finished_run)
     results_store.pack(finished_run, tmp_path / "kept")
     assert results_store.holds(tmp_path / "kept")
     results_store.restore(tmp_path / "kept", tmp_path / "back")
     assert checkpoint.finished(tmp_path / "back")
-    for f in ("config.yaml", "summary.json", "metrics.csv"):
+    for f in ("config.yaml", "summary.json"):
         assert (tmp_path / "back" / f).read_bytes() == (finished_run / f).read_bytes()
-    a, b = (run_data.load_run(d) for d in (finished_run, tmp_path / "back"))
-    assert a.budget == b.budget and set(a.algorithms()) == set(b.algorithms())
+    # the metrics come back compacted: every row the analysis reads, nothing it reads changed
+    _same_methods(run_data.load_run(finished_run), run_data.load_run(tmp_path / "back"))
     # packing is deterministic: the same run packs to the same bytes
     results_store.pack(tmp_path / "back", tmp_path / "again")
     for f in ("metrics.csv.gz", "summary.json", "done.json"):
         assert (tmp_path / "again" / f).read_bytes() == (tmp_path / "kept" / f).read_bytes()
+
+
+def _row(seed, step, grads, evaluated=None, algorithm="afedpg", types=False):
+    e = "" if evaluated is None else str(evaluated)
+    row = {"algorithm": algorithm, "grid": "0", "seed": str(seed), "round": str(step),
+           "sim_time": str(2 * step), "grads": grads, "train_return": str(-step),
+           "eval_return": e}  # fmt: skip
+    if types:
+        row |= {"eval_type0": e, "eval_type1": e}
+    return row
+
+
+def test_compact_keeps_evaluations_and_each_seeds_ends_and_carries_the_grads():
+    rows = [
+        _row(0, 0, "0", -11.0), _row(1, 0, "0", -12.0),
+        _row(0, 1, "2"), _row(1, 1, "2"),
+        _row(0, 2, "1"), _row(1, 2, ""),  # a step without gradients: NaN, skipped by load_run
+        _row(0, 3, "3", -9.0), _row(1, 3, "1"),
+        _row(0, 4, "2"), _row(1, 4, "1", -8.0),
+        _row(0, 5, "2"), _row(1, 5, "2"),
+        _row(0, 0, "0", -5.0, algorithm="rennala_nigt", types=True),
+        _row(0, 1, "4", algorithm="rennala_nigt", types=True),
+    ]  # fmt: skip
+    out = results_store.compact(rows)
+    kept = [(r["algorithm"][0], r["seed"], r["round"], r["grads"]) for r in out]
+    assert kept == [
+        ("a", "0", "0", "0"), ("a", "1", "0", "0"),
+        ("a", "0", "3", "6"),  # steps 1-3: 2 + 1 + 3
+        ("a", "1", "4", "4"),  # steps 1-4: 2 + NaN + 1 + 1
+        ("a", "0", "5", "4"), ("a", "1", "5", "2"),  # each seed's last step
+        ("r", "0", "0", "0"), ("r", "0", "1", "4"),
+    ]  # fmt: skip
+    for r in out:  # a kept row is the same row, but for its gradients
+        src = next(s for s in rows if (s["algorithm"], s["seed"], s["round"])
+                   == (r["algorithm"], r["seed"], r["round"]))  # fmt: skip
+        assert {k: v for k, v in r.items() if k != "grads"} == {
+            k: v for k, v in src.items() if k != "grads"
+        }
+    for seed in ("0", "1"):  # load_run's per-seed sum of finite gradients is unchanged
+        total = lambda rs: sum(float(r["grads"]) for r in rs
+                               if r["seed"] == seed and r["algorithm"] == "afedpg"
+                               and r["grads"] != "")  # fmt: skip
+        assert total(out) == total(rows)
+    assert results_store.compact(out) == out  # compacting twice changes nothing
+
+
+def test_repack_compacts_a_stored_program_and_keeps_what_the_analysis_reads(finished_run, tmp_path):
+    """A program stored with every row (before compaction) comes back the same run."""
+    where = tmp_path / "stored"
+    where.mkdir()
+    for f in ("config.yaml", "summary.json"):
+        shutil.copyfile(finished_run / f, where / f)
+    shutil.copyfile(finished_run / "checkpoints" / "done.json", where / "done.json")
+    with (
+        (finished_run / "metrics.csv").open("rb") as src,
+        gzip.GzipFile(where / "metrics.csv.gz", "wb", mtime=0) as dst,
+    ):
+        shutil.copyfileobj(src, dst)
+    results_store.repack(where)
+    results_store.restore(where, tmp_path / "back")
+    _same_methods(run_data.load_run(finished_run), run_data.load_run(tmp_path / "back"))
+    before = (where / "metrics.csv.gz").read_bytes()
+    results_store.repack(where)
+    assert (where / "metrics.csv.gz").read_bytes() == before
 
 
 def _stage(root: Path, finished_run: Path, programs=("afedpg_lr-3..-1",)) -> Path:

@@ -14,12 +14,22 @@ holds is restored into its run directory instead of run again, and the commands 
 A stored program is its ``config.yaml`` and ``summary.json``, its gzipped ``metrics.csv``
 and its ``done.json`` marker (:func:`pack`): what :func:`jaxnigt.analysis.run_data.load_run`
 and :func:`jaxnigt.run.checkpoint.finished` read; checkpoints and plots are not kept.
+
+The stored ``metrics.csv`` is compacted (:func:`compact`) to the rows the analysis reads:
+every evaluation, each seed's first and last step, with the ``grads`` of the steps left out
+added to the next row kept (``load_run`` sums them). A per-arrival method's run has a row
+per arrival (AFedPG on heterogeneous reacher: 528,016 rows, 1,072 evaluations), so the other
+per-step columns (training return, counts, staleness) of the rows left out are not kept.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
+import math
 import shutil
+import tempfile
 from pathlib import Path
 
 from jaxnigt.run import checkpoint
@@ -32,17 +42,72 @@ FILES = ("config.yaml", "summary.json")
 PROGRAMS = "programs"  # a stored stage's folder of programs
 
 
+def _evaluated(row: dict) -> bool:
+    return any(v != "" for k, v in row.items() if k.startswith("eval_"))  # eval_return, eval_type*
+
+
+def _number(text: str) -> float:
+    v = float(text) if text not in ("", None) else math.nan
+    return v if math.isfinite(v) else 0.0
+
+
+def compact(rows: list[dict]) -> list[dict]:
+    """The rows of a ``metrics.csv`` (strings, as read) that the analysis reads.
+
+    Keeps, in order, every row with an evaluation and, per algorithm, grid point and seed,
+    its first row and its row of the highest step; a row left out adds its ``grads`` to the
+    next kept row of its seed, so their per-seed sum is unchanged. Kept rows are otherwise
+    unchanged.
+    """
+    key = lambda r: (r["algorithm"], r["grid"], r["seed"])
+    first, top = {}, {}
+    for i, r in enumerate(rows):
+        k = key(r)
+        first.setdefault(k, i)
+        if k not in top or int(r["round"]) >= int(rows[top[k]]["round"]):
+            top[k] = i
+    out, carried = [], {}
+    for i, r in enumerate(rows):
+        k = key(r)
+        if not (_evaluated(r) or i == first[k] or i == top[k]):
+            carried[k] = carried.get(k, 0.0) + _number(r.get("grads", ""))
+            continue
+        extra = carried.pop(k, 0.0)
+        if extra:
+            g = _number(r.get("grads", "")) + extra
+            r = {**r, "grads": str(int(g)) if g.is_integer() else repr(g)}
+        out.append(r)
+    return out
+
+
+def _compacted_csv(path: Path) -> bytes:
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        rows, columns = list(reader), reader.fieldnames or []
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, restval="", lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(compact(rows))
+    return buf.getvalue().encode()
+
+
 def pack(run_dir: Path, where: Path) -> None:
-    """Copies what the analysis needs of the finished run ``run_dir`` into ``where``."""
+    """Copies what the analysis needs of the finished run ``run_dir`` into ``where`` (its
+    metrics :func:`compact`)."""
     where.mkdir(parents=True, exist_ok=True)
     for f in FILES:
         shutil.copyfile(run_dir / f, where / f)
-    with (
-        (run_dir / "metrics.csv").open("rb") as src,
-        gzip.GzipFile(where / "metrics.csv.gz", "wb", mtime=0) as dst,
-    ):
-        shutil.copyfileobj(src, dst)
+    with gzip.GzipFile(where / "metrics.csv.gz", "wb", mtime=0) as dst:
+        dst.write(_compacted_csv(run_dir / "metrics.csv"))
     shutil.copyfile(run_dir / "checkpoints" / "done.json", where / "done.json")
+
+
+def repack(where: Path) -> None:
+    """Packs the stored program ``where`` again (a program stored before its metrics were
+    compacted comes out compacted; a compacted one unchanged)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        restore(where, Path(tmp) / "run")
+        pack(Path(tmp) / "run", where)
 
 
 def restore(where: Path, run_dir: Path) -> None:
