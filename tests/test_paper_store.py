@@ -144,8 +144,8 @@ def _stage(root: Path, finished_run: Path, programs=("afedpg_lr-3..-1",)) -> Pat
 def test_a_stage_keeps_only_finished_programs_and_comes_back(finished_run, tmp_path):
     stage = _stage(tmp_path / "here", finished_run, ("a_lr-3..-1", "b_lr-3..-1"))
     kept = tmp_path / "store" / "look"
-    assert results_store.keep_stage(stage, kept) == ["a_lr-3..-1", "b_lr-3..-1"]
-    assert results_store.keep_stage(stage, kept) == []  # already kept
+    assert results_store.keep_stage(stage, kept) == (["a_lr-3..-1", "b_lr-3..-1"], [])
+    assert results_store.keep_stage(stage, kept) == ([], [])  # already kept
     assert not (kept / results_store.PROGRAMS / "half_done").exists()
     assert results_store.stage_state(kept) == "2 programs stored"
     fresh = tmp_path / "fresh" / "look"
@@ -221,6 +221,62 @@ def test_a_sigterm_during_a_tuning_stops_it_and_keeps_what_finished(
     kept = tmp_path / "store" / sc.name / "look" / results_store.PROGRAMS / "afedpg_lr-10..-1"
     assert results_store.holds(kept)
     assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back
+
+
+def test_an_unfinished_program_continues_on_a_fresh_clone_from_its_stored_checkpoint(tmp_path):
+    """A program stopped mid-way leaves its newest checkpoint in the store; a fresh clone
+    continues it from there and ends with the uninterrupted program's metrics."""
+    from jaxnigt import config as config_lib
+    from jaxnigt.studies import tuning
+
+    cfg = config_lib.from_dict(
+        {"name": "p", "env": {"name": "lqr1d"}, "cluster": {"n": 2},
+         "algorithms": ["rennala_nigt"], "budget": 60.0, "seeds": 2,
+         "hparams": {"M": 2, "M_init": 2}, "eval": {"every": 5, "episodes": 2},
+         "checkpoint_every": 1}
+    )  # fmt: skip
+    quiet = lambda *a: None
+    tuning.run_program(cfg, tmp_path / "reference", progress=False, log=quiet)
+    stage, store = tmp_path / "one" / "look", tmp_path / "store" / "look"
+    (stage / "runs").mkdir(parents=True)
+    (stage / "tune.json").write_text("{}\n")
+
+    class SignalledLater(signals.StopFlag):  # as if a SIGTERM came after a few chunks
+        checks = 0
+
+        @property
+        def requested(self):
+            self.checks += 1
+            if self.checks > 3:
+                self.signum = signal.SIGTERM
+            return self.signum is not None
+
+    flag = SignalledLater()
+    with pytest.raises(signals.Interrupted):
+        tuning.run_program(cfg, stage / "runs" / "p", progress=False, log=quiet, stop=flag)
+    assert not checkpoint.finished(stage / "runs" / "p")
+    assert results_store.keep_stage(stage, store) == ([], ["p"])
+    assert results_store.stage_state(store) == "none stored, 1 unfinished with a checkpoint"
+    stored = results_store.PARTIAL
+    newest = checkpoint.latest(stage / "runs" / "p", "rennala_nigt").name
+    kept = store / stored / "p" / "checkpoints" / "rennala_nigt"
+    assert [p.name for p in kept.iterdir() if p.is_dir()] == [newest]  # the newest only
+    assert newest > "chunk_000001", newest  # stopped mid-way, not at the start
+
+    fresh = tmp_path / "two" / "look"
+    (restored,) = results_store.bring_stage(store, fresh)
+    assert restored.startswith("p (unfinished")
+    assert results_store.bring_stage(store, fresh) == []  # as new here: not brought again
+    said = []
+    tuning.run_program(cfg, fresh / "runs" / "p", progress=False, log=said.append)
+    # continued from the stored checkpoint, not started over
+    assert any(f"resumed from {fresh}" in line and newest in line for line in said), said
+    ref = (tmp_path / "reference" / "metrics.csv").read_text().splitlines()
+    assert (fresh / "runs" / "p" / "metrics.csv").read_text().splitlines() == ref
+    # finished now: stored as a program, and its unfinished entry is gone
+    assert results_store.keep_stage(fresh, store) == (["p"], [])
+    assert not (store / stored).exists()
+    assert results_store.stage_state(store) == "1 program stored"
 
 
 def test_paths_in_results_json_are_made_relative_to_the_repository():

@@ -9,7 +9,10 @@ holds is restored into its run directory instead of run again, and the commands 
 - ``<scenario>/<stage>/``: a tuning stage of the third edition's protocol (``look``,
   ``tune``, ``tune__<variant>``; :mod:`paper.third`), its request (``tune.json``) and each
   finished program under ``programs/<program>/`` (the stage's ``runs/<program>/``; not
-  ``runs``, which the repository ignores).
+  ``runs``, which the repository ignores); a program that was still running when the stage
+  stopped leaves its newest checkpoint under ``partial/<program>/`` (:func:`keep_partial`),
+  so that a fresh clone continues it from there instead of from the start, and the entry
+  goes once the program is stored finished.
 
 A stored program is its ``config.yaml`` and ``summary.json``, its gzipped ``metrics.csv``
 and its ``done.json`` marker (:func:`pack`): what :func:`jaxnigt.analysis.run_data.load_run`
@@ -40,6 +43,7 @@ STORE = ROOT / "docs" / "results" / "fourth" / "store"
 BUDGET_MB = 30  # the store's size budget
 FILES = ("config.yaml", "summary.json")
 PROGRAMS = "programs"  # a stored stage's folder of programs
+PARTIAL = "partial"  # a stored stage's folder of unfinished programs (newest checkpoints)
 
 
 def _evaluated(row: dict) -> bool:
@@ -131,18 +135,87 @@ def holds(where: Path) -> bool:
 # --------------------------------------------------------------------- tuning stages
 
 
-def keep_stage(stage_dir: Path, where: Path) -> list[str]:
+def _newest(run_dir: Path) -> dict[str, Path]:
+    """``{algorithm: its newest complete checkpoint}`` of the algorithms in progress."""
+    root = run_dir / "checkpoints"
+    algorithms = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
+    found = {a: checkpoint.latest(run_dir, a) for a in algorithms}
+    return {a: p for a, p in found.items() if p is not None}
+
+
+def keep_partial(run_dir: Path, where: Path) -> bool:
+    """Stores the unfinished program ``run_dir`` in ``where`` (replacing what it held): its
+    config, the rows and done marker of its finished algorithms, and the newest checkpoint of
+    each algorithm in progress (with its digest). Returns whether it had one to store."""
+    newest = _newest(run_dir)
+    if not newest or not (run_dir / "config.yaml").is_file() or checkpoint.finished(run_dir):
+        return False
+    tmp = where.with_name(where.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "checkpoints").mkdir(parents=True)
+    shutil.copyfile(run_dir / "config.yaml", tmp / "config.yaml")
+    if (run_dir / "metrics.csv").is_file():  # as it is: a resume keeps these rows
+        with (
+            (run_dir / "metrics.csv").open("rb") as src,
+            gzip.GzipFile(tmp / "metrics.csv.gz", "wb", mtime=0) as dst,
+        ):
+            shutil.copyfileobj(src, dst)
+    if (run_dir / "checkpoints" / "done.json").is_file():
+        shutil.copyfile(run_dir / "checkpoints" / "done.json", tmp / "checkpoints" / "done.json")
+    for algorithm, path in newest.items():
+        shutil.copytree(path, tmp / "checkpoints" / algorithm / path.name)
+        digest = path.with_name(path.name + ".sha256")
+        if digest.is_file():
+            shutil.copyfile(digest, tmp / "checkpoints" / algorithm / digest.name)
+    shutil.rmtree(where, ignore_errors=True)
+    tmp.rename(where)
+    return True
+
+
+def bring_partial(where: Path, run_dir: Path) -> bool:
+    """Puts the stored unfinished program ``where`` into ``run_dir`` unless ``run_dir`` is
+    finished or already holds a checkpoint as new for each of its algorithms; returns whether
+    it did (the program then resumes from the stored checkpoint)."""
+    stored = _newest(where)
+    if not stored or checkpoint.finished(run_dir):
+        return False
+    here = _newest(run_dir)
+    if all(a in here and here[a].name >= p.name for a, p in stored.items()):
+        return False
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    shutil.copytree(where / "checkpoints", run_dir / "checkpoints")
+    shutil.copyfile(where / "config.yaml", run_dir / "config.yaml")
+    (run_dir / "metrics.csv").unlink(missing_ok=True)
+    if (where / "metrics.csv.gz").is_file():
+        with (
+            gzip.open(where / "metrics.csv.gz", "rb") as src,
+            (run_dir / "metrics.csv").open("wb") as dst,
+        ):
+            shutil.copyfileobj(src, dst)
+    return True
+
+
+def keep_stage(stage_dir: Path, where: Path) -> tuple[list[str], list[str]]:
     """Packs the tuning stage ``stage_dir``'s request and every finished program not yet in
-    ``where``; returns the programs it packed."""
-    packed = []
+    ``where``, and keeps the newest checkpoint of every program still unfinished
+    (:func:`keep_partial`); returns ``(programs packed, unfinished programs kept)``."""
+    packed, partial = [], []
     if (stage_dir / tuning_files.RECORD).is_file():
         where.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(stage_dir / tuning_files.RECORD, where / tuning_files.RECORD)
     for run_dir in sorted((stage_dir / "runs").glob("*")):
-        if not holds(where / PROGRAMS / run_dir.name) and checkpoint.finished(run_dir):
-            pack(run_dir, where / PROGRAMS / run_dir.name)
-            packed.append(run_dir.name)
-    return packed
+        name = run_dir.name
+        if checkpoint.finished(run_dir):
+            if not holds(where / PROGRAMS / name):
+                pack(run_dir, where / PROGRAMS / name)
+                packed.append(name)
+        elif keep_partial(run_dir, where / PARTIAL / name):
+            partial.append(name)
+        if holds(where / PROGRAMS / name):
+            shutil.rmtree(where / PARTIAL / name, ignore_errors=True)
+    if (where / PARTIAL).is_dir() and not any((where / PARTIAL).iterdir()):
+        (where / PARTIAL).rmdir()
+    return packed, partial
 
 
 def bring_stage(where: Path, stage_dir: Path) -> list[str]:
@@ -160,13 +233,21 @@ def bring_stage(where: Path, stage_dir: Path) -> list[str]:
         if holds(stored) and not checkpoint.finished(run_dir):
             restore(stored, run_dir)
             restored.append(stored.name)
+    for stored in sorted((where / PARTIAL).glob("*")):
+        if not holds(where / PROGRAMS / stored.name) and bring_partial(
+            stored, stage_dir / "runs" / stored.name
+        ):
+            restored.append(f"{stored.name} (unfinished: continues from its stored checkpoint)")
     return restored
 
 
 def stage_state(where: Path) -> str:
-    """A stored tuning stage in a few words: how many programs it holds."""
+    """A stored tuning stage in a few words: how many programs it holds (finished, and
+    unfinished with a checkpoint)."""
     n = sum(holds(p) for p in (where / PROGRAMS).glob("*"))
-    return f"{n} program{'s' * (n != 1)} stored" if n else "none stored"
+    m = sum(1 for p in (where / PARTIAL).glob("*") if _newest(p))
+    text = f"{n} program{'s' * (n != 1)} stored" if n else "none stored"
+    return text + (f", {m} unfinished with a checkpoint" if m else "")
 
 
 def relative(path) -> str:

@@ -123,9 +123,15 @@ class Pipeline:
                     stop=stop,
                 )
             finally:
-                if kept is not None and (packed := results_store.keep_stage(where, kept)):
+                packed, partial = (
+                    ([], []) if kept is None else results_store.keep_stage(where, kept)
+                )
+                if packed:
                     print(f"[third] {self.sc.name} {where.name}: kept in the store: "
                           f"{', '.join(packed)}", flush=True)  # fmt: skip
+                if partial:
+                    print(f"[third] {self.sc.name} {where.name}: unfinished, newest checkpoint "
+                          f"kept in the store: {', '.join(partial)}", flush=True)  # fmt: skip
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
