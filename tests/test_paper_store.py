@@ -297,3 +297,9 @@ def test_the_store_is_not_ignored_by_git():
     if ignored.returncode == 128:
         pytest.skip("not a git checkout")
     assert ignored.returncode == 1, f"git ignores {kept}: the store would not travel"
+
+
+def test_the_store_keeps_within_its_budget():
+    files = [f for f in results_store.STORE.rglob("*") if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    assert size <= results_store.BUDGET_MB * 2**20, f"{size / 2**20:.1f} MB"
