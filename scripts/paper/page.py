@@ -358,11 +358,18 @@ def _simulation(docs: Path) -> str:
 def _store_size(docs: Path) -> str:
     store = docs / "fourth" / "store"
     files = [f for f in store.rglob("*") if f.is_file()] if store.is_dir() else []
-    held = [f.parent for f in files if f.name == "done.json"]
+    unfinished = lambda f: results_store.PARTIAL in f.relative_to(store).parts[:3]
+    held = [f.parent for f in files if f.name == "done.json" and not unfinished(f)]
     blocks = sum(d.name.startswith("seeds_") for d in held)
-    size = sum(f.stat().st_size for f in files) / 2**20
-    return (f"{blocks} seed blocks and {len(held) - blocks} tuning programs, {size:.1f} MB; "
-            f"budget {results_store.BUDGET_MB} MB")  # fmt: skip
+    mb = lambda fs: sum(f.stat().st_size for f in fs) / 2**20
+    partial = {f.relative_to(store).parts[:4] for f in files if unfinished(f)}
+    text = (f"{blocks} seed blocks and {len(held) - blocks} tuning programs, "
+            f"{mb([f for f in files if not unfinished(f)]):.1f} MB")  # fmt: skip
+    if partial:
+        plural = "s" * (len(partial) != 1)
+        text += (f", and the newest checkpoints of {len(partial)} unfinished tuning "
+                 f"program{plural}, {mb(filter(unfinished, files)):.1f} MB")  # fmt: skip
+    return f"{text}; budget {results_store.BUDGET_MB} MB"
 
 
 def _in_results(text: str) -> str:
