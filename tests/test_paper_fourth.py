@@ -14,6 +14,8 @@ from paper.third_scenarios import SCENARIOS
 
 sys.path.pop(0)
 
+from jaxnigt.studies import tuning
+
 
 def test_the_report_config_is_the_third_editions_and_blocks_add_seeds():
     raw = fourth.report_raw("point_mass_sqrt_dim")
@@ -37,7 +39,7 @@ def first_block(monkeypatch):
     where = fourth.stored(NAME, BLOCK)
     if where is None:
         pytest.skip("the store holds no first block of point_mass_equal")
-    monkeypatch.setattr(fourth.tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
+    monkeypatch.setattr(tuning, "run_program", lambda *a, **k: pytest.fail("ran"))
     return where
 
 

@@ -223,33 +223,80 @@ def test_a_sigterm_during_a_tuning_stops_it_and_keeps_what_finished(
     assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back
 
 
-def test_an_unfinished_program_continues_on_a_fresh_clone_from_its_stored_checkpoint(tmp_path):
-    """A program stopped mid-way leaves its newest checkpoint in the store; a fresh clone
-    continues it from there and ends with the uninterrupted program's metrics."""
-    from jaxnigt import config as config_lib
-    from jaxnigt.studies import tuning
+class SignalledLater(signals.StopFlag):
+    """A stop flag as if a SIGTERM came after a few chunks."""
 
-    cfg = config_lib.from_dict(
+    checks = 0
+
+    @property
+    def requested(self):
+        self.checks += 1
+        if self.checks > 3:
+            self.signum = signal.SIGTERM
+        return self.signum is not None
+
+
+def _lqr_program():
+    from jaxnigt import config as config_lib
+
+    return config_lib.from_dict(
         {"name": "p", "env": {"name": "lqr1d"}, "cluster": {"n": 2},
          "algorithms": ["rennala_nigt"], "budget": 60.0, "seeds": 2,
          "hparams": {"M": 2, "M_init": 2}, "eval": {"every": 5, "episodes": 2},
          "checkpoint_every": 1}
     )  # fmt: skip
+
+
+def test_a_program_kept_in_the_store_continues_then_comes_back_finished(tmp_path, monkeypatch):
+    """run_kept (the third edition's report runs, the fourth edition's seed blocks): a run
+    stopped by SIGTERM keeps its checkpoint in the store, a fresh clone continues it, the
+    finished run is packed, and a third clone restores it instead of running it."""
+    import contextlib
+
+    from jaxnigt.studies import tuning
+
+    cfg, quiet = _lqr_program(), lambda *a: None
+    tuning.run_program(cfg, tmp_path / "reference", progress=False, log=quiet)
+    finished, partial = tmp_path / "store" / "programs" / "p", tmp_path / "store" / "partial" / "p"
+
+    @contextlib.contextmanager
+    def signalled():
+        yield SignalledLater()
+
+    monkeypatch.setattr(signals, "stop_on_signals", signalled)
+    with pytest.raises(signals.Interrupted):
+        results_store.run_kept(cfg, tmp_path / "one" / "p", finished, partial, log=quiet)
+    assert not results_store.holds(finished) and checkpoint.latest(partial, "rennala_nigt")
+    monkeypatch.undo()
+
+    said = []
+    what = results_store.run_kept(cfg, tmp_path / "two" / "p", finished, partial, log=said.append)
+    assert what == "continued from its checkpoint in the store"
+    assert any("resumed from" in line for line in said), said
+    ref = (tmp_path / "reference" / "metrics.csv").read_text()
+    assert (tmp_path / "two" / "p" / "metrics.csv").read_text() == ref
+    assert results_store.holds(finished) and not partial.exists()
+
+    what = results_store.run_kept(cfg, tmp_path / "three" / "p", finished, partial, log=quiet)
+    assert what == "restored from the store"
+    _same_methods(run_data.load_run(tmp_path / "reference"),
+                  run_data.load_run(tmp_path / "three" / "p"))  # fmt: skip
+    assert results_store.run_kept(cfg, tmp_path / "three" / "p", None, None) == (
+        "kept (finished here)"
+    )
+
+
+def test_an_unfinished_program_continues_on_a_fresh_clone_from_its_stored_checkpoint(tmp_path):
+    """A program stopped mid-way leaves its newest checkpoint in the store; a fresh clone
+    continues it from there and ends with the uninterrupted program's metrics."""
+    from jaxnigt.studies import tuning
+
+    cfg = _lqr_program()
     quiet = lambda *a: None
     tuning.run_program(cfg, tmp_path / "reference", progress=False, log=quiet)
     stage, store = tmp_path / "one" / "look", tmp_path / "store" / "look"
     (stage / "runs").mkdir(parents=True)
     (stage / "tune.json").write_text("{}\n")
-
-    class SignalledLater(signals.StopFlag):  # as if a SIGTERM came after a few chunks
-        checks = 0
-
-        @property
-        def requested(self):
-            self.checks += 1
-            if self.checks > 3:
-                self.signum = signal.SIGTERM
-            return self.signum is not None
 
     flag = SignalledLater()
     with pytest.raises(signals.Interrupted):

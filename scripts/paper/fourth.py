@@ -20,7 +20,9 @@ later block runs only while a comparison of the scenario is undecided by the rul
 
 **The store.**  Every finished block leaves its results in the repository
 (``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: :mod:`paper.store`).  ``run`` on a
-fresh clone restores stored blocks instead of running them again, and says so.
+fresh clone restores stored blocks instead of running them again, and says so; a block
+stopped mid-way (SIGTERM, Ctrl-C) keeps its newest checkpoint in the store and continues from
+it there (:func:`paper.store.run_kept`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,7 @@ from pathlib import Path
 
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, sequential
-from jaxnigt.run import checkpoint, signals
-from jaxnigt.studies import tuning
+from jaxnigt.run import checkpoint
 from paper import store as results_store
 from paper import third, third_scenarios
 from paper.claims import GAP, THIRD_CLAIMS
@@ -103,10 +104,9 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.copytree(earlier, run_dir)
         what = "the third edition's report run (same config), copied"
-    else:
-        with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
-            tuning.run_program(cfg, run_dir, progress=False, log=print, stop=stop)
-        what = "ran"
+    else:  # a checkpoint of a block stopped mid-way is kept in the store and continued
+        partial = store / name / results_store.PARTIAL / block_name(block)
+        what = results_store.run_kept(cfg, run_dir, None, partial)
     if stored(name, block, store) is None:
         results_store.pack(run_dir, store / name / block_name(block))
     return what

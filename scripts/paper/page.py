@@ -358,17 +358,25 @@ def _simulation(docs: Path) -> str:
 def _store_size(docs: Path) -> str:
     store = docs / "fourth" / "store"
     files = [f for f in store.rglob("*") if f.is_file()] if store.is_dir() else []
-    unfinished = lambda f: results_store.PARTIAL in f.relative_to(store).parts[:3]
-    held = [f.parent for f in files if f.name == "done.json" and not unfinished(f)]
-    blocks = sum(d.name.startswith("seeds_") for d in held)
+
+    def entry(f: Path) -> tuple[str, ...] | None:  # an unfinished program's folder, if any
+        parts = f.relative_to(store).parts
+        k = parts.index(results_store.PARTIAL) if results_store.PARTIAL in parts else -1
+        return parts[: k + 2] if 0 <= k < len(parts) - 2 else None
+
+    done = [f.parent.relative_to(store).parts for f in files
+            if f.name == "done.json" and entry(f) is None]  # fmt: skip
+    blocks = sum(d[-1].startswith("seeds_") for d in done)
+    reports = sum(results_store.REPORT in d for d in done)
     mb = lambda fs: sum(f.stat().st_size for f in fs) / 2**20
-    partial = {f.relative_to(store).parts[:4] for f in files if unfinished(f)}
-    text = (f"{blocks} seed blocks and {len(held) - blocks} tuning programs, "
-            f"{mb([f for f in files if not unfinished(f)]):.1f} MB")  # fmt: skip
+    text = f"{blocks} seed blocks and {len(done) - blocks - reports} tuning programs"
+    text += f", {reports} report runs" if reports else ""
+    text += f", {mb([f for f in files if entry(f) is None]):.1f} MB"
+    partial = {entry(f) for f in files} - {None}
     if partial:
         plural = "s" * (len(partial) != 1)
-        text += (f", and the newest checkpoints of {len(partial)} unfinished tuning "
-                 f"program{plural}, {mb(filter(unfinished, files)):.1f} MB")  # fmt: skip
+        text += (f", and the newest checkpoints of {len(partial)} unfinished program{plural}, "
+                 f"{mb([f for f in files if entry(f) is not None]):.1f} MB")  # fmt: skip
     return f"{text}; budget {results_store.BUDGET_MB} MB"
 
 

@@ -6,6 +6,10 @@ holds is restored into its run directory instead of run again, and the commands 
 **Layout** (``docs/results/fourth/store``, :data:`STORE`; budget :data:`BUDGET_MB`):
 
 - ``<scenario>/seeds_<a>-<b>/``: a fourth-edition seed block (:mod:`paper.fourth`);
+- ``<scenario>/report/``: the third edition's report runs, each finished one under
+  ``programs/<run>/`` and an unfinished one's newest checkpoint under ``partial/<run>/``
+  (:func:`run_kept`); a fourth-edition seed block still running keeps its checkpoint under
+  ``<scenario>/partial/seeds_<a>-<b>/`` the same way;
 - ``<scenario>/<stage>/``: a tuning stage of the third edition's protocol (``look``,
   ``tune``, ``tune__<variant>``; :mod:`paper.third`), its request (``tune.json``) and each
   finished program under ``programs/<program>/`` (the stage's ``runs/<program>/``; not
@@ -44,6 +48,7 @@ BUDGET_MB = 30  # the store's size budget
 FILES = ("config.yaml", "summary.json")
 PROGRAMS = "programs"  # a stored stage's folder of programs
 PARTIAL = "partial"  # a stored stage's folder of unfinished programs (newest checkpoints)
+REPORT = "report"  # a scenario's folder of the third edition's report runs
 
 
 def _evaluated(row: dict) -> bool:
@@ -193,6 +198,41 @@ def bring_partial(where: Path, run_dir: Path) -> bool:
         ):
             shutil.copyfileobj(src, dst)
     return True
+
+
+def run_kept(cfg, run_dir: Path, finished: Path | None, partial: Path | None, log=print) -> str:
+    """Runs one program (:func:`jaxnigt.studies.tuning.run_program`) into ``run_dir`` with
+    the store's help: a finished copy in ``finished`` (a stored program) is restored instead
+    of run, an unfinished one's checkpoint in ``partial`` is continued; when it ends, also
+    by SIGTERM or Ctrl-C (after its chunk, :func:`jaxnigt.run.signals.stop_on_signals`), a
+    finished program is packed into ``finished`` and its ``partial`` entry goes, an
+    unfinished one keeps its newest checkpoint in ``partial``. Either folder may be None
+    (not kept). Returns what it did, in words."""
+    from jaxnigt.run import signals
+    from jaxnigt.studies import tuning
+
+    what = "ran"
+    if checkpoint.finished(run_dir, cfg):
+        what = "kept (finished here)"
+    elif finished is not None and holds(finished):
+        restore(finished, run_dir)
+        what = "restored from the store"
+    elif partial is not None and bring_partial(partial, run_dir):
+        what = "continued from its checkpoint in the store"
+        log(f"[store] {run_dir.name}: continues from the checkpoint kept in {relative(partial)}")
+    try:
+        with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
+            tuning.run_program(cfg, run_dir, progress=False, log=log, stop=stop)
+    finally:
+        if checkpoint.finished(run_dir, cfg):
+            if finished is not None and not holds(finished):
+                pack(run_dir, finished)
+            if partial is not None:
+                shutil.rmtree(partial, ignore_errors=True)
+        elif partial is not None and keep_partial(run_dir, partial):
+            log(f"[store] {run_dir.name}: unfinished; its newest checkpoint is kept in "
+                f"{relative(partial)}")  # fmt: skip
+    return what
 
 
 def keep_stage(stage_dir: Path, where: Path) -> tuple[list[str], list[str]]:

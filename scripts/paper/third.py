@@ -263,11 +263,16 @@ class Pipeline:
             yield f"{self.sc.name}__match_M", raw
 
     def run(self, models=None) -> None:
+        """Every report run; with a store, each finished one is kept there (and restored on a
+        fresh clone), and one stopped mid-way keeps its newest checkpoint there."""
+        kept = None if self.store is None else self.store / results_store.REPORT
         for name, raw in self.runs(models):
             print(f"[third] {name}", flush=True)
             cfg = config_lib.from_dict(raw)
-            with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
-                tuning.run_program(cfg, self.where / name, progress=False, log=print, stop=stop)
+            finished = None if kept is None else kept / results_store.PROGRAMS / name
+            partial = None if kept is None else kept / results_store.PARTIAL / name
+            what = results_store.run_kept(cfg, self.where / name, finished, partial)
+            print(f"[third] {name}: {what}", flush=True)
 
     # -- analyze: the claim's statistic and the second views
     def analyze(self) -> list[dict]:
@@ -353,6 +358,8 @@ def state(p: Pipeline) -> str:
     held = ""
     if p.store is not None and p.store.is_dir():
         stages = sorted(d for d in p.store.iterdir() if (d / tuning.RECORD).is_file())
+        report = p.store / results_store.REPORT
+        stages += [report] if report.is_dir() else []
         held = "; store: " + ", ".join(f"{d.name} {results_store.stage_state(d)}" for d in stages)
     if not (p.where / "sizing.json").is_file():
         return "not looked at" + held
