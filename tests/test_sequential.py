@@ -142,10 +142,14 @@ def test_compare_sequential_and_its_command(tmp_path, capsys):
 def test_the_rule_errs_at_most_at_its_level_and_finds_a_known_effect(statistic):
     """Under a null (identical methods) "either side ahead" at most 10 % plus 3 Monte Carlo
     standard errors; a known effect (0.8 SD; a time factor e^0.4 ≈ 1.5) found most times."""
-    null = sequential.simulate(300, statistic=statistic, reps=200, seed=0)
-    assert null["ahead_either_side"] <= 0.10 + 3 * np.sqrt(0.1 * 0.9 / 300)
-    effect = 0.8 if statistic == "average" else 0.4
-    found = sequential.simulate(100, statistic=statistic, effect=effect, reps=200, seed=1)
+    (n, seed), reps = sequential.SUITE["null"], sequential.SUITE["reps"]
+    assert (n, reps) == (300, 200)  # the sizes docs/results.md quotes
+    null = sequential.simulate(n, statistic=statistic, reps=reps, seed=seed)
+    assert null["ahead_either_side"] <= 0.10 + 3 * np.sqrt(0.1 * 0.9 / n)
+    effect = {"average": 0.8, "time": 0.4}[statistic]
+    assert sequential.EFFECTS[statistic] == effect
+    n, seed = sequential.SUITE["effect"]
+    found = sequential.simulate(n, statistic=statistic, effect=effect, reps=reps, seed=seed)
     assert found["fractions"].get(verdicts.REFERENCE_AHEAD, 0) >= 0.6
     assert found["fractions"].get(verdicts.BASELINE_AHEAD, 0) == 0
 

@@ -295,6 +295,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     if "{{FOURTH_TABLE}}" in text:
         text = text.replace("{{FOURTH_TABLE}}", fourth_page.table(docs))
         text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
+        text = text.replace("{{FOURTH_SIM_SUITE}}", _simulation(docs, "simulation_suite.jsonl"))
         text = text.replace("{{STORE_SIZE}}", _store_size(docs))
     for env in ("point_mass", "reacher"):
         rows = []
@@ -340,9 +341,9 @@ def _scenario_rows(docs: Path) -> list[str]:
 # --------------------------------------------------------------------------------- main
 
 
-def _simulation(docs: Path) -> str:
-    """The simulation's numbers (``docs/results/fourth/simulation.jsonl``) in words."""
-    path = docs / "fourth" / "simulation.jsonl"
+def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
+    """The simulation's numbers (``docs/results/fourth/<name>``) in words."""
+    path = docs / "fourth" / name
     if not path.is_file():
         return "(not run yet)"
     parts = []
