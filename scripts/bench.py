@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> dict:
             if name == "gpu":
                 from benchmarks import gpu
 
-                table = gpu.format_rows(rows[:-1]) + "\n" + table
+                table = gpu.format_rows(rows[:-1]) + "\n\n" + table
         except Exception as e:  # keep going: one failing benchmark must not hide the others
             if len(names) == 1:
                 raise

@@ -109,24 +109,82 @@ def test_compact_keeps_evaluations_and_each_seeds_ends_and_carries_the_grads():
     assert results_store.compact(out) == out  # compacting twice changes nothing
 
 
-def test_repack_compacts_a_stored_program_and_keeps_what_the_analysis_reads(finished_run, tmp_path):
-    """A program stored with every row (before compaction) comes back the same run."""
+@pytest.fixture(scope="module")
+def every_row_run(tmp_path_factory):
+    """A fresh finished run with a row per step, most without an evaluation, of a
+    per-arrival method (AFedPG: load_run sums its gradients) and a round-based one."""
+    from jaxnigt.studies import tuning
+
+    cfg = _lqr_program(["afedpg", "rennala_nigt"])
+    run_dir = tmp_path_factory.mktemp("every_row") / "run"
+    tuning.run_program(cfg, run_dir, progress=False, log=lambda *a: None)
+    return run_dir
+
+
+def test_pack_compacts_a_real_run_and_load_run_reads_the_same(every_row_run, tmp_path):
+    from jaxnigt.run import metrics
+
+    rows = metrics.read_metrics_raw(every_row_run)
+    assert len(results_store.compact(rows)) < len(rows) / 2  # most rows are left out
+    assert {r["algorithm"] for r in rows} == {"afedpg", "rennala_nigt"}
+    results_store.pack(every_row_run, tmp_path / "kept")
+    results_store.restore(tmp_path / "kept", tmp_path / "back")
+    original, back = run_data.load_run(every_row_run), run_data.load_run(tmp_path / "back")
+    assert original.methods["afedpg"].updates.sum() > 0  # the carried gradients are read
+    _same_methods(original, back)
+    # a program stored with every row (before compaction) comes out compacted, the same run
     where = tmp_path / "stored"
-    where.mkdir()
-    for f in ("config.yaml", "summary.json"):
-        shutil.copyfile(finished_run / f, where / f)
-    shutil.copyfile(finished_run / "checkpoints" / "done.json", where / "done.json")
+    shutil.copytree(tmp_path / "kept", where)
     with (
-        (finished_run / "metrics.csv").open("rb") as src,
+        (every_row_run / "metrics.csv").open("rb") as src,
         gzip.GzipFile(where / "metrics.csv.gz", "wb", mtime=0) as dst,
     ):
         shutil.copyfileobj(src, dst)
     results_store.repack(where)
-    results_store.restore(where, tmp_path / "back")
-    _same_methods(run_data.load_run(finished_run), run_data.load_run(tmp_path / "back"))
-    before = (where / "metrics.csv.gz").read_bytes()
+    assert (where / "metrics.csv.gz").read_bytes() == (
+        tmp_path / "kept" / "metrics.csv.gz"
+    ).read_bytes()
     results_store.repack(where)
-    assert (where / "metrics.csv.gz").read_bytes() == before
+    assert (where / "metrics.csv.gz").read_bytes() == (
+        tmp_path / "kept" / "metrics.csv.gz"
+    ).read_bytes()
+
+
+def _fake_partial(where: Path, cfg, chunks: dict[str, int], done=()) -> Path:
+    """A run folder as a stopped run leaves it: config, done marker, a checkpoint (and
+    digest) per algorithm in progress; the checkpoints' contents do not matter here."""
+    from jaxnigt import config as config_lib
+
+    (where / "checkpoints").mkdir(parents=True)
+    (where / "config.yaml").write_text(config_lib.dump(cfg))
+    for algorithm in done:
+        checkpoint.mark_done(where, algorithm)
+    for algorithm, k in chunks.items():
+        chunk = where / "checkpoints" / algorithm / f"chunk_{k:06d}"
+        chunk.mkdir(parents=True)
+        chunk.with_name(chunk.name + ".sha256").write_text("x\n")
+    return where
+
+
+def test_bring_partial_refuses_what_would_lose_progress_or_mislead(tmp_path):
+    cfg, other = _lqr_program(["afedpg", "rennala_nigt"]), _lqr_program(["afedpg"])
+    stored = _fake_partial(tmp_path / "stored", cfg, {"afedpg": 4})
+    bring = results_store.bring_partial
+    assert not bring(stored, tmp_path / "a", other)  # stored for another config
+    assert bring(stored, tmp_path / "a", cfg)  # an empty place: brought
+    assert (tmp_path / "a" / "checkpoints" / "afedpg" / "chunk_000004").is_dir()
+    assert not list(tmp_path.glob(".a-*"))  # copied beside, renamed in, nothing left over
+    newer = _fake_partial(tmp_path / "b", cfg, {"afedpg": 6})
+    assert not bring(stored, newer, cfg)  # a newer checkpoint here is kept
+    ahead = _fake_partial(tmp_path / "c", cfg, {"rennala_nigt": 1}, done=["afedpg"])
+    assert not bring(stored, ahead, cfg)  # afedpg finished here, not in the store
+    # another config's run here: replaced with cfg, kept without one to judge by
+    mine = _fake_partial(tmp_path / "d", other, {"afedpg": 9})
+    assert not bring(stored, mine)
+    assert bring(stored, mine, cfg) and checkpoint.latest(mine, "afedpg").name == "chunk_000004"
+    # a chunk without its digest cannot be restored: the older complete one is newest
+    (stored / "checkpoints" / "afedpg" / "chunk_000007").mkdir()
+    assert results_store._newest(stored)["afedpg"].name == "chunk_000004"
 
 
 def _stage(root: Path, finished_run: Path, programs=("afedpg_lr-3..-1",)) -> Path:
@@ -236,12 +294,12 @@ class SignalledLater(signals.StopFlag):
         return self.signum is not None
 
 
-def _lqr_program():
+def _lqr_program(algorithms=("rennala_nigt",)):
     from jaxnigt import config as config_lib
 
     return config_lib.from_dict(
         {"name": "p", "env": {"name": "lqr1d"}, "cluster": {"n": 2},
-         "algorithms": ["rennala_nigt"], "budget": 60.0, "seeds": 2,
+         "algorithms": list(algorithms), "budget": 60.0, "seeds": 2,
          "hparams": {"M": 2, "M_init": 2}, "eval": {"every": 5, "episodes": 2},
          "checkpoint_every": 1}
     )  # fmt: skip

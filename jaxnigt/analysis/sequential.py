@@ -332,8 +332,8 @@ def main(argv=None) -> int:
     import json
 
     p = argparse.ArgumentParser(description=main.__doc__.split(":")[0])
-    p.add_argument("--experiments", type=int, default=2000)
-    p.add_argument("--reps", type=int, default=400, help="bootstrap resamples per look")
+    p.add_argument("--experiments", type=int, default=None, help="default 2000")
+    p.add_argument("--reps", type=int, default=None, help="bootstrap resamples per look (400)")
     p.add_argument(
         "--suite",
         action="store_true",
@@ -341,13 +341,15 @@ def main(argv=None) -> int:
         "under each effect (seed 1), 200 resamples",
     )
     args = p.parse_args(argv)
+    if args.suite and (args.experiments is not None or args.reps is not None):
+        p.error("--suite sets the experiments and resamples itself: give them or --suite")
     for statistic in EFFECTS:
         for effect in (0.0, EFFECTS[statistic]):
             if args.suite:
                 n, seed = SUITE["null" if effect == 0 else "effect"]
                 reps = SUITE["reps"]
             else:
-                n, seed, reps = args.experiments, 0, args.reps
+                n, seed, reps = args.experiments or 2000, 0, args.reps or 400
             r = simulate(n, statistic=statistic, effect=effect, reps=reps, seed=seed)
             print(json.dumps(r), flush=True)
     return 0

@@ -109,6 +109,8 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
         what = results_store.run_kept(cfg, run_dir, None, partial)
     if stored(name, block, store) is None:
         results_store.pack(run_dir, store / name / block_name(block))
+    # a checkpoint kept while it ran (or left by another machine's store) is not needed now
+    shutil.rmtree(store / name / results_store.PARTIAL / block_name(block), ignore_errors=True)
     return what
 
 

@@ -89,25 +89,13 @@ def compact(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _compacted_csv(path: Path) -> bytes:
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        rows, columns = list(reader), reader.fieldnames or []
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, restval="", lineterminator="\r\n")
-    writer.writeheader()
-    writer.writerows(compact(rows))
-    return buf.getvalue().encode()
-
-
 def pack(run_dir: Path, where: Path) -> None:
     """Copies what the analysis needs of the finished run ``run_dir`` into ``where`` (its
     metrics :func:`compact`)."""
     where.mkdir(parents=True, exist_ok=True)
     for f in FILES:
         shutil.copyfile(run_dir / f, where / f)
-    with gzip.GzipFile(where / "metrics.csv.gz", "wb", mtime=0) as dst:
-        dst.write(_compacted_csv(run_dir / "metrics.csv"))
+    _gzip_rows(run_dir / "metrics.csv", where / "metrics.csv.gz", None)
     shutil.copyfile(run_dir / "checkpoints" / "done.json", where / "done.json")
 
 
@@ -141,97 +129,166 @@ def holds(where: Path) -> bool:
 
 
 def _newest(run_dir: Path) -> dict[str, Path]:
-    """``{algorithm: its newest complete checkpoint}`` of the algorithms in progress."""
+    """``{algorithm: its newest complete checkpoint with its digest}`` of the algorithms in
+    progress (a chunk whose digest was never written cannot be restored)."""
     root = run_dir / "checkpoints"
     algorithms = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
-    found = {a: checkpoint.latest(run_dir, a) for a in algorithms}
-    return {a: p for a, p in found.items() if p is not None}
+    found = {}
+    for a in algorithms:
+        chunks = [p for p in checkpoint._complete(checkpoint.algorithm_dir(run_dir, a))
+                  if p.with_name(p.name + ".sha256").is_file()]  # fmt: skip
+        if chunks:
+            found[a] = chunks[-1]
+    return found
+
+
+def _config(run_dir: Path):
+    """The config ``run_dir/config.yaml`` holds (None: none, or not a valid config)."""
+    from jaxnigt import config as config_lib
+
+    try:
+        return config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
+    except (OSError, config_lib.ConfigError):
+        return None
+
+
+def _gzip_rows(src: Path, dst: Path, algorithms: list[str] | None) -> None:
+    """``src`` (a metrics CSV) :func:`compact`-ed and gzipped into ``dst``, with only the
+    rows of ``algorithms`` (None: every row)."""
+    with src.open(newline="") as f:
+        reader = csv.DictReader(f)
+        rows, columns = list(reader), reader.fieldnames or []
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, restval="", lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(
+        compact([r for r in rows if algorithms is None or r["algorithm"] in algorithms])
+    )
+    with gzip.GzipFile(dst, "wb", mtime=0) as out:
+        out.write(buf.getvalue().encode())
+
+
+def _swap_in(tmp: Path, where: Path) -> None:
+    """Puts the folder ``tmp`` at ``where`` (replacing it) by renames only."""
+    old = tmp.with_name(tmp.name + "-old")
+    if where.exists():
+        where.rename(old)
+    where.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(where)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def keep_partial(run_dir: Path, where: Path) -> bool:
     """Stores the unfinished program ``run_dir`` in ``where`` (replacing what it held): its
-    config, the rows and done marker of its finished algorithms, and the newest checkpoint of
-    each algorithm in progress (with its digest). Returns whether it had one to store."""
+    config, the done marker and (compacted) metrics rows of its finished algorithms (what a
+    resume keeps; their ``worker_counts.csv`` rows are not kept), and the newest checkpoint of
+    each algorithm in progress with its digest. Written beside the store's ``partial``
+    folder and renamed into place. Returns whether it had one to store."""
     newest = _newest(run_dir)
-    if not newest or not (run_dir / "config.yaml").is_file() or checkpoint.finished(run_dir):
+    if not newest or _config(run_dir) is None or checkpoint.finished(run_dir):
         return False
-    tmp = where.with_name(where.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "checkpoints").mkdir(parents=True)
-    shutil.copyfile(run_dir / "config.yaml", tmp / "config.yaml")
-    if (run_dir / "metrics.csv").is_file():  # as it is: a resume keeps these rows
-        with (
-            (run_dir / "metrics.csv").open("rb") as src,
-            gzip.GzipFile(tmp / "metrics.csv.gz", "wb", mtime=0) as dst,
-        ):
-            shutil.copyfileobj(src, dst)
-    if (run_dir / "checkpoints" / "done.json").is_file():
-        shutil.copyfile(run_dir / "checkpoints" / "done.json", tmp / "checkpoints" / "done.json")
-    for algorithm, path in newest.items():
-        shutil.copytree(path, tmp / "checkpoints" / algorithm / path.name)
-        digest = path.with_name(path.name + ".sha256")
-        if digest.is_file():
+    where.parent.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".keeping-", dir=where.parent.parent))
+    try:
+        tmp = scratch / where.name
+        (tmp / "checkpoints").mkdir(parents=True)
+        shutil.copyfile(run_dir / "config.yaml", tmp / "config.yaml")
+        done = checkpoint.done_algorithms(run_dir)
+        if done:
+            shutil.copyfile(
+                run_dir / "checkpoints" / "done.json", tmp / "checkpoints" / "done.json"
+            )
+            _gzip_rows(run_dir / "metrics.csv", tmp / "metrics.csv.gz", done)
+        for algorithm, path in newest.items():
+            shutil.copytree(path, tmp / "checkpoints" / algorithm / path.name)
+            digest = path.with_name(path.name + ".sha256")
             shutil.copyfile(digest, tmp / "checkpoints" / algorithm / digest.name)
-    shutil.rmtree(where, ignore_errors=True)
-    tmp.rename(where)
+        _swap_in(tmp, where)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return True
 
 
-def bring_partial(where: Path, run_dir: Path) -> bool:
-    """Puts the stored unfinished program ``where`` into ``run_dir`` unless ``run_dir`` is
-    finished or already holds a checkpoint as new for each of its algorithms; returns whether
-    it did (the program then resumes from the stored checkpoint)."""
-    stored = _newest(where)
-    if not stored or checkpoint.finished(run_dir):
+def bring_partial(where: Path, run_dir: Path, cfg=None) -> bool:
+    """Puts the stored unfinished program ``where`` into ``run_dir`` (copied beside it, then
+    renamed into place) and returns True, unless it would lose or mislead: not when
+    ``run_dir`` is finished, when it is a run of the stored config (of ``cfg``, if given)
+    with a checkpoint as new for each stored algorithm or with an algorithm finished that
+    the stored entry has not, when the stored entry is of another config than ``cfg``, or
+    (without ``cfg``) when ``run_dir`` holds a run of another config than the stored one."""
+    stored, config = _newest(where), _config(where)
+    if not stored or config is None or checkpoint.finished(run_dir):
         return False
-    here = _newest(run_dir)
-    if all(a in here and here[a].name >= p.name for a, p in stored.items()):
+    if cfg is not None and config != cfg:
         return False
-    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    shutil.copytree(where / "checkpoints", run_dir / "checkpoints")
-    shutil.copyfile(where / "config.yaml", run_dir / "config.yaml")
-    (run_dir / "metrics.csv").unlink(missing_ok=True)
-    if (where / "metrics.csv.gz").is_file():
-        with (
-            gzip.open(where / "metrics.csv.gz", "rb") as src,
-            (run_dir / "metrics.csv").open("wb") as dst,
-        ):
-            shutil.copyfileobj(src, dst)
+    here_config = _config(run_dir)
+    if here_config is not None:
+        if here_config != config:
+            if cfg is None:
+                return False  # not ours to judge: the running command checks its config
+        else:
+            here = _newest(run_dir)
+            if all(a in here and here[a].name >= p.name for a, p in stored.items()):
+                return False
+            if set(checkpoint.done_algorithms(run_dir)) - set(checkpoint.done_algorithms(where)):
+                return False
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}-", dir=run_dir.parent))
+    try:
+        tmp = scratch / run_dir.name
+        tmp.mkdir()
+        shutil.copytree(where / "checkpoints", tmp / "checkpoints")
+        shutil.copyfile(where / "config.yaml", tmp / "config.yaml")
+        if (where / "metrics.csv.gz").is_file():
+            with (
+                gzip.open(where / "metrics.csv.gz", "rb") as src,
+                (tmp / "metrics.csv").open("wb") as dst,
+            ):
+                shutil.copyfileobj(src, dst)
+        _swap_in(tmp, run_dir)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return True
 
 
 def run_kept(cfg, run_dir: Path, finished: Path | None, partial: Path | None, log=print) -> str:
     """Runs one program (:func:`jaxnigt.studies.tuning.run_program`) into ``run_dir`` with
-    the store's help: a finished copy in ``finished`` (a stored program) is restored instead
-    of run, an unfinished one's checkpoint in ``partial`` is continued; when it ends, also
-    by SIGTERM or Ctrl-C (after its chunk, :func:`jaxnigt.run.signals.stop_on_signals`), a
-    finished program is packed into ``finished`` and its ``partial`` entry goes, an
-    unfinished one keeps its newest checkpoint in ``partial``. Either folder may be None
-    (not kept). Returns what it did, in words."""
+    the store's help: a finished copy of this config in ``finished`` (a stored program) is
+    restored instead of run, an unfinished one's checkpoint in ``partial`` is continued; when
+    it ends, also by SIGTERM or Ctrl-C (after its chunk, :func:`jaxnigt.run.signals.
+    stop_on_signals`), a finished program is packed into ``finished`` (replacing a stored
+    copy of another config) and its ``partial`` entry goes, an unfinished one keeps its
+    newest checkpoint in ``partial``; a failure to keep is logged, never raised over the
+    run's own outcome. Either folder may be None (not kept). Returns what it did, in
+    words."""
     from jaxnigt.run import signals
     from jaxnigt.studies import tuning
 
     what = "ran"
+    stale = finished is not None and holds(finished) and _config(finished) != cfg
     if checkpoint.finished(run_dir, cfg):
         what = "kept (finished here)"
-    elif finished is not None and holds(finished):
+    elif finished is not None and holds(finished) and not stale:
         restore(finished, run_dir)
         what = "restored from the store"
-    elif partial is not None and bring_partial(partial, run_dir):
+    elif partial is not None and bring_partial(partial, run_dir, cfg):
         what = "continued from its checkpoint in the store"
         log(f"[store] {run_dir.name}: continues from the checkpoint kept in {relative(partial)}")
-    try:
-        with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
+    with signals.stop_on_signals() as stop:  # SIGTERM: checkpoint, then Interrupted
+        try:
             tuning.run_program(cfg, run_dir, progress=False, log=log, stop=stop)
-    finally:
-        if checkpoint.finished(run_dir, cfg):
-            if finished is not None and not holds(finished):
-                pack(run_dir, finished)
-            if partial is not None:
-                shutil.rmtree(partial, ignore_errors=True)
-        elif partial is not None and keep_partial(run_dir, partial):
-            log(f"[store] {run_dir.name}: unfinished; its newest checkpoint is kept in "
-                f"{relative(partial)}")  # fmt: skip
+        finally:
+            try:
+                if checkpoint.finished(run_dir, cfg):
+                    if finished is not None and (stale or not holds(finished)):
+                        pack(run_dir, finished)
+                    if partial is not None:
+                        shutil.rmtree(partial, ignore_errors=True)
+                elif partial is not None and keep_partial(run_dir, partial):
+                    log(f"[store] {run_dir.name}: unfinished; its newest checkpoint is kept in "
+                        f"{relative(partial)}")  # fmt: skip
+            except Exception as e:  # the run's own outcome (Interrupted, an error) comes first
+                log(f"[store] {run_dir.name}: could not keep it in the store: {e!r}")
     return what
 
 
