@@ -94,6 +94,10 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
     assert small["budget"] == g.sizing.round_down(exact) and small["budget"] < sc.look
     assert g.size(pipe, 1e6, figures)["budget"] == sc.look  # at most the paper's
     assert not g.size(pipe, 8.5, figures)["enough"]  # below 20 Rennala rounds
+    # an algorithm's own measured rate: Sync NIGT's programs at a quarter of the rate
+    slow = g.size(pipe, 20.0, {**figures, "per_algorithm": {"sync_nigt": 250.0}})
+    assert slow["device_seconds_per_time"] > small["device_seconds_per_time"]
+    assert slow["budget"] < small["budget"]
     # too little time: skipped, not shrunk further, and said so
     proc = _results_sh(tmp_path / "s", 40, "--cpu-tiny")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -101,6 +105,28 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
     ((name, entry),) = manifest["scenarios"].items()
     assert "skipped" in entry and not entry["enough"], entry
     assert not (tmp_path / "s" / "runs" / name / "tune").exists()
+
+
+def test_the_sizing_reads_each_algorithms_rate_from_the_benchmark(tmp_path, monkeypatch):
+    g = _gpu_results()
+    rows = [
+        {"algorithm": "rollout+pg", "env": "humanoid", "rollout_batch": 4096,
+         "alive_steps_per_s": 285126.0, "compile_s": 28.3, "lower_s": 9.6},
+        {"algorithm": "rennala_nigt", "env": "humanoid", "seeds": 1, "rounds_per_s": 5.7,
+         "alive_steps_per_s": 7403.0, "compile_s": 33.6, "lower_s": 5.0},
+        {"algorithm": "rennala_nigt", "env": "humanoid", "seeds": 5, "rounds_per_s": 4.1,
+         "alive_steps_per_s": 27758.0, "compile_s": 39.3, "lower_s": 5.0},
+        {"algorithm": "afedpg", "env": "humanoid", "seeds": 5, "rounds_per_s": 2.3,
+         "alive_steps_per_s": 3029.0, "compile_s": 36.5, "lower_s": 4.0},
+        {"rollout_batch": 16384, "lanes": 1.0, "skipped": "deadline"},
+    ]  # fmt: skip
+    bench = tmp_path / "bench_gpu.json"
+    bench.write_text(json.dumps({"results": {"gpu": {"rows": rows}}}))
+    monkeypatch.setenv("JAXNIGT_BENCH_JSON", str(bench))
+    f = g.device_figures("humanoid", None, None)
+    assert f["steps_per_s"] == 285126.0 and f["compile_s"] == 2.0 * (39.3 + 5.0)
+    assert f["per_algorithm"] == {"rennala_nigt": 27758.0, "afedpg": 3029.0}  # 5 seeds only
+    assert g.device_figures("point_mass", None, None)["per_algorithm"] == {}
 
 
 def test_gpu_benchmark_markdown_keeps_the_waves_table_with_its_own_columns():
