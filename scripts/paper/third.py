@@ -57,7 +57,7 @@ from jaxnigt import analysis
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, verdicts
 from jaxnigt.config import merge
-from jaxnigt.run import signals
+from jaxnigt.run import checkpoint, signals
 from jaxnigt.studies import tuning
 from paper import sizing
 from paper import store as results_store
@@ -365,7 +365,7 @@ def state(p: Pipeline) -> str:
         return "not looked at" + held
     s = p.sizing()
     tuned = all((p.where / tag / "tuning.json").is_file() for tag, _ in p.tuning_tags())
-    runs = [(p.where / name / "summary.json").is_file() for name, _ in p.runs()] if tuned else []
+    runs = [checkpoint.finished(p.where / name) for name, _ in p.runs()] if tuned else []
     return (
         f"budget {s['budget']:g}, every {s['every_time']:g}; tuned: {tuned}; "
         f"runs done {sum(runs)}/{len(runs) if tuned else '?'}{held}"
