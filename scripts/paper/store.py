@@ -107,16 +107,17 @@ def repack(where: Path) -> None:
         pack(Path(tmp) / "run", where)
 
 
+def _gunzip(src: Path, dst: Path) -> None:
+    with gzip.open(src, "rb") as f, dst.open("wb") as out:
+        shutil.copyfileobj(f, out)
+
+
 def restore(where: Path, run_dir: Path) -> None:
     """A stored program back into a run directory that ``load_run`` reads."""
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     for f in FILES:
         shutil.copyfile(where / f, run_dir / f)
-    with (
-        gzip.open(where / "metrics.csv.gz", "rb") as src,
-        (run_dir / "metrics.csv").open("wb") as dst,
-    ):
-        shutil.copyfileobj(src, dst)
+    _gunzip(where / "metrics.csv.gz", run_dir / "metrics.csv")
     shutil.copyfile(where / "done.json", run_dir / "checkpoints" / "done.json")
 
 
@@ -240,11 +241,7 @@ def bring_partial(where: Path, run_dir: Path, cfg=None) -> bool:
         shutil.copytree(where / "checkpoints", tmp / "checkpoints")
         shutil.copyfile(where / "config.yaml", tmp / "config.yaml")
         if (where / "metrics.csv.gz").is_file():
-            with (
-                gzip.open(where / "metrics.csv.gz", "rb") as src,
-                (tmp / "metrics.csv").open("wb") as dst,
-            ):
-                shutil.copyfileobj(src, dst)
+            _gunzip(where / "metrics.csv.gz", tmp / "metrics.csv")
         _swap_in(tmp, run_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
