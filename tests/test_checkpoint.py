@@ -68,7 +68,9 @@ def test_restore_latest_verifies_and_falls_back(tmp_path):
     np.testing.assert_array_equal(h["sim_time"], history["sim_time"] + 1)
     assert len(logs) == 1 and "chunk_000002 is unreadable" in logs[0]
     assert (root / "chunk_000002.corrupt").is_dir()
+    assert [p.name for p in checkpoint.saved(tmp_path, "rennala_nigt")] == ["chunk_000001"]
     (root / "chunk_000001.sha256").unlink()
+    assert checkpoint.saved(tmp_path, "rennala_nigt") == []  # no digest: not restorable
     with pytest.raises(checkpoint.CheckpointError, match="no readable checkpoint"):
         checkpoint.restore_latest(tmp_path, "rennala_nigt", state)
     assert (root / "chunk_000001").is_dir()  # nothing moved when none is readable

@@ -404,7 +404,28 @@ def test_the_store_is_not_ignored_by_git():
     assert ignored.returncode == 1, f"git ignores {kept}: the store would not travel"
 
 
+def test_the_inventory_counts_each_kind_and_not_an_unfinished_programs_markers(
+    finished_run, tmp_path
+):
+    store = tmp_path / "store"
+    assert results_store.inventory(store) == (0, 0, 0, 0.0, 0, 0.0)
+    results_store.pack(finished_run, store / "sc" / "seeds_00-05")
+    results_store.pack(finished_run, store / "sc" / "seeds_05-10")
+    results_store.pack(finished_run, store / "sc" / results_store.REPORT / "programs" / "sc")
+    results_store.pack(finished_run, store / "sc" / "look" / "programs" / "afedpg_lr-3..-1")
+    cfg = _lqr_program(["afedpg", "rennala_nigt"])
+    # an unfinished program: one algorithm finished (a done.json of its own), one in progress
+    _fake_partial(store / "sc" / "tune" / results_store.PARTIAL / "p", cfg, {"rennala_nigt": 3},
+                  done=["afedpg"])  # fmt: skip
+    inv = results_store.inventory(store)
+    assert (inv.blocks, inv.reports, inv.tuning, inv.unfinished) == (2, 1, 1, 1)
+    sizes = lambda d: sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 2**20
+    partial = sizes(store / "sc" / "tune" / results_store.PARTIAL)
+    assert inv.unfinished_mb == pytest.approx(partial)
+    assert inv.finished_mb == pytest.approx(sizes(store) - partial)
+
+
 def test_the_store_keeps_within_its_budget():
-    files = [f for f in results_store.STORE.rglob("*") if f.is_file()]
-    size = sum(f.stat().st_size for f in files)
-    assert size <= results_store.BUDGET_MB * 2**20, f"{size / 2**20:.1f} MB"
+    inv = results_store.inventory()
+    size = inv.finished_mb + inv.unfinished_mb
+    assert size <= results_store.BUDGET_MB, f"{size:.1f} MB"

@@ -146,6 +146,13 @@ def save(
     return path
 
 
+def saved(run_dir: str | Path, algorithm: str) -> list[Path]:
+    """The complete checkpoints of ``algorithm`` that carry their digest, oldest first (an
+    interrupted save leaves neither; one whose digest was never written cannot be restored)."""
+    found = _complete(algorithm_dir(run_dir, algorithm))
+    return [p for p in found if p.with_suffix(".sha256").is_file()]
+
+
 def latest(run_dir: str | Path, algorithm: str) -> Path | None:
     """The newest complete checkpoint of ``algorithm`` (None if there is none)."""
     found = _complete(algorithm_dir(run_dir, algorithm))

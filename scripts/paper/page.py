@@ -357,27 +357,14 @@ def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
 
 
 def _store_size(docs: Path) -> str:
-    store = docs / "fourth" / "store"
-    files = [f for f in store.rglob("*") if f.is_file()] if store.is_dir() else []
-
-    def entry(f: Path) -> tuple[str, ...] | None:  # an unfinished program's folder, if any
-        parts = f.relative_to(store).parts
-        k = parts.index(results_store.PARTIAL) if results_store.PARTIAL in parts else -1
-        return parts[: k + 2] if 0 <= k < len(parts) - 2 else None
-
-    done = [f.parent.relative_to(store).parts for f in files
-            if f.name == "done.json" and entry(f) is None]  # fmt: skip
-    blocks = sum(d[-1].startswith("seeds_") for d in done)
-    reports = sum(results_store.REPORT in d for d in done)
-    mb = lambda fs: sum(f.stat().st_size for f in fs) / 2**20
-    text = f"{blocks} seed blocks and {len(done) - blocks - reports} tuning programs"
-    text += f", {reports} report runs" if reports else ""
-    text += f", {mb([f for f in files if entry(f) is None]):.1f} MB"
-    partial = {entry(f) for f in files} - {None}
-    if partial:
-        plural = "s" * (len(partial) != 1)
-        text += (f", and the newest checkpoints of {len(partial)} unfinished program{plural}, "
-                 f"{mb([f for f in files if entry(f) is not None]):.1f} MB")  # fmt: skip
+    inv = results_store.inventory(docs / "fourth" / "store")
+    text = f"{inv.blocks} seed blocks and {inv.tuning} tuning programs"
+    text += f", {inv.reports} report runs" if inv.reports else ""
+    text += f", {inv.finished_mb:.1f} MB"
+    if inv.unfinished:
+        plural = "s" * (inv.unfinished != 1)
+        text += (f", and the newest checkpoints of {inv.unfinished} unfinished program{plural}, "
+                 f"{inv.unfinished_mb:.1f} MB")  # fmt: skip
     return f"{text}; budget {results_store.BUDGET_MB} MB"
 
 

@@ -38,6 +38,7 @@ import math
 import shutil
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from jaxnigt.run import checkpoint
 from jaxnigt.studies import grid as tuning_files
@@ -136,8 +137,7 @@ def _newest(run_dir: Path) -> dict[str, Path]:
     algorithms = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
     found = {}
     for a in algorithms:
-        chunks = [p for p in checkpoint._complete(checkpoint.algorithm_dir(run_dir, a))
-                  if p.with_name(p.name + ".sha256").is_file()]  # fmt: skip
+        chunks = checkpoint.saved(run_dir, a)
         if chunks:
             found[a] = chunks[-1]
     return found
@@ -342,6 +342,39 @@ def stage_state(where: Path) -> str:
     m = sum(1 for p in (where / PARTIAL).glob("*") if _newest(p))
     text = f"{n} program{'s' * (n != 1)} stored" if n else "none stored"
     return text + (f", {m} unfinished with a checkpoint" if m else "")
+
+
+class Inventory(NamedTuple):
+    """What a store holds: finished programs by kind, and unfinished programs' checkpoints."""
+
+    blocks: int  # fourth-edition seed blocks
+    reports: int  # the third edition's report runs
+    tuning: int  # tuning programs (look, tune, variants)
+    finished_mb: float  # the finished programs' files
+    unfinished: int  # programs kept as their newest checkpoint
+    unfinished_mb: float
+
+
+def inventory(store: Path = STORE) -> Inventory:
+    """Counts the programs ``store`` holds, by the layout above."""
+    files = [f for f in store.rglob("*") if f.is_file()] if store.is_dir() else []
+
+    def unfinished(f: Path) -> tuple[str, ...] | None:  # the ``partial/<program>`` it is in
+        parts = f.relative_to(store).parts
+        k = parts.index(PARTIAL) if PARTIAL in parts else -1
+        return parts[: k + 2] if 0 <= k < len(parts) - 2 else None
+
+    done = [f.parent.relative_to(store).parts for f in files
+            if f.name == "done.json" and unfinished(f) is None]  # fmt: skip
+    blocks = sum(d[-1].startswith("seeds_") for d in done)
+    reports = sum(REPORT in d for d in done)
+    mb = lambda fs: sum(f.stat().st_size for f in fs) / 2**20
+    return Inventory(
+        blocks=blocks, reports=reports, tuning=len(done) - blocks - reports,
+        finished_mb=mb([f for f in files if unfinished(f) is None]),
+        unfinished=len({unfinished(f) for f in files} - {None}),
+        unfinished_mb=mb([f for f in files if unfinished(f) is not None]),
+    )  # fmt: skip
 
 
 def relative(path) -> str:
