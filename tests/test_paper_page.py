@@ -92,6 +92,12 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     (tmp_path / "third" / "point_mass_equal.json").write_text(json.dumps(_analysis()))
     (row,) = [c for c in fourth_page.cells(tmp_path, "point_mass_equal")]
     assert row["edition"] == "third" and row["verdict"] == "sync_nigt ahead"  # its outcome
+    n = sum(len(fourth_page.cells(tmp_path, sc)) for r in fourth_page.ROWS for sc in r.scenarios)
+    assert fourth_page.editions(tmp_path) == (
+        f"A **bold** verdict is the fourth edition's; a plain one (1 of {n}) is an earlier "
+        f"edition's at 5 seeds, not yet rerun under the rule; {n - 1} of {n} are not run at CPU "
+        "scale."
+    )
     look = {"seeds": 10, "interval": _iv(-2.0, -3.8, -0.2), "margin": [-2.6, 2.6],
             "outcome": "baseline ahead"}  # fmt: skip
     fourth = {"reference": "rennala_nigt", "statistic": "average", "claim": "tie",
@@ -104,5 +110,9 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     assert "| **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 | fourth |" in text
     assert "`walker2d_sqrt_dim` ‡ | – | not run at CPU scale |" in text  # ‡: a reduced grid
     assert "`point_mass_equal` | rennala_nigt vs sync_nigt" in text  # the paper's grid: unmarked
+    # one comparison of the fourth edition, the other scenarios not run
+    assert fourth_page.editions(tmp_path) == (
+        f"A **bold** verdict is the fourth edition's; {n - 1} of {n} are not run at CPU scale."
+    )
     png = fourth_page.forest(tmp_path, tmp_path / "forest.png")
     assert png.stat().st_size > 1000

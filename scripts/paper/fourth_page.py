@@ -133,6 +133,21 @@ def table(docs: Path) -> str:
     return "\n".join(lines)
 
 
+def editions(docs: Path) -> str:
+    """The table's legend of editions: which verdicts are the fourth edition's (bold), which
+    an earlier edition's, and how many comparisons are not run."""
+    found = [c for row in ROWS for scenario in row.scenarios for c in cells(docs, scenario)]
+    earlier = sum(c["edition"] not in (None, "fourth") for c in found)
+    missing = sum(c["edition"] is None for c in found)
+    if not earlier and not missing:
+        return f"Every verdict (all {len(found)}, in bold) is the fourth edition's."
+    text = "A **bold** verdict is the fourth edition's"
+    if earlier:
+        text += (f"; a plain one ({earlier} of {len(found)}) is an earlier edition's at 5 seeds, "
+                 "not yet rerun under the rule")  # fmt: skip
+    return text + (f"; {missing} of {len(found)} are not run at CPU scale." if missing else ".")
+
+
 def _x(c: dict) -> tuple[float, float, float] | None:
     """The effect on the plot's scale: log ratio for times, difference / improvement for
     returns (so every margin is ±log 1.25, or ±0.1)."""

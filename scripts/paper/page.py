@@ -294,6 +294,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     if "{{FOURTH_TABLE}}" in text:
         text = text.replace("{{FOURTH_TABLE}}", fourth_page.table(docs))
+        text = text.replace("{{FOURTH_EDITIONS}}", fourth_page.editions(docs))
         text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
         text = text.replace("{{FOURTH_SIM_SUITE}}", _simulation(docs, "simulation_suite.jsonl"))
         text = text.replace("{{STORE_SIZE}}", _store_size(docs))
@@ -359,7 +360,7 @@ def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
 def _store_size(docs: Path) -> str:
     inv = results_store.inventory(docs / "fourth" / "store")
     text = f"{inv.blocks} seed blocks and {inv.tuning} tuning programs"
-    text += f", {inv.reports} report runs" if inv.reports else ""
+    text += f", {inv.reports} report run{'s' * (inv.reports != 1)}" if inv.reports else ""
     text += f", {inv.finished_mb:.1f} MB"
     if inv.unfinished:
         plural = "s" * (inv.unfinished != 1)
