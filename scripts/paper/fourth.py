@@ -94,6 +94,7 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
     third edition's report run when that ran here (``third_out``) with the same config."""
     run_dir = out / name / block_name(block)
     cfg = block_config(name, block)
+    partial = store / name / results_store.PARTIAL / block_name(block)
     earlier = third_out / name / name
     if checkpoint.finished(run_dir, cfg):
         what = "kept (finished here)"
@@ -105,12 +106,11 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
         shutil.copytree(earlier, run_dir)
         what = "the third edition's report run (same config), copied"
     else:  # a checkpoint of a block stopped mid-way is kept in the store and continued
-        partial = store / name / results_store.PARTIAL / block_name(block)
         what = results_store.run_kept(cfg, run_dir, None, partial)
     if stored(name, block, store) is None:
         results_store.pack(run_dir, store / name / block_name(block))
     # a checkpoint kept while it ran (or left by another machine's store) is not needed now
-    shutil.rmtree(store / name / results_store.PARTIAL / block_name(block), ignore_errors=True)
+    shutil.rmtree(partial, ignore_errors=True)
     return what
 
 

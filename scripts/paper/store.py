@@ -135,12 +135,7 @@ def _newest(run_dir: Path) -> dict[str, Path]:
     progress (a chunk whose digest was never written cannot be restored)."""
     root = run_dir / "checkpoints"
     algorithms = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
-    found = {}
-    for a in algorithms:
-        chunks = checkpoint.saved(run_dir, a)
-        if chunks:
-            found[a] = chunks[-1]
-    return found
+    return {a: chunks[-1] for a in algorithms if (chunks := checkpoint.saved(run_dir, a))}
 
 
 def _config(run_dir: Path):
@@ -262,10 +257,11 @@ def run_kept(cfg, run_dir: Path, finished: Path | None, partial: Path | None, lo
     from jaxnigt.studies import tuning
 
     what = "ran"
-    stale = finished is not None and holds(finished) and _config(finished) != cfg
+    held = finished is not None and holds(finished)
+    stale = held and _config(finished) != cfg
     if checkpoint.finished(run_dir, cfg):
         what = "kept (finished here)"
-    elif finished is not None and holds(finished) and not stale:
+    elif held and not stale:
         restore(finished, run_dir)
         what = "restored from the store"
     elif partial is not None and bring_partial(partial, run_dir, cfg):
@@ -277,7 +273,7 @@ def run_kept(cfg, run_dir: Path, finished: Path | None, partial: Path | None, lo
         finally:
             try:
                 if checkpoint.finished(run_dir, cfg):
-                    if finished is not None and (stale or not holds(finished)):
+                    if finished is not None and (stale or not held):
                         pack(run_dir, finished)
                     if partial is not None:
                         shutil.rmtree(partial, ignore_errors=True)
