@@ -11,11 +11,11 @@ same way: completion times are relative to the round start ``t0``, built by sequ
 float32 sums ``off_i + (tau_{i,0} + ... + tau_{i,k})``; absolute times are ``t0 + rel``.
 Ties pop in (time, worker, k) order: lower worker id first, then lower k.
 
-Rules it encodes (SPEC §3): a worker starts at ``max(t0, busy_until_i)``; a gradient is in
-flight at the collection end ``T`` only if it *began* before ``T``; the AllReduce runs over
-all workers (``allreduce="all"``) or over the contributors, the others receiving the point
-over their own link; asynchronous exchanges queue at one server link (``link="shared"``) or
-overlap (``"independent"``).
+Rules it encodes (the time model of docs/cluster_model.md): a worker starts at
+``max(t0, busy_until_i)``; a gradient is in flight at the collection end ``T`` only if it *began*
+before ``T``; the AllReduce runs over all workers (``allreduce="all"``) or over the
+contributors, the others receiving the point over their own link; asynchronous exchanges
+queue at one server link (``link="shared"``) or overlap (``"independent"``).
 """
 
 from __future__ import annotations

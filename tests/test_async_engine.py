@@ -90,7 +90,7 @@ def test_block_matches_hand_computation(algorithm, link, budget):
         g = _closed_form_gradient(setup.policy, point, traj)
         if algorithm == "asgd":
             theta = theta + LR * g
-        else:  # NIGT on −g per arrival (SPEC §5): d, x, then the lookahead y
+        else:  # NIGT on −g per arrival: d, x, then the lookahead y
             d = g if d is None else (1 - ETA) * d + ETA * g
             x_new = x + LR * d / np.linalg.norm(d)
             theta = x_new + (1 - ETA) / ETA * (x_new - x)

@@ -11,7 +11,7 @@ Profiles (``i`` is 1-based):
 * ``sqrt``       -- ``sqrt(i)``
 * ``linear``     -- ``i``
 * ``decreasing`` -- ``sqrt(n + 1 - i)``: the ``sqrt`` profile reversed, so worker 0 is the
-  slowest.  (The SPEC leaves ``decreasing`` open; this is the project's choice.)
+  slowest.  (The paper leaves ``decreasing`` open; this is the project's choice.)
 
 Noise kinds (``xi``):
 
