@@ -1,5 +1,6 @@
 """Tests for jaxnigt.run.loop: evaluation bookkeeping and health checks of the run loop."""
 
+import itertools
 import types
 
 import numpy as np
@@ -114,8 +115,8 @@ def _resumable(monkeypatch, steps_done):
 
 
 def test_resume_refuses_a_checkpoint_of_another_chunk_length(monkeypatch):
-    """eval.every_time is converted to steps with the algorithm's clock: a checkpoint written
-    with other chunks (the clock changed) cannot continue the same evaluation sequence."""
+    """Chunks of ``eval.every`` steps: a checkpoint written with chunks of another length
+    cannot continue the same evaluation sequence."""
     from jaxnigt.run import checkpoint
 
     logs = []
@@ -186,3 +187,43 @@ def test_seeds_added_later_equal_the_same_seeds_run_together(algorithm):
     for k in ("sim_time", "eval_return"):
         chex.assert_trees_all_close(added[k], whole[k][2:], rtol=1e-5, atol=1e-5)
     assert not np.allclose(whole["eval_return"][0], whole["eval_return"][2])  # seeds differ
+
+
+# One engine of each kind: rounds (Rennala NIGT, ADMM), per-arrival (AFedPG, Ringmaster's
+# bounded delay), the central-inference per-step clock (SEED RL) and IMPALA's learner.
+_ENGINES = ["rennala_nigt", "admm_pg", "afedpg", "ringmaster_pg", "seed_rl", "impala"]
+
+
+@pytest.mark.parametrize("algorithm", _ENGINES)
+def test_every_engine_is_evaluated_on_the_time_grid(algorithm):
+    """With ``eval.every_time`` = Δ, evaluation k of every engine is at the end of the first
+    round (or arrival, or update) that reaches the k-th multiple of Δ after the previous
+    one: never before it, and later by at most one round or one arrival.  Compute times are
+    deterministic (h_i = √i: one arrival takes at most √3), and an asynchronous block of 12
+    arrivals is longer than Δ, so a chunk cut by steps alone would miss grid points."""
+    import math
+
+    from jaxnigt import config as config_lib
+
+    every, budget = 2.5, 12.0
+    rounds = algorithm in ("rennala_nigt", "admm_pg")
+    hparams = {"M": 2, "M_init": 2} if algorithm == "rennala_nigt" else {}
+    raw = {
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 3, "h": "sqrt", "noise": "deterministic", "kappa": 0.0},
+        "algorithms": [algorithm],
+        "budget": budget,
+        "seeds": 1,
+        "eval": {"every": 1, "every_time": every, "episodes": 2},
+        "hparams": hparams if rounds else {"async_block": 12},
+    }
+    out = runner.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
+    active = out["active"][0]
+    times = out["sim_time"][0][~np.isnan(out["eval_return"][0]) & active]
+    step = np.nanmax(out["round_time"][0][active][1:])
+    one = step if rounds else math.sqrt(3)
+    assert times[0] == 0.0 and times[-1] >= budget
+    for before, t in itertools.pairwise(times):
+        grid = min((math.floor(before / every + 1e-6) + 1) * every, budget)
+        assert grid - 1e-4 <= t <= grid + one + 1e-4, (before, t, grid, one)
+    assert np.max(np.diff(times)) <= 1.1 * every + one + 1e-4

@@ -1,8 +1,11 @@
 """The run loop: one algorithm, all its seeds and grid points, as one vmapped program.
 
 For each algorithm the seeds (and grid points, :mod:`jaxnigt.run.batch`) run as ONE vmapped,
-jitted program: ``init`` then chunks of ``eval.every`` steps (or of about ``eval.every_time``
-simulated time) as a ``lax.scan``, each followed by an evaluation of the deploy params.  The
+jitted program: ``init`` then chunks of ``eval.every`` steps (a ``lax.scan``), or with
+``eval.every_time`` chunks that each end at the first step reaching the next multiple of
+``every_time`` in simulated time (a ``lax.while_loop``, :meth:`Trainer.run_chunk`), each
+followed by an evaluation of the deploy params: every engine is then evaluated at most
+``every_time`` plus one round (or one arrival) apart.  The
 loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
 checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
 it, and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).
@@ -60,7 +63,8 @@ class _Run:
     max_rounds: float
     budgets: np.ndarray  # [B] per-seed budgets (-inf freezes a diverged seed)
     diverged: np.ndarray  # [B] bool
-    every: int = 1  # steps per chunk
+    every: int = 1  # steps per chunk (with a time grid: at most)
+    time_grid: bool = False  # chunks end at multiples of eval.every_time
     first_step: Callable | None = None  # round 0's program when M_init != M
     history: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     chunks: int = 0
@@ -102,11 +106,11 @@ def _max_rounds(config: ExperimentConfig) -> float:
 def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
     """The run's programs; each takes the cluster's per-worker arrays as an argument
     (:meth:`Trainer.program`), so their compile time does not grow with n."""
-    every = tr.eval_every(config.eval.every, config.eval.every_time)
+    every, every_time = tr.eval_chunk(config.eval.every, config.eval.every_time)
     max_rounds = _max_rounds(config)
     chunk = lambda t, *args: jax.vmap(
         lambda s, k, train, b: t.chunk_and_evaluate(
-            s, k, train, every, budget=b, max_rounds=max_rounds
+            s, k, train, every, budget=b, max_rounds=max_rounds, every_time=every_time
         ),
         in_axes=(0, 0, None, 0),
     )(*args)
@@ -186,6 +190,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         budgets=np.full(batch, budget, np.float32),
         diverged=np.zeros(batch, bool),
         every=progs.every,
+        time_grid=config.eval.every_time is not None,
     )
 
 
@@ -265,11 +270,11 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         if "eval_return" in restored:
             run.last_eval = _last_finite(restored["eval_return"])
         steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
-        if steps != run.chunks * run.every:
+        if not run.time_grid and steps != run.chunks * run.every:
             raise checkpoint.CheckpointError(
                 f"{found}: {run.chunks} chunks of {steps / max(run.chunks, 1):g} steps, but this "
-                f"run's chunks are {run.every} steps (eval.every_time is converted with the "
-                "algorithm's clock, which changed): the run cannot continue from it"
+                f"run's chunks are {run.every} steps (eval.every changed): the run cannot "
+                "continue from it"
             )
         log(f"[jaxnigt] {algorithm}: resumed from {found}")
         return
@@ -288,7 +293,12 @@ def next_chunk(run: _Run) -> None:
     run.chunks += 1
     keys = eval_keys(run.keys, run.chunks)
     run.state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
-    _record(run, to_host(wait(metrics)), to_host(returns))
+    metrics = to_host(wait(metrics))
+    if run.time_grid:  # the steps no seed took (the chunk's cap is an upper bound)
+        taken = metrics["active"].any(axis=0)
+        if taken.any():
+            metrics = {k: v[:, taken] for k, v in metrics.items()}
+    _record(run, metrics, to_host(returns))
 
 
 # An algorithm that raises ``overflow`` says what it means (``Traits.overflow``); one that
@@ -383,9 +393,13 @@ def run_algorithm(
       ``seed``, ``learning_rate``, ``eta``, ``diverged``; scalars ``wall_seconds``,
       ``compile_seconds`` and ``trajectories_per_update`` (-1: a step is one update).
     """
+    log = log or (lambda _line: None)
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
-    if config.eval.every_time is not None:
-        log(f"[jaxnigt] {algorithm}: evaluating every {run.every} steps (eval.every_time)")
+    if run.time_grid:
+        log(
+            f"[jaxnigt] {algorithm}: evaluating at each multiple of eval.every_time = "
+            f"{config.eval.every_time:g} of simulated time (chunks of at most {run.every} steps)"
+        )
     bar = Progress.of(run, progress, label or algorithm)
     t_start = time.perf_counter()
     save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)

@@ -200,24 +200,70 @@ class Trainer:
         return self.algorithm.step(state, jnp.asarray(budget, jnp.float32))
 
     def run_chunk(
-        self, state: TrainState, length: int, *, budget: Any = jnp.inf, max_rounds: Any = None
+        self,
+        state: TrainState,
+        length: int,
+        *,
+        budget: Any = jnp.inf,
+        max_rounds: Any = None,
+        until: Any = None,
     ) -> tuple[TrainState, dict]:
-        """``length`` steps as one ``lax.scan``; metrics stacked on a leading axis.
+        """Up to ``length`` steps; metrics stacked on a leading ``[length]`` axis.
 
         A step taken once the state's simulated time has reached ``budget`` (or its step
         count ``max_rounds``) is a no-op that keeps the state, and its metrics carry
         ``active = False``: under ``vmap`` every seed stops exactly at the first step that
         crosses the budget, whatever the other seeds do.
+
+        With ``until`` (a simulated time; the next evaluation time of :meth:`eval_chunk`),
+        the chunk also ends at the first step that reaches ``until``, and each step is
+        given ``min(budget, until)`` as its budget, so that a step made of several updates
+        (a block of asynchronous arrivals, a SEED RL or IMPALA step) stops after the first
+        update past it: the chunk ends within one round or one arrival of ``until``. The
+        steps then run as a ``lax.while_loop`` that stops once every seed has reached it
+        (rows of steps not taken are zeros with ``active = False``); a seed whose
+        ``length`` steps end before ``until`` is evaluated there, earlier.
         """
         max_rounds = jnp.iinfo(jnp.int32).max if max_rounds is None else max_rounds
+        if until is None:
 
-        def body(s, _):
-            active = (s.counters.time < budget) & (s.steps < max_rounds)
-            new, metrics = self.step(s, budget)
-            new = core.select(active, new, s)
-            return new, {**metrics._asdict(), "active": active}
+            def body(s, _):
+                active = (s.counters.time < budget) & (s.steps < max_rounds)
+                new, metrics = self.step(s, budget)
+                new = core.select(active, new, s)
+                return new, {**metrics._asdict(), "active": active}
 
-        return jax.lax.scan(body, state, None, length=length)
+            return jax.lax.scan(body, state, None, length=length)
+        stop = jnp.minimum(jnp.asarray(budget, jnp.float32), until)
+        live = lambda s: (s.counters.time < stop) & (s.steps < max_rounds)
+        shapes = jax.eval_shape(lambda s: self.step(s, stop)[1], state)._asdict()
+        rows = {k: jnp.zeros((length, *x.shape), x.dtype) for k, x in shapes.items()}
+        rows["active"] = jnp.zeros((length,), bool)
+
+        def one(carry):
+            i, s, out = carry
+            new, metrics = self.step(s, stop)
+            row = {**metrics._asdict(), "active": jnp.bool_(True)}
+            out = {k: out[k].at[i].set(row[k]) for k in out}
+            return i + 1, new, out
+
+        carry = (jnp.int32(0), state, rows)
+        _, state, rows = jax.lax.while_loop(lambda c: (c[0] < length) & live(c[1]), one, carry)
+        return state, rows
+
+    def eval_chunk(self, every: int, every_time: float | None) -> tuple[int, float | None]:
+        """``(length, every_time)`` of an evaluation chunk.
+
+        By steps (``every_time`` None): ``every`` steps. By simulated time: a chunk ends at
+        the first step that reaches the next multiple of ``every_time`` (or the budget), so
+        that every method is evaluated at most ``every_time`` (plus one round, or one
+        arrival) apart whatever its step's length; ``length`` caps the steps of a chunk at
+        ``2 k + 2``, ``k`` the steps that take ``every_time`` on this algorithm's clock
+        (:meth:`eval_every`).
+        """
+        if every_time is None:
+            return every, None
+        return 2 * self.eval_every(every, every_time) + 2, float(every_time)
 
     def chunk_and_evaluate(
         self,
@@ -228,14 +274,21 @@ class Trainer:
         *,
         budget: Any = jnp.inf,
         max_rounds: Any = None,
+        every_time: float | None = None,
     ) -> tuple[TrainState, dict, jax.Array]:
         """``length`` steps (skipped when ``train`` is False), then evaluate the result.
 
-        One compiled program serves both the initial evaluation (``train=False``) and every
+        With ``every_time`` the chunk ends at the first step that reaches the next multiple
+        of ``every_time`` after the state's time (:meth:`run_chunk`'s ``until``).  One
+        compiled program serves both the initial evaluation (``train=False``) and every
         training chunk, so an environment's rollout is compiled once for training and once
         for evaluation. Keep ``train`` unbatched under ``vmap`` so ``lax.cond`` stays a branch.
         """
-        run = lambda s: self.run_chunk(s, length, budget=budget, max_rounds=max_rounds)
+        until = None
+        if every_time is not None:
+            grid = jnp.float32(every_time)
+            until = (jnp.floor(state.counters.time / grid) + 1.0) * grid
+        run = lambda s: self.run_chunk(s, length, budget=budget, max_rounds=max_rounds, until=until)
         shapes = jax.eval_shape(run, state)[1]
         skip = lambda s: (s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))
         state, metrics = jax.lax.cond(train, run, skip, state)
