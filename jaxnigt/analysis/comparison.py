@@ -87,17 +87,27 @@ def _statistic_values(m: Method, statistic: str, budget: float, tg: dict) -> np.
     return m.statistic("time", budget, tg[fraction(statistic)])
 
 
+def paired(ref: Method, other: Method) -> bool:
+    """Whether two methods' seeds are compared as pairs: they ran the same seeds (seed s gives
+    every method the same initial policy and evaluation keys), so a resample draws one set of
+    seeds for both (:mod:`jaxnigt.analysis.verdicts`)."""
+    return tuple(ref.seeds) == tuple(other.seeds)
+
+
 def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: str, kw) -> dict:
     """One reference-vs-baseline row (see :func:`compare`)."""
     ratio = statistic not in RETURN_STATISTICS
+    kw = {**kw, "paired": paired(ref, other)}
     effect = interval(
         time_ratio if ratio else mean_difference,
         _statistic_values(ref, statistic, budget, tg),
         _statistic_values(other, statistic, budget, tg),
+        tie=1.0 if ratio else 0.0,
         **kw,
     )
     identical = ref.identical_to(other)
     row = {"effect": effect, "outcome": outcome(effect, identical=identical, ratio=ratio)}
+    row["paired"] = kw["paired"]
     row["needed_seeds"] = (
         needed_seeds(effect, len(ref.seeds), ratio=ratio) if row["outcome"] == TIE else None
     )
@@ -110,6 +120,42 @@ def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: 
     return row
 
 
+#: ``compare`` warns when a method's largest gap between two evaluations exceeds this
+#: fraction of the statistic's own scale: the reference's median time to the target (a time
+#: to target is rounded up to the next evaluation), or the window of a return statistic.
+GAP_WARNING = 0.1
+
+
+def largest_gap(m: Method) -> float:
+    """The largest simulated time between two evaluations of one seed, over ``m``'s seeds."""
+    gaps = [float(np.max(np.diff(np.sort(xs)))) for xs, _ in m.curves if len(xs) > 1]
+    return max(gaps) if gaps else math.nan
+
+
+def _gap_warnings(methods, reference, statistic, budget, tg) -> list[str]:
+    """Where a method's evaluations are too far apart for ``statistic`` (:data:`GAP_WARNING`)."""
+    if statistic in RETURN_STATISTICS:
+        scale = budget if statistic == "average" else budget / 2
+        what = f"the window of {statistic} ({scale:g})"
+    else:
+        scale = float(
+            median_time(methods[reference].statistic("time", budget, tg[fraction(statistic)]))
+        )
+        what = f"{reference}'s median {statistic} ({scale:.4g})"
+    if not math.isfinite(scale):
+        return []
+    out = []
+    for a, m in methods.items():
+        g = largest_gap(m)
+        if g > GAP_WARNING * scale:
+            out.append(
+                f"{a}'s evaluations are up to {g:.4g} apart, more than {GAP_WARNING:.0%} of "
+                f"{what}: its {statistic} is resolved only to that gap (evaluate more often: "
+                "eval.every_time)"
+            )
+    return out
+
+
 def _finite(v: float) -> float | None:
     return float(v) if math.isfinite(v) else None
 
@@ -117,6 +163,7 @@ def _finite(v: float) -> float | None:
 def _method_summary(m: Method, budget: float, tg: dict) -> dict[str, Any]:
     out = {
         "seeds": len(m.seeds),
+        "largest_eval_gap": _finite(largest_gap(m)),
         "average_return_median": float(np.median(m.statistic("average", budget))),
         "second_half_median": float(np.median(m.statistic("second_half", budget))),
         "updates_median": float(np.median(m.updates)),
@@ -165,9 +212,13 @@ def compare(
 ) -> dict[str, Any]:
     """The reference against every baseline of a run (grid point 0 of each algorithm).
 
-    Per baseline: the effect of ``statistic``, its interval, :func:`outcome` and the seeds a
-    tie would need; the average-return difference and time ratios (second views); then the
-    claim's :func:`verdict`.  The targets pool every method of the run (:func:`targets`).
+    Per baseline: the effect of ``statistic``, its interval and p-value, :func:`outcome` and
+    the seeds a tie would need; the average-return difference and time ratios (second
+    views); then the claim's :func:`verdict`.  The targets pool every method of the run
+    (:func:`targets`).  Methods that ran the same seeds are compared as pairs
+    (:func:`paired`: one resampled set of seeds for both), others independently; a time
+    never reached by either majority is a tie.  ``warnings`` name methods evaluated too
+    sparsely for the statistic (:data:`GAP_WARNING`).
 
     Args:
       run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
@@ -210,4 +261,6 @@ def compare(
         "comparisons": rows,
         "verdict": decision["verdict"],
         "needed_seeds": decision["needed_seeds"],
+        "paired": {b: row["paired"] for b, row in rows.items()},
+        "warnings": _gap_warnings(methods, reference, statistic, budget, tg),
     }

@@ -54,6 +54,28 @@ def verdict_text(result: Mapping[str, Any]) -> str:
     return text
 
 
+def pairing_text(result: Mapping[str, Any]) -> str:
+    """How :func:`compare`'s resamples treated the seeds, and how a never-reached median
+    counts."""
+    paired = result.get("paired", {})
+    both = [b for b, p in paired.items() if p]
+    apart = [b for b, p in paired.items() if not p]
+    parts = []
+    if both:
+        parts.append(
+            f"Paired: {result['reference']} and {', '.join(both)} ran the same seeds (one "
+            "initial policy and evaluation keys per seed), so every resample draws one set of "
+            "seeds for both."
+        )
+    if apart:
+        parts.append(
+            f"Not paired: {', '.join(apart)} ran other seeds than {result['reference']}; their "
+            "seeds are resampled independently."
+        )
+    parts.append("A time never reached by either method's majority counts as a tie (ratio 1).")
+    return " ".join(parts)
+
+
 def compare_markdown(result: Mapping[str, Any]) -> str:
     """:func:`compare`'s result as Markdown: one row per baseline, then the verdict."""
     ref, stat = result["reference"], result["statistic"]
@@ -81,7 +103,9 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
             cells.append(fmt(row["time_to_target_ratio"]["0.5"]))
         lines.append("| " + " | ".join([*cells, f"{updates(ref)} / {updates(b)}"]) + " |")
     claim = "ahead of every baseline" if result["claim"] == "ahead" else "tied with the baselines"
+    lines += ["", pairing_text(result)]
     lines += ["", f"Verdict ({ref} {claim}): **{verdict_text(result)}**"]
+    lines += [f"\nWarning: {w}." for w in result.get("warnings", [])]
     why = stats.no_target_reason(result["initial_median_return"], result["best_second_half_median"])
     if why is not None:
         lines += ["", f"Note: {why}."]

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from jaxnigt.analysis.stats import RETURN_STATISTICS
 from jaxnigt.analysis.verdicts import (
     BASELINE_AHEAD,
     REFERENCE_AHEAD,
+    REPS,
     interval,
     time_ratio,
 )
@@ -59,19 +61,43 @@ def parse_stages(text: str) -> tuple[int, ...]:
 
 
 def welch_interval(reference: np.ndarray, baseline: np.ndarray, level: float) -> dict:
-    """The difference of means with Welch's t interval at ``level``: at 5 seeds a percentile
-    bootstrap of a mean covers far less than its level (its resamples see no more spread than
-    the seeds), so the rule's looks at a difference of returns use this interval."""
-    from scipy import stats as sps
+    """The difference of means with Welch's t interval at ``level`` and its two-sided
+    p-value ``p`` (methods of different seeds): at 5 seeds a percentile bootstrap of a mean
+    covers far less than its level (its resamples see no more spread than the seeds), so the
+    rule's looks at a difference of returns use a t interval."""
 
     a, b = np.asarray(reference, float), np.asarray(baseline, float)
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     est, se = float(a.mean() - b.mean()), float(np.sqrt(va + vb))
     if se == 0.0:
-        return {"estimate": est, "low": est, "high": est}
+        return {"estimate": est, "low": est, "high": est, "p": 1.0 if est == 0 else 0.0}
     df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    return _t_interval(est, se, df, level)
+
+
+def paired_t_interval(reference: np.ndarray, baseline: np.ndarray, level: float) -> dict:
+    """The mean of the per-seed differences ``reference − baseline`` (the same seeds of two
+    methods) with the paired t interval at ``level`` (n − 1 degrees of freedom) and its
+    two-sided p-value ``p``."""
+    d = np.asarray(reference, float) - np.asarray(baseline, float)
+    est, se = float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+    if se == 0.0:
+        return {"estimate": est, "low": est, "high": est, "p": 1.0 if est == 0 else 0.0}
+    return _t_interval(est, se, d.size - 1, level)
+
+
+def _t_interval(est: float, se: float, df: float, level: float) -> dict:
+    from scipy import stats as sps
+
     half = float(sps.t.ppf((1 + level) / 2, df)) * se
-    return {"estimate": est, "low": est - half, "high": est + half}
+    p = float(2 * sps.t.sf(abs(est) / se, df))
+    return {"estimate": est, "low": est - half, "high": est + half, "p": p}
+
+
+def difference_interval(reference, baseline, level: float, *, paired: bool) -> dict:
+    """A look's interval for a difference of returns: :func:`paired_t_interval` for the same
+    seeds of two methods, else :func:`welch_interval`."""
+    return (paired_t_interval if paired else welch_interval)(reference, baseline, level)
 
 
 def decide(iv: dict[str, float], tie: float, margin: tuple[float, float]) -> str:
@@ -112,9 +138,27 @@ def run_rule(
         if result != UNDECIDED:
             break
     seeds = looks[-1]["seeds"]
-    return {"outcome": looks[-1]["outcome"], "seeds": seeds, "level": level, "alpha": alpha,
-            "stages": list(stages), "looks": looks,
-            "open": looks[-1]["outcome"] == UNDECIDED and seeds < stages[-1]}  # fmt: skip
+    return {
+        "outcome": looks[-1]["outcome"],
+        "seeds": seeds,
+        "level": level,
+        "alpha": alpha,
+        "stages": list(stages),
+        "looks": looks,
+        "open": looks[-1]["outcome"] == UNDECIDED and seeds < stages[-1],
+        "p": rule_p_value(looks, len(stages)),
+    }
+
+
+def rule_p_value(looks: Sequence[dict], planned: int) -> float | None:
+    """A comparison's p-value for a family-wise correction: ``planned`` × the smallest
+    p-value of the looks it made, at most 1 (Bonferroni over the planned looks, as the rule's
+    levels: the rule excludes a tie at some look at level ``1 − α/K`` exactly when this is
+    below α, up to the bootstrap's quantile rounding).  None when a look has no p-value."""
+    ps = [look["interval"].get("p") for look in looks]
+    if not ps or any(p is None or math.isnan(p) for p in ps):
+        return None
+    return float(min(1.0, planned * min(ps)))
 
 
 def claim_verdict(kind: str, result: dict[str, Any]) -> str:
@@ -230,13 +274,15 @@ class _Looks:
         return self.done[k, level]
 
     def effect(self, baseline: str, k: int, level: float) -> dict:
-        """A ratio of times: compare's percentile bootstrap (checked by :func:`simulate`);
-        a difference of returns: :func:`welch_interval`."""
+        """A ratio of times: compare's percentile bootstrap (paired when the methods ran the
+        same seeds; checked by :func:`simulate`); a difference of returns:
+        :func:`difference_interval` (paired t, else Welch)."""
         if self.ratio:
             return self(k, level)["comparisons"][baseline]["effect"]
-        ref, other = (first_seeds(self.methods[a], k).statistic(self.statistic, self.run.budget)
-                      for a in (self.reference, baseline))  # fmt: skip
-        return welch_interval(ref, other, level)
+        ref, other = (first_seeds(self.methods[a], k) for a in (self.reference, baseline))
+        same = tuple(ref.seeds) == tuple(other.seeds)
+        values = [m.statistic(self.statistic, self.run.budget) for m in (ref, other)]
+        return difference_interval(*values, level, paired=same)
 
     def margin(self, k: int, level: float) -> tuple[float, float]:
         if self.ratio:
@@ -246,26 +292,86 @@ class _Looks:
         return (-width, width)
 
 
+class Regime(NamedTuple):
+    """Synthetic per-seed values for :func:`simulate`.
+
+    Attributes:
+      sigma: the spread: log-times ``N(0, sigma²)`` (a ratio of times), returns
+        ``N(0, sigma²)`` (a difference).
+      rho: the correlation of a seed's values across the two methods (paired data; 0:
+        independent draws, still resampled as pairs when ``rho > 0``).
+      censored: the share of the baseline's seeds that never reach the target within the
+        budget (times only; their time is ``inf``).
+      grid: times are rounded up to multiples of this share of the budget (evaluations on a
+        grid: ties), or not at all (0).
+    """
+
+    sigma: float
+    rho: float = 0.0
+    censored: float = 0.0
+    grid: float = 0.0
+
+
+#: The regimes the rule is checked in: the original one (lognormal times of spread 0.5, or
+#: normal returns, independent), and heavy-tailed, paired, censored times on an evaluation
+#: grid as reacher's and the n = 100 scenarios' are (log-time spread 1.0–1.3, up to 23 of 40
+#: seeds never reaching the target).
+REGIMES = {
+    "time": {
+        "plain": Regime(sigma=0.5),
+        "paired_censored": Regime(sigma=1.3, rho=0.5, censored=0.3, grid=0.02),
+        "mostly_censored": Regime(sigma=1.3, rho=0.5, censored=0.6, grid=0.02),
+    },
+    "average": {"plain": Regime(sigma=1.0), "paired": Regime(sigma=1.0, rho=0.5)},
+}
+
+
+def _draw(rng, regime: Regime, effect: float, n: int, ratio: bool):
+    """One synthetic experiment's ``(reference, baseline)`` per-seed values."""
+    if regime.rho:
+        common, own = rng.normal(size=n), rng.normal(size=(2, n))
+        z = regime.sigma * (np.sqrt(regime.rho) * common + np.sqrt(1 - regime.rho) * own)
+    else:
+        z = rng.normal(0.0, regime.sigma, size=(2, n))
+    if not ratio:
+        return z[0] + effect, z[1]
+    times = np.exp(z - np.array([[effect], [0.0]]))
+    if regime.censored:
+        from scipy import stats as sps
+
+        budget = float(np.exp(regime.sigma * sps.norm.ppf(1 - regime.censored)))
+        if regime.grid:
+            step = regime.grid * budget
+            times = np.ceil(times / step) * step
+        times = np.where(times > budget, np.inf, times)
+    return times[0], times[1]
+
+
 def simulate(
     experiments: int,
     *,
     effect: float = 0.0,
     statistic: str = "average",
+    regime: Regime | str = "plain",
     stages: Sequence[int] = STAGES,
     alpha: float = ALPHA,
     reps: int = 400,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The rule on ``experiments`` synthetic comparisons: per-seed values of the baseline
-    from N(0, 1) (``average``) or lognormal times e^{N(0, 0.5²)} (a ratio of median times),
-    the reference's shifted by ``effect`` (a difference; for times a factor e^{-effect}).
-    Returns the fraction of each outcome and of "either side ahead" (the error rate when
-    ``effect`` is 0, the power otherwise), with its Monte Carlo standard error.
+    """The rule on ``experiments`` synthetic comparisons: per-seed values of both methods
+    drawn in ``regime`` (:class:`Regime`, or a name of :data:`REGIMES` of the statistic's
+    kind: ``plain`` is lognormal times of spread 0.5, or N(0, 1) returns), the reference's
+    shifted by ``effect`` (a difference; for times a factor e^{-effect}).  Paired regimes
+    (``rho > 0``) are resampled as pairs (a difference: the paired t interval), as
+    :func:`jaxnigt.analysis.compare` does for methods that ran the same seeds.  Returns the
+    fraction of each outcome and of "either side ahead" (the error rate when ``effect`` is
+    0, the power otherwise), with its Monte Carlo standard error.
 
     Args:
       experiments: synthetic comparisons to run.
       effect: the reference's shift (0: the null).
       statistic: ``average`` (a difference of means) or another (a ratio of median times).
+      regime: the per-seed values' law.
       stages, alpha: the rule's.
       reps: bootstrap resamples per look (ratios of times).
       seed: the generator's seed.
@@ -273,29 +379,91 @@ def simulate(
     Returns:
       A JSON-able dict of the fractions of each outcome.
     """
-    rng = np.random.default_rng(seed)
     ratio = statistic != "average"
-    fn = time_ratio
+    name = regime if isinstance(regime, str) else None
+    regime = REGIMES["time" if ratio else "average"][regime] if name else regime
+    rng = np.random.default_rng(seed)
+    paired = regime.rho > 0
     n = max(stages)
     counts: dict[str, int] = {}
     for e in range(experiments):
-        base = rng.normal(0.0, 0.5 if ratio else 1.0, size=(2, n))
-        ref, other = (
-            (np.exp(base[0] - effect), np.exp(base[1])) if ratio else (base[0] + effect, base[1])
-        )
+        ref, other = _draw(rng, regime, effect, n, ratio)
         if ratio:
-            at = lambda k, lv: interval(fn, ref[:k], other[:k], level=lv, reps=reps, seed=e)
+            at = lambda k, lv: interval(
+                time_ratio, ref[:k], other[:k], tie=1.0, level=lv, reps=reps, seed=e,
+                paired=paired,
+            )  # fmt: skip
         else:
-            at = lambda k, lv: welch_interval(ref[:k], other[:k], lv)
+            at = lambda k, lv: difference_interval(ref[:k], other[:k], lv, paired=paired)
         margin = TIME_MARGIN if ratio else (-0.1, 0.1)
         o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, stages=stages, alpha=alpha)
         counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
-    decided = (counts.get(REFERENCE_AHEAD, 0) + counts.get(BASELINE_AHEAD, 0)) / experiments
     return {"experiments": experiments, "effect": effect, "statistic": statistic,
-            "stages": list(stages), "alpha": alpha, "reps": reps,
-            "fractions": {k: v / experiments for k, v in sorted(counts.items())},
-            "ahead_either_side": decided,
-            "monte_carlo_se": float(np.sqrt(decided * (1 - decided) / experiments))}  # fmt: skip
+            "regime": name or regime._asdict(), "stages": list(stages), "alpha": alpha,
+            "reps": reps, **_rates(counts, experiments)}  # fmt: skip
+
+
+def _rates(counts: dict[str, int], experiments: int) -> dict[str, Any]:
+    decided = (counts.get(REFERENCE_AHEAD, 0) + counts.get(BASELINE_AHEAD, 0)) / experiments
+    return {
+        "fractions": {k: v / experiments for k, v in sorted(counts.items())},
+        "ahead_either_side": decided,
+        "monte_carlo_se": float(np.sqrt(decided * (1 - decided) / experiments)),
+    }
+
+
+def split_null(
+    values: np.ndarray,
+    *,
+    ratio: bool,
+    stages: Sequence[int] = STAGES,
+    margin: tuple[float, float] = TIME_MARGIN,
+    experiments: int = 1000,
+    alpha: float = ALPHA,
+    reps: int = REPS,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The rule under a null built from real per-seed values: each experiment splits one
+    method's seeds at random into two halves, two pseudo-methods with one law, and runs the
+    rule on them (looks at the ``stages`` up to half the seeds, each at the level of all the
+    ``stages``; halves resampled as pairs, as the same seeds of two methods are).  A real
+    comparison's censoring, ties on the evaluation grid and heavy tails are all in the
+    values.  Returns the fraction of each outcome and of "either side ahead" (the rule's
+    error rate on these values), with its Monte Carlo standard error.
+
+    Args:
+      values: one method's per-seed statistic (times to a target, ``inf`` = never; or
+        returns).
+      ratio: a ratio of median times (else a difference of means).
+      stages, margin, alpha: the rule's (the scenario's planned stages and its margin).
+      experiments, reps, seed: the splits, bootstrap resamples per look, generator seed.
+
+    Returns:
+      A JSON-able dict of the fractions of each outcome.
+    """
+    values = np.asarray(values, np.float64)
+    half = len(values) // 2
+    if half < stages[0]:
+        raise AnalysisError(f"{len(values)} seeds: halves of {half} are below the first look")
+    rng = np.random.default_rng(seed)
+    counts: dict[str, int] = {}
+    for e in range(experiments):
+        perm = rng.permutation(len(values))
+        a, b = values[perm[:half]], values[perm[half : 2 * half]]
+        if ratio:
+            at = lambda k, lv: interval(
+                time_ratio, a[:k], b[:k], tie=1.0, level=lv, reps=reps, seed=e, paired=True
+            )
+        else:
+            at = lambda k, lv: paired_t_interval(a[:k], b[:k], lv)
+        o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, stages=stages,
+                     alpha=alpha, available=half)  # fmt: skip
+        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
+    looks = [k for k in stages if k <= half]
+    return {"experiments": experiments, "seeds": len(values), "looks": looks,
+            "stages": list(stages), "alpha": alpha, "reps": reps, "seed": seed,
+            "never_reached": int(np.sum(np.isinf(values))) if ratio else None,
+            **_rates(counts, experiments)}  # fmt: skip
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -327,7 +495,8 @@ SUITE = {"null": (300, 0), "effect": (100, 1), "reps": 200}
 
 def main(argv=None) -> int:
     """``python -m jaxnigt.analysis.sequential [--experiments N | --suite]``: :func:`simulate`
-    under the null and under a known effect, for both kinds of statistic, as JSON lines."""
+    under the null and under a known effect, for both kinds of statistic in each of their
+    :data:`REGIMES`, as JSON lines."""
     import argparse
     import json
 
@@ -344,14 +513,17 @@ def main(argv=None) -> int:
     if args.suite and (args.experiments is not None or args.reps is not None):
         p.error("--suite sets the experiments and resamples itself: give them or --suite")
     for statistic in EFFECTS:
-        for effect in (0.0, EFFECTS[statistic]):
-            if args.suite:
-                n, seed = SUITE["null" if effect == 0 else "effect"]
-                reps = SUITE["reps"]
-            else:
-                n, seed, reps = args.experiments or 2000, 0, args.reps or 400
-            r = simulate(n, statistic=statistic, effect=effect, reps=reps, seed=seed)
-            print(json.dumps(r), flush=True)
+        for regime in REGIMES["time" if statistic == "time" else "average"]:
+            for effect in (0.0, EFFECTS[statistic]):
+                if args.suite:
+                    n, seed = SUITE["null" if effect == 0 else "effect"]
+                    reps = SUITE["reps"]
+                else:
+                    n, seed, reps = args.experiments or 2000, 0, args.reps or 400
+                r = simulate(
+                    n, statistic=statistic, effect=effect, regime=regime, reps=reps, seed=seed
+                )
+                print(json.dumps(r), flush=True)
     return 0
 
 

@@ -7,15 +7,24 @@ decided by these rules and no others.
 **Effects.** For the return statistics: the difference of means over seeds, reference minus
 baseline (> 0: the reference is ahead).  For times to target: the ratio baseline / reference
 of the median times (> 1: the reference is faster; ``inf`` when only the reference's majority
-reached the target, undefined when neither did).
+reached the target, 1 when neither did).
 
 **Intervals** (:func:`bootstrap_interval`).  A percentile bootstrap at level 0.9 with 2,000
-resamples from ``numpy.random.default_rng(seed)`` (seed 0): in every resample each group's
-seeds (each method's, each scenario's) are drawn with replacement, independently of the other
-groups (the runs of different methods are separate programs), in the order resample by
-resample, group by group; the interval is the 5 % and 95 % quantiles of the resampled
-statistic (``method="nearest"``, so two infinite draws never interpolate to NaN); resamples
-where the statistic is undefined (NaN) are left out.
+resamples from ``numpy.random.default_rng(seed)`` (seed 0).  *Paired* (``paired=True``: the
+groups are the same seeds of two methods, or of two scenarios; seed s gives every method the
+same initial policy and evaluation keys): each resample draws one set of seed indices,
+``rng.integers(0, n, (reps, n))``, used for every group.  *Independent* (groups of different
+seeds): in every resample each group's seeds are drawn with replacement, independently of the
+other groups, in the order resample by resample, group by group.  The interval is the 5 % and
+95 % quantiles of the resampled statistic (``method="nearest"``, so two infinite draws never
+interpolate to NaN); resamples where the statistic is undefined (NaN) are left out, and
+:func:`bootstrap_p_value` is the two-sided p-value of a tie that the same draws give.
+
+**Never reached.**  A time to target is ``inf`` when the seed did not reach it within the
+budget (censored).  Where neither method's majority reaches it, the ratio of median times is
+1, a tie: the two methods are as fast as far as the budget shows (in the estimate and in every
+resample; leaving such resamples out would build the interval from the few in which one side
+is finite, and could exclude a tie between two copies of one method).
 
 **Outcome of a comparison** (:func:`outcome`): *identical runs* when every seed's evaluation
 curve is the same for both methods; the reference (or the baseline) *ahead* when the interval
@@ -53,55 +62,130 @@ IDENTICAL, REFERENCE_AHEAD, BASELINE_AHEAD, TIE = (
 CLAIMS = ("ahead", "tie")
 
 
+def _indices(rng: np.random.Generator, sizes: Sequence[int], reps: int, paired: bool):
+    """Each group's ``[reps, size]`` resampled seed indices (module docstring)."""
+    if paired:
+        if len(set(sizes)) != 1:
+            raise ValueError(f"paired resampling needs groups of one size; got sizes {sizes}")
+        one = rng.integers(0, sizes[0], (reps, sizes[0]))
+        return [one] * len(sizes)
+    out = [np.empty((reps, n), np.int64) for n in sizes]
+    for r in range(reps):
+        for idx, n in zip(out, sizes, strict=True):
+            idx[r] = rng.integers(0, n, n)
+    return out
+
+
+def bootstrap_draws(
+    statistic: Callable[..., Any],
+    *groups: np.ndarray,
+    reps: int = REPS,
+    seed: int = SEED,
+    paired: bool = False,
+) -> tuple[float, np.ndarray]:
+    """``(estimate, draws)``: ``statistic(*groups)`` and its ``reps`` resampled values
+    (NaN where undefined).  A statistic with ``batched = True`` is called once on
+    ``[reps, seeds]`` arrays; any other once per resample."""
+    rng = np.random.default_rng(seed)
+    groups = tuple(np.asarray(g) for g in groups)
+    est = float(statistic(*groups))
+    idx = _indices(rng, [len(g) for g in groups], reps, paired)
+    if getattr(statistic, "batched", False):
+        draws = np.asarray(statistic(*(g[i] for g, i in zip(groups, idx, strict=True))))
+    else:
+        draws = [
+            statistic(*(g[i[r]] for g, i in zip(groups, idx, strict=True))) for r in range(reps)
+        ]
+    return est, np.asarray(draws, np.float64).reshape(reps)
+
+
+def bootstrap_p_value(draws: np.ndarray, tie: float) -> float:
+    """The two-sided bootstrap p-value of ``tie``: ``2 min(share of draws <= tie, share >=
+    tie)``, at most 1 (NaN draws left out; draws equal to ``tie`` count on both sides).  A
+    percentile interval at level L excludes ``tie`` about when this is below 1 − L."""
+    draws = draws[~np.isnan(draws)]
+    if draws.size == 0:
+        return float("nan")
+    return float(min(1.0, 2 * min(np.mean(draws <= tie), np.mean(draws >= tie))))
+
+
 def bootstrap_interval(
     statistic: Callable[..., float],
     *groups: np.ndarray,
     level: float = LEVEL,
     reps: int = REPS,
     seed: int = SEED,
+    paired: bool = False,
 ) -> tuple[float, float, float]:
     """``(estimate, low, high)``: ``statistic(*groups)`` and its percentile bootstrap interval.
 
-    Each group is a per-seed array (leading seed axis).  Resample ``r`` draws, for each
-    group in order, ``len(g)`` indices with replacement (``rng.integers(0, len(g), len(g))``,
-    ``rng = numpy.random.default_rng(seed)``); the interval is the ``(1 ∓ level)/2``
-    quantiles (``method="nearest"``) of the resampled statistic, NaN resamples left out
-    (NaN bounds when every resample is NaN).  ``statistic`` may return ``±inf``.
+    Args:
+      statistic: a function of per-seed arrays (leading seed axis); may return ``±inf``,
+        NaN where undefined.
+      groups: the per-seed arrays.
+      level: the interval's level: its bounds are the ``(1 ∓ level)/2`` quantiles
+        (``method="nearest"``) of the resampled statistic, NaN resamples left out (NaN bounds
+        when every resample is NaN).
+      reps, seed: resamples and the seed of ``numpy.random.default_rng``.
+      paired: resample the groups' seeds jointly (the groups are the same seeds; module
+        docstring); else each group independently, in the order resample by resample, group
+        by group (``rng.integers(0, len(g), len(g))``).
+
+    Returns:
+      The estimate and the interval's bounds.
     """
-    rng = np.random.default_rng(seed)
-    groups = tuple(np.asarray(g) for g in groups)
-    est = float(statistic(*groups))
-    draws = np.array(
-        [statistic(*(g[rng.integers(0, len(g), len(g))] for g in groups)) for _ in range(reps)],
-        np.float64,
-    )
-    draws = draws[~np.isnan(draws)]
-    if draws.size == 0:
-        return est, float("nan"), float("nan")
-    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], method="nearest")
-    return est, float(low), float(high)
+    iv = interval(statistic, *groups, level=level, reps=reps, seed=seed, paired=paired)
+    return iv["estimate"], iv["low"], iv["high"]
 
 
-def mean_difference(reference: np.ndarray, baseline: np.ndarray) -> float:
-    """Mean over seeds of ``reference`` minus that of ``baseline``."""
-    return float(np.mean(reference) - np.mean(baseline))
+def mean_difference(reference: np.ndarray, baseline: np.ndarray) -> Any:
+    """Mean over seeds (the last axis) of ``reference`` minus that of ``baseline``."""
+    out = np.mean(reference, axis=-1) - np.mean(baseline, axis=-1)
+    return float(out) if np.ndim(out) == 0 else out
 
 
-def time_ratio(reference: np.ndarray, baseline: np.ndarray) -> float:
-    """``median_time(baseline) / median_time(reference)`` of per-seed times (``inf`` when
-    only the reference's majority reached the target, NaN when neither did)."""
-    ref, other = float(median_time(reference)), float(median_time(baseline))
-    if math.isinf(ref) and math.isinf(other):
-        return math.nan
-    if ref == 0:
-        return 1.0 if other == 0 else math.inf
-    return other / ref
+mean_difference.batched = True
 
 
-def interval(statistic, *groups, **kw) -> dict[str, float]:
-    """:func:`bootstrap_interval` as ``{"estimate", "low", "high"}``."""
-    est, low, high = bootstrap_interval(statistic, *groups, **kw)
-    return {"estimate": est, "low": low, "high": high}
+def time_ratio(reference: np.ndarray, baseline: np.ndarray) -> Any:
+    """``median_time(baseline) / median_time(reference)`` of per-seed times (the last axis;
+    ``inf`` = never reached): ``inf`` when only the reference's majority reached the target,
+    0 when only the baseline's, 1 when neither did (a tie: module docstring)."""
+    ref = np.asarray(median_time(reference), np.float64)
+    other = np.asarray(median_time(baseline), np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(
+            np.isinf(ref) & np.isinf(other),
+            1.0,
+            np.where(ref == 0, np.where(other == 0, 1.0, np.inf), other / ref),
+        )
+    return float(out) if out.ndim == 0 else out
+
+
+time_ratio.batched = True
+
+
+def interval(
+    statistic,
+    *groups,
+    tie: float | None = None,
+    level: float = LEVEL,
+    reps: int = REPS,
+    seed: int = SEED,
+    paired: bool = False,
+) -> dict[str, float]:
+    """:func:`bootstrap_interval` as ``{"estimate", "low", "high"}``, and with ``tie`` (0 for
+    a difference, 1 for a ratio) its :func:`bootstrap_p_value` as ``"p"``."""
+    est, draws = bootstrap_draws(statistic, *groups, reps=reps, seed=seed, paired=paired)
+    kept = draws[~np.isnan(draws)]
+    if kept.size == 0:
+        out = {"estimate": est, "low": float("nan"), "high": float("nan")}
+    else:
+        low, high = np.quantile(kept, [(1 - level) / 2, (1 + level) / 2], method="nearest")
+        out = {"estimate": est, "low": float(low), "high": float(high)}
+    if tie is not None:
+        out["p"] = bootstrap_p_value(draws, tie)
+    return out
 
 
 def needed_seeds(iv: Mapping[str, float], seeds: int, *, ratio: bool = False) -> int | None:
@@ -165,6 +249,8 @@ def verdict(rows: Sequence[Mapping[str, Any]], claim: str = "ahead") -> dict[str
 def lead_growth(
     small: tuple[np.ndarray, np.ndarray, float],
     large: tuple[np.ndarray, np.ndarray, float],
+    *,
+    paired: bool = False,
     **kw,
 ) -> dict[str, Any]:
     """Does the reference's lead over a baseline grow from scenario ``small`` to ``large``?
@@ -173,17 +259,19 @@ def lead_growth(
     methods in that scenario and its improvement R_best − R0
     (:func:`~jaxnigt.analysis.stats.targets`), held fixed.  A scenario's lead is the difference of
     means divided by its improvement, so that scenarios with different returns compare; the
-    effect is lead(large) − lead(small), its interval bootstraps the four groups of seeds
-    independently.  Confirmed when the interval is above 0, refuted below, otherwise
-    inconclusive (with :func:`needed_seeds`).
+    effect is lead(large) − lead(small).  Its interval resamples the four groups' seeds jointly
+    with ``paired`` (the same seeds in both scenarios and methods), else independently.
+    Confirmed when the interval is above 0, refuted below, otherwise inconclusive (with
+    :func:`needed_seeds`).
     """
     (r_s, b_s, scale_s), (r_l, b_l, scale_l) = small, large
 
     def growth(rs, bs, rl, bl):
         return mean_difference(rl, bl) / scale_l - mean_difference(rs, bs) / scale_s
 
-    return _growth("lead_difference", interval(growth, r_s, b_s, r_l, b_l, **kw),
-                   r_s, b_s, r_l, b_l)  # fmt: skip
+    growth.batched = True
+    iv = interval(growth, r_s, b_s, r_l, b_l, tie=0.0, paired=paired, **kw)
+    return _growth("lead_difference", iv, r_s, b_s, r_l, b_l)
 
 
 def _growth(name: str, iv: dict, *groups: np.ndarray) -> dict[str, Any]:
@@ -198,9 +286,25 @@ def _growth(name: str, iv: dict, *groups: np.ndarray) -> dict[str, Any]:
     }
 
 
+def log_lead_difference(rs, bs, rl, bl) -> Any:
+    """``log time_ratio(rl, bl) − log time_ratio(rs, bs)`` (batched over leading axes): the
+    growth of a speed lead; 0 where both leads are infinite of one sign (neither scenario's
+    comparison is decided by the budget: no growth is seen)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        large = np.log(np.asarray(time_ratio(rl, bl), np.float64))
+        small = np.log(np.asarray(time_ratio(rs, bs), np.float64))
+        out = np.where(np.isinf(large) & (large == small), 0.0, large - small)
+    return float(out) if out.ndim == 0 else out
+
+
+log_lead_difference.batched = True
+
+
 def speed_lead_growth(
     small: tuple[np.ndarray, np.ndarray],
     large: tuple[np.ndarray, np.ndarray],
+    *,
+    paired: bool = False,
     **kw,
 ) -> dict[str, Any]:
     """Does the reference's *speed* lead over a baseline grow from scenario ``small`` to
@@ -208,18 +312,14 @@ def speed_lead_growth(
 
     Each argument is ``(reference, baseline)``: per-seed times to the same fraction of the
     improvement in that scenario (``inf``: censored at the budget).  A scenario's lead is the
-    log of :func:`time_ratio` (baseline over reference: 0 when they are as fast), so that
-    scenarios with different time scales compare; the effect is lead(large) − lead(small),
-    its interval bootstraps the four groups of seeds independently.  A censored majority
-    gives an infinite lead (a resample where neither method's majority reaches the target is
-    left out).  Confirmed when the interval is above 0, refuted below, otherwise
-    inconclusive (with :func:`needed_seeds`).
+    log of :func:`time_ratio` (baseline over reference: 0 when they are as fast, and when
+    neither majority reaches the target), so that scenarios with different time scales
+    compare; the effect is lead(large) − lead(small) (:func:`log_lead_difference`).  Its
+    interval resamples the four groups' seeds jointly with ``paired`` (the same seeds in both
+    scenarios), else independently.  A censored majority on one side gives an infinite lead.
+    Confirmed when the interval is above 0, refuted below, otherwise inconclusive (with
+    :func:`needed_seeds`).
     """
     (r_s, b_s), (r_l, b_l) = small, large
-
-    def growth(rs, bs, rl, bl):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return float(np.log(time_ratio(rl, bl)) - np.log(time_ratio(rs, bs)))
-
-    return _growth("log_lead_difference", interval(growth, r_s, b_s, r_l, b_l, **kw),
-                   r_s, b_s, r_l, b_l)  # fmt: skip
+    iv = interval(log_lead_difference, r_s, b_s, r_l, b_l, tie=0.0, paired=paired, **kw)
+    return _growth("log_lead_difference", iv, r_s, b_s, r_l, b_l)

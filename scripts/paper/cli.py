@@ -5,6 +5,7 @@
     python scripts/paper third look|tune|run|analyze|all|list [SCENARIO ...]
     python scripts/paper fourth run|list [SCENARIO ...]
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
+    python scripts/paper adastop [SCENARIO ...]       # the fourth edition checked by AdaStop
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
 options of each.
@@ -188,17 +189,30 @@ def _gpu(argv) -> int:
 
 def _fourth(argv) -> int:
     p = argparse.ArgumentParser(prog="paper fourth", description=fourth.__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["run", "analyze", "list"])
-    p.add_argument("names", nargs="*", help=f"scenarios (default: {', '.join(fourth.NAMES)})")
+    p.add_argument("command", choices=["run", "analyze", "list", "rerun"])
+    p.add_argument(
+        "names",
+        nargs="*",
+        help=f"scenarios (default: {', '.join(fourth.NAMES)}); rerun: the algorithm first",
+    )
     p.add_argument("--docs", type=Path, default=DOCS / "fourth")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "fourth")
     p.add_argument("--store", type=Path, default=results_store.STORE)
     p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
     args = p.parse_args(argv)
+    algorithm = args.names.pop(0) if args.command == "rerun" and args.names else None
+    if args.command == "rerun" and algorithm is None:
+        p.error("rerun: give the algorithm to run again (e.g. afedpg), then the scenarios")
     unknown = [n for n in args.names if n not in third_scenarios.SCENARIOS]
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third_scenarios.SCENARIOS)}")
     names = args.names or list(fourth.NAMES)
+    if args.command == "rerun":
+        for name in names:
+            for block in fourth.blocks(name):
+                what = fourth.rerun_block(name, block, algorithm, args.out, args.store)
+                print(f"[fourth] {name} {fourth.block_name(block)}: {what}", flush=True)
+        return 0
     if args.command == "list":
         for name in names:
             print(f"{name}: {fourth.state(name, args.out, args.store)}")
@@ -227,7 +241,14 @@ def _fourth(argv) -> int:
     return 0
 
 
+def _adastop(argv) -> int:
+    from paper import adastop_check  # its `adastop` package is the optional `paper` extra
+
+    return adastop_check.main(argv)
+
+
 COMMANDS = {"page": _page, "second": _second, "third": _third, "fourth": _fourth, "gpu": _gpu}
+COMMANDS["adastop"] = _adastop
 
 
 def main(argv=None) -> int:

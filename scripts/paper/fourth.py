@@ -3,6 +3,7 @@
     python scripts/paper fourth run [SCENARIO ...]    # the seed blocks, stage by stage
     python scripts/paper fourth analyze [SCENARIO ...]  # the rule on the seeds so far: JSON
     python scripts/paper fourth list [SCENARIO ...]   # each block: stored, run here, missing
+    python scripts/paper fourth rerun ALGORITHM [SCENARIO ...]  # one method's stored blocks again
 
 **What it reuses.**  Each scenario is the third edition's (:data:`paper.third_scenarios.SCENARIOS`),
 with its budget, evaluation cadence and tuned values read from the third edition's analysis
@@ -112,6 +113,41 @@ def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
     # a checkpoint kept while it ran (or left by another machine's store) is not needed now
     shutil.rmtree(partial, ignore_errors=True)
     return what
+
+
+def rerun_block(
+    name: str, block: tuple[int, int], algorithm: str, out: Path, store: Path = STORE
+) -> str:
+    """Runs ``algorithm`` of a stored block again and stores the block with its new rows;
+    the block's other methods are kept as stored (their programs do not run).  For a change
+    of the library that alters one method's results only (amendment of 2026-12-05: the
+    asynchronous baselines evaluated on the time grid); a block whose checkpoint of that
+    method is kept under ``partial/`` continues from it."""
+    where = stored(name, block, store)
+    if where is None:
+        return "not stored (nothing to rerun)"
+    run_dir = out / "rerun" / name / block_name(block)
+    partial = store / name / results_store.PARTIAL / block_name(block)
+    cfg = block_config(name, block)
+    if algorithm not in cfg.algorithms:
+        return f"{algorithm} is not a method of {name}"
+    kept = json.loads((where / "summary.json").read_text())
+    if not checkpoint.finished(run_dir, cfg) or algorithm not in results_store.marker(run_dir):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        results_store.restore(where, run_dir)
+        results_store.drop_algorithm(run_dir, algorithm)
+        what = results_store.run_kept(cfg, run_dir, None, partial)
+    else:
+        what = "kept (rerun here)"
+    # the kept methods' own wall and compile seconds (a resumed run has none for them)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for alg, entry in summary.items():
+        if alg != algorithm:
+            entry.update({k: v for k, v in kept.get(alg, {}).items() if k not in entry})
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    results_store.pack(run_dir, where)
+    shutil.rmtree(partial, ignore_errors=True)
+    return f"{algorithm} {what}; stored again"
 
 
 def run_all(names, out: Path, store: Path = STORE, upto: int | None = None) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import math
 import shutil
 import tempfile
@@ -120,6 +121,26 @@ def restore(where: Path, run_dir: Path) -> None:
         shutil.copyfile(where / f, run_dir / f)
     _gunzip(where / "metrics.csv.gz", run_dir / "metrics.csv")
     shutil.copyfile(where / "done.json", run_dir / "checkpoints" / "done.json")
+
+
+def marker(run_dir: Path) -> list[str]:
+    """The algorithms ``run_dir``'s ``done.json`` lists as finished."""
+    return checkpoint.done_algorithms(run_dir)
+
+
+def drop_algorithm(run_dir: Path, algorithm: str) -> None:
+    """``algorithm`` taken out of the finished run ``run_dir`` (its rows of ``metrics.csv``
+    and its ``done.json`` entry), so that a resumed run runs it again and keeps the rest."""
+    done = [a for a in checkpoint.done_algorithms(run_dir) if a != algorithm]
+    (run_dir / "checkpoints" / "done.json").write_text(json.dumps(done) + "\n")
+    path = run_dir / "metrics.csv"
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, [r for r in reader if r["algorithm"] != algorithm]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def holds(where: Path) -> bool:
