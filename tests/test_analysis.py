@@ -5,6 +5,7 @@
 The run directories here are written by hand (no training), so nothing compiles.
 """
 
+import dataclasses
 import json
 import math
 
@@ -123,7 +124,57 @@ def test_time_ratio():
     assert verdicts.time_ratio(np.array([2.0, 2.0, 4.0]), np.array([6.0, 6.0, 1.0])) == 3.0
     assert verdicts.time_ratio(np.array([2.0]), np.array([np.inf])) == np.inf
     assert verdicts.time_ratio(np.array([np.inf]), np.array([3.0])) == 0.0
-    assert math.isnan(verdicts.time_ratio(np.array([np.inf]), np.array([np.inf])))
+    # neither majority reaches the target within the budget: a tie, not undefined
+    assert verdicts.time_ratio(np.array([np.inf]), np.array([np.inf])) == 1.0
+    # batched over leading axes: row by row
+    ref = np.array([[2.0, 3.0, np.inf], [np.inf, np.inf, 1.0], [0.0, 0.0, 5.0]])
+    base = np.array([[4.0, 6.0, 1.0], [np.inf, 2.0, np.inf], [np.inf, 1.0, 0.0]])
+    rows = [verdicts.time_ratio(r, b) for r, b in zip(ref, base, strict=True)]
+    np.testing.assert_array_equal(verdicts.time_ratio(ref, base), rows)
+    assert rows == [4 / 3, 1.0, np.inf]
+
+
+def test_never_reached_on_both_sides_is_a_tie_not_a_dropped_resample():
+    """Two copies of one method whose seeds mostly never reach the target: resamples where
+    neither majority does are ties, so the interval keeps 1 inside; leaving them out (the
+    rule before 2026-12-05) built it from the few one-sided resamples and excluded 1."""
+    ref = np.array([3.0, np.inf, np.inf, np.inf, 9.0])
+    base = np.array([np.inf, 2.0, 4.0, np.inf, np.inf])
+    iv = verdicts.interval(verdicts.time_ratio, ref, base, tie=1.0, reps=2000)
+    assert iv["estimate"] == 1.0 and iv["low"] <= 1.0 <= iv["high"] and iv["p"] > 0.1
+    _, draws = verdicts.bootstrap_draws(verdicts.time_ratio, ref, base, reps=2000)
+    assert not np.isnan(draws).any() and np.mean(draws == 1.0) > 0.3
+    # what dropping them gave: the finite one-sided resamples alone
+    old = draws[draws != 1.0]
+    assert np.quantile(old, 0.05, method="nearest") == 0.0 or np.mean(np.isinf(old)) > 0.05
+
+
+def test_paired_resampling_draws_one_set_of_seeds_for_every_group():
+    a = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    b = a + np.array([0.1, -0.1, 0.2, 0.0, -0.2])
+    _, draws = verdicts.bootstrap_draws(
+        verdicts.mean_difference, a, b, reps=300, seed=4, paired=True
+    )
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, 5, (300, 5))
+    chex.assert_trees_all_close(draws, a[idx].mean(axis=1) - b[idx].mean(axis=1), atol=1e-12)
+    # the seed-to-seed spread (1 … 5) cancels: the paired interval is far narrower
+    paired = verdicts.interval(verdicts.mean_difference, a, b, paired=True, reps=1000)
+    apart = verdicts.interval(verdicts.mean_difference, a, b, reps=1000)
+    assert paired["high"] - paired["low"] < 0.25 * (apart["high"] - apart["low"])
+    with pytest.raises(ValueError, match="one size"):
+        verdicts.bootstrap_draws(verdicts.mean_difference, a, b[:4], paired=True)
+    # a statistic without ``batched`` is called once per resample, with the same draws
+    plain = lambda x, y: float(np.mean(x) - np.mean(y))
+    _, loop = verdicts.bootstrap_draws(plain, a, b, reps=300, seed=4, paired=True)
+    chex.assert_trees_all_close(loop, draws, atol=1e-12)
+
+
+def test_bootstrap_p_value_is_the_share_beyond_the_tie_on_the_nearer_side():
+    draws = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, np.nan, 5.0])
+    assert verdicts.bootstrap_p_value(draws, 1.0) == pytest.approx(2 * 2 / 9)
+    assert verdicts.bootstrap_p_value(draws, 0.0) == 0.0
+    assert verdicts.bootstrap_p_value(np.full(4, 1.0), 1.0) == 1.0
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -187,6 +238,31 @@ def test_lead_growth():
     assert shrunk["verdict"] == "refuted"
 
 
+def test_lead_growth_resamples_the_seeds_of_both_scenarios_jointly():
+    """Constructed correlated data: seed s is as good in both scenarios and for both methods
+    (a shared seed effect much larger than the noise), as the same initial policy makes it.
+    Resampling the four groups' seeds jointly cancels the seed effect, so the interval of
+    the growth is narrower than independent resampling gives."""
+    rng = np.random.default_rng(5)
+    seed_effect = rng.normal(0.0, 3.0, 10)
+    noise = lambda: rng.normal(0.0, 0.2, 10)
+    groups = [seed_effect + 1 + noise(), seed_effect + noise(),
+              seed_effect + 2 + noise(), seed_effect + noise()]  # fmt: skip
+    small, large = (groups[0], groups[1], 1.0), (groups[2], groups[3], 1.0)
+    joint = verdicts.lead_growth(small, large, paired=True, reps=1000)["lead_difference"]
+    apart = verdicts.lead_growth(small, large, reps=1000)["lead_difference"]
+    assert joint["estimate"] == pytest.approx(apart["estimate"])
+    assert joint["high"] - joint["low"] < 0.5 * (apart["high"] - apart["low"])
+    assert joint["low"] > 0  # the growth of 1 is found once the seed effect cancels
+    times = [np.exp(g / 3) for g in groups]
+    speed = lambda **kw: verdicts.speed_lead_growth(
+        (times[0], times[1]), (times[2], times[3]), reps=1000, **kw
+    )["log_lead_difference"]
+    assert speed(paired=True)["high"] - speed(paired=True)["low"] < (
+        speed()["high"] - speed()["low"]
+    )
+
+
 def test_speed_lead_growth_is_the_growth_of_the_log_time_ratio():
     ref = np.array([1.0, 1.0, 1.0])
     # the baseline takes 2x the reference's time, then 4x: the log lead grows by log 2
@@ -201,6 +277,10 @@ def test_speed_lead_growth_is_the_growth_of_the_log_time_ratio():
     censored = verdicts.speed_lead_growth((ref, 2 * ref), (ref, np.full(3, np.inf)), reps=300)
     assert censored["log_lead_difference"]["estimate"] == math.inf
     assert censored["verdict"] == "confirmed"
+    # never reached by either method in either scenario: no growth is seen (0), not NaN
+    never = np.full(3, np.inf)
+    assert verdicts.log_lead_difference(never, never, ref, never) == math.inf
+    assert verdicts.log_lead_difference(ref, never, ref, never) == 0.0
     # noisy times that overlap: undecided
     rng = np.random.default_rng(0)
     noisy = [rng.uniform(1.0, 3.0, 5) for _ in range(4)]
@@ -221,14 +301,16 @@ CONFIG = {
 }
 
 
-def _write_run(path, curves, *, done=True, per_update=None):
-    """A run directory by hand: ``curves`` is ``{algorithm: [(times, returns), ...]}``."""
+def _write_run(path, curves, *, done=True, per_update=None, **config):
+    """A run directory by hand: ``curves`` is ``{algorithm: [(times, returns), ...]}``;
+    ``config``: top-level config values over :data:`CONFIG` (``first_seed`` numbers the
+    seeds)."""
     path.mkdir(parents=True)
-    cfg = config_lib.from_dict({**CONFIG, "algorithms": list(curves)})
+    cfg = config_lib.from_dict({**CONFIG, "algorithms": list(curves), **config})
     (path / "config.yaml").write_text(config_lib.dump(cfg))
     rows, summary = [], {}
     for algorithm, seeds in curves.items():
-        for s, (xs, ys) in enumerate(seeds):
+        for s, (xs, ys) in enumerate(seeds, cfg.first_seed):
             for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 ids = {"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5}
                 rows.append({**ids, "seed": s, "round": r, "sim_time": x, "eval_return": y,
@@ -311,11 +393,49 @@ def test_compare_command_prints_a_row_per_baseline_and_writes_files(tmp_path, ca
     assert json.loads((d / "compare.json").read_text())["statistic"] == "time_to_50"
 
 
+def test_compare_pairs_methods_that_ran_the_same_seeds_and_says_so(tmp_path, capsys):
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW})
+    assert cli.main(["compare", str(d), "--statistic", "time_to_50"]) == 0
+    out = capsys.readouterr().out
+    assert "Paired: rennala_nigt and afedpg ran the same seeds" in out
+    assert "counts as a tie (ratio 1)" in out
+    written = json.loads((d / "compare.json").read_text())
+    assert written["paired"] == {"afedpg": True}
+    row = written["comparisons"]["afedpg"]
+    assert row["paired"] and 0.0 <= row["effect"]["p"] <= 1.0
+    # methods of other seeds (the reference's seeds 0-2, the baseline's 3-5) are not paired
+    run = analysis.load_run(d)
+    other = run.algorithms()["afedpg"]
+    moved = dataclasses.replace(other, seeds=(3, 4, 5))
+    run = dataclasses.replace(run, methods={**run.methods, "afedpg": moved})
+    result = analysis.compare(run, "rennala_nigt", reps=200)
+    assert result["paired"] == {"afedpg": False}
+    assert "Not paired: afedpg ran other seeds" in analysis.compare_markdown(result)
+
+
+def test_compare_reports_each_methods_largest_evaluation_gap_and_warns(tmp_path):
+    """The reference's median time to 50 % is 2 (FAST); a baseline evaluated only at 0 and 8
+    resolves its time to 8 units: more than 10 % of the reference's time, so compare warns."""
+    sparse = [([0.0, 8.0, 11.0], [-10.0, -4.0, -2.0])] * 3
+    run = analysis.load_run(_write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": sparse}))
+    result = analysis.compare(run, "rennala_nigt", statistic="time_to_50", reps=200)
+    assert result["algorithms"]["afedpg"]["largest_eval_gap"] == 8.0
+    assert result["algorithms"]["rennala_nigt"]["largest_eval_gap"] == 3.0
+    assert any(w.startswith("afedpg's evaluations are up to 8 apart") for w in result["warnings"])
+    assert "Warning: afedpg's evaluations" in analysis.compare_markdown(result)
+    # a return statistic's scale is its window: gaps of 8 in a budget of 10 are too sparse too
+    avg = analysis.compare(run, "rennala_nigt", statistic="average", reps=200)
+    assert len(avg["warnings"]) == 2
+
+
 @pytest.mark.parametrize(
     "argv, what",
     [
         (["--reference", "malenia_nigt"], "--reference: 'malenia_nigt' is not in"),
-        (["--baselines", "impala"], "--baselines: ['impala'] to compare rennala_nigt with"),
+        (["--baselines", "sync_nigt,nope"], "--baselines: 'nope' is not in"),
+        (["--baselines", ","], "--baselines: got no name; expected A,B,... of"),
+        (["--baselines", "rennala_nigt"], "--baselines: 'rennala_nigt' is the reference"),
+        (["--out", "table.txt"], "--out: got 'table.txt'; expected FILE, FILE.json or FILE.md"),
     ],
 )
 def test_compare_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, what):
@@ -324,6 +444,68 @@ def test_compare_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, w
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("jaxnigt: error: ") and what in err[0], err
     assert not (d / "compare.json").exists() and not (d / "compare.md").exists()
+
+
+def test_an_unknown_baseline_is_named_with_the_runs_methods(tmp_path, capsys):
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW, "afedpg": SLOW})
+    assert cli.main(["compare", str(d), "--baselines", "afedpg,nope,other"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"jaxnigt: error: --baselines: 'nope', 'other' are not in {str(d)!r}; the run's "
+        "methods: rennala_nigt, sync_nigt, afedpg"
+    ]
+    assert not (d / "compare.json").exists()
+
+
+def test_compare_merges_only_seed_blocks_of_one_config(tmp_path, capsys):
+    """Runs that differ in more than the seed fields are not seed blocks of one config: the
+    command names the keys and writes nothing; true blocks merge."""
+    a = _write_run(tmp_path / "a", {"rennala_nigt": FAST, "afedpg": SLOW})
+    other = _write_run(tmp_path / "b", {"rennala_nigt": FAST, "afedpg": SLOW}, first_seed=3,
+                       env={"name": "lqr1d"}, cluster={"n": 8})  # fmt: skip
+    assert cli.main(["compare", str(a), str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "are not seed blocks of one config" in err[0], err
+    assert "differ in cluster.n, env.name (" in err[0], err
+    assert not (a / "compare.json").exists() and not (other / "compare.json").exists()
+    block = _write_run(tmp_path / "c", {"rennala_nigt": FAST, "afedpg": SLOW}, first_seed=3,
+                       name="second_block", checkpoint_every=2)  # fmt: skip
+    assert cli.main(["compare", str(a), str(block)]) == 0
+    assert json.loads((a / "compare.json").read_text())["algorithms"]["afedpg"]["seeds"] == 6
+
+
+def test_compare_prints_its_table_where_it_cannot_write_and_takes_out(tmp_path, capsys,
+                                                                       monkeypatch):  # fmt: skip
+    """A run on a read-only mount: the table is printed, one line says what could not be
+    written and where else to write it (--out FILE)."""
+    import errno
+    import os
+    import tempfile
+
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW})
+    mkstemp = tempfile.mkstemp
+
+    def read_only(*a, dir=None, prefix="", suffix="", **kw):
+        if str(dir) == str(d):
+            name = os.path.join(str(dir), f"{prefix}x{suffix}")
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), name)
+        return mkstemp(*a, dir=dir, prefix=prefix, suffix=suffix, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    assert cli.main(["compare", str(d)]) == 2
+    out, err = capsys.readouterr()
+    assert "| afedpg" in out and "Verdict" in out
+    assert err.strip().splitlines() == [
+        f"jaxnigt: error: cannot write the comparison: {str(d / 'compare.json')!r}: "
+        "Read-only file system; pass --out FILE to write them elsewhere"
+    ]
+    assert sorted(p.name for p in d.iterdir()) == ["checkpoints", "config.yaml", "metrics.csv",
+                                                  "summary.json"]  # fmt: skip
+    for given in ("cmp", "cmp.json", "cmp.md"):
+        assert cli.main(["compare", str(d), "--out", str(tmp_path / given)]) == 0
+        said = capsys.readouterr().out.strip().splitlines()[-1]
+        assert said == f"[jaxnigt] wrote {tmp_path / 'cmp.json'} and {tmp_path / 'cmp.md'}"
+        assert json.loads((tmp_path / "cmp.json").read_text())["reference"] == "rennala_nigt"
+        assert (tmp_path / "cmp.md").read_text().startswith(out.strip().splitlines()[0])
 
 
 def test_compare_refuses_a_missing_or_unfinished_run(tmp_path, capsys):
