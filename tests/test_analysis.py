@@ -228,6 +228,20 @@ def test_needed_seeds_by_hand():
     assert verdicts.needed_seeds({"estimate": 1.0, "low": 0.5, "high": math.inf}, 5) is None
 
 
+def test_holm_step_down_by_hand():
+    # m = 4 at 0.10: thresholds 0.025, 0.0333, 0.05, 0.10 for the sorted p-values
+    p = {"a": 0.02, "b": 0.03, "c": 0.2, "d": 0.04}
+    assert verdicts.holm(p) == {"a": True, "b": True, "c": False, "d": True}
+    # the step-down stops at the first p above its threshold, even if a later one is small
+    assert verdicts.holm({"a": 0.04, "b": 0.045, "c": 0.09}) == dict.fromkeys("abc", False)
+    assert verdicts.holm({"a": 0.001, "b": None, "c": math.nan}) == {
+        "a": True,
+        "b": False,
+        "c": False,
+    }
+    assert verdicts.holm({"a": 0.001, "b": 0.06}, alpha=0.05) == {"a": True, "b": False}
+
+
 def test_lead_growth():
     ref, base = np.array([2.0, 2.1, 1.9]), np.array([1.0, 1.1, 0.9])
     # lead 1 per 10 units of improvement, then 3 per 10: it grows by 0.2

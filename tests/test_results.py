@@ -34,6 +34,7 @@ def test_summarize_final_best_and_time_to_target():
     # median curve: t=0 -> 0.5, t=10 -> 3.5, t=20 -> 5.5
     assert s["best_median_return"] == pytest.approx(5.5)
     assert s["time_to_target"] == pytest.approx(20.0)
+    assert s["largest_eval_gap"] == 10.0  # evaluations at 0, 10, 20
     assert results.summarize(_rows(), target=100.0)["a"]["time_to_target"] is None
 
 

@@ -246,6 +246,23 @@ def verdict(rows: Sequence[Mapping[str, Any]], claim: str = "ahead") -> dict[str
     return {"verdict": "inconclusive", "needed_seeds": needed}
 
 
+def holm(p_values: Mapping[str, float | None], alpha: float = 0.10) -> dict[str, bool]:
+    """Holm's step-down over a family of comparisons: ``{name: rejected}`` at family-wise
+    error ``alpha``.  The p-values are sorted; the i-th smallest (from 0) is rejected while
+    every smaller one was and it is at most ``alpha / (m − i)``, m the family's size.  A
+    comparison without a p-value (None or NaN) counts in m and is never rejected."""
+    m = len(p_values)
+    known = lambda p: p is not None and not math.isnan(p)
+    order = sorted(p_values, key=lambda k: (not known(p_values[k]), p_values[k] or 0.0))
+    out = dict.fromkeys(p_values, False)
+    for i, name in enumerate(order):
+        p = p_values[name]
+        if not known(p) or p > alpha / (m - i):
+            break
+        out[name] = True
+    return out
+
+
 def lead_growth(
     small: tuple[np.ndarray, np.ndarray, float],
     large: tuple[np.ndarray, np.ndarray, float],

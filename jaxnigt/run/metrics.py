@@ -222,6 +222,11 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
             "best_median_return": float(np.max(med)) if med.size else None,
             "learning_rate": float(first["learning_rate"]),
             "eta": float(first["eta"]),
+            # the most simulated time between two evaluations of one seed (eval.every_time)
+            "largest_eval_gap": max(
+                (float(np.max(np.diff(xs))) for xs, _ in seeds.values() if len(xs) > 1),
+                default=None,
+            ),
         }
         if target is not None:
             times = [stats.first_time(x, y, target) for x, y in seeds.values()]

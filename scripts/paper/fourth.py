@@ -228,7 +228,8 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
     """The lead-growth claim from ``<env>_sqrt`` to ``<env>_sqrt_dim`` by the sequential
     rule: at each look, the growth of the log time-to-80 % ratio (reference over
     ``baseline``) on the first k seeds of both scenarios, each scenario's 80 % target pooled
-    over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`).  None
+    over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`; the four
+    groups are the same seeds, resampled jointly).  None
     before both scenarios have a block, or where ``env`` has only one of them (hopper)."""
     from jaxnigt.analysis import comparison, verdicts
 
@@ -251,7 +252,14 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
             target = a["targets"]["0.8"]
             groups.append(tuple(sub[m].statistic("time", run.budget, target)
                                 for m in ("rennala_nigt", baseline)))  # fmt: skip
-        return verdicts.speed_lead_growth(*groups, level=level)["log_lead_difference"]
+        used = {
+            tuple(sequential.first_seeds(r.algorithms()[m], k).seeds)
+            for r in runs
+            for m in ("rennala_nigt", baseline)
+        }
+        same = len(used) == 1
+        growth = verdicts.speed_lead_growth(*groups, level=level, paired=same)
+        return growth["log_lead_difference"]
 
     result = sequential.run_rule(interval_at, lambda k: GAP_MARGIN, tie=0.0, stages=stages,
                                  available=seeds)  # fmt: skip
