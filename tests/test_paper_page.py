@@ -70,8 +70,11 @@ def test_the_tables_come_from_the_fixture_json_alone(tmp_path):
     (row,) = page.third_rows(tmp_path)[2:]
     assert "Δ average return: **-1.94 [-3.56, -0.55]**" in row
     assert "| 38 / ∞ |" in row  # median times to 80 %: the baseline never reached it
-    assert "rennala_nigt 2^-5, η 0.1, M 20; sync_nigt 2^-6, η 0.1" in row
-    assert "| refuted |" in row  # one step back: the second edition's verdict of the run
+    assert row.endswith("| **refuted** | refuted |")  # one step back: the second edition's
+    # each run's budget and tuned values in a table of their own, one row per run
+    (run,) = page.third_runs(tmp_path)[2:]
+    assert run == ("| `point_mass_equal` | shared / all | 150 "
+                   "| rennala_nigt $2^{-5}$, η 0.1, M 20; sync_nigt $2^{-6}$, η 0.1 |")  # fmt: skip
 
 
 def test_a_template_with_an_unknown_placeholder_is_refused(tmp_path):
@@ -107,9 +110,30 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     (row,) = fourth_page.cells(tmp_path, "point_mass_equal")
     assert row["edition"] == "fourth" and row["verdict"] == "refuted" and row["seeds"] == 10
     text = fourth_page.table(tmp_path)
-    assert "| **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 | fourth |" in text
-    assert "`walker2d_sqrt_dim` ‡ | – | not run at CPU scale |" in text  # ‡: a reduced grid
-    assert "`point_mass_equal` | rennala_nigt vs sync_nigt" in text  # the paper's grid: unmarked
+    head, _rule, first, second, *_ = text.splitlines()
+    # the opening table: what the first screen needs, the paper's row named once (then ″)
+    assert head == "| the paper's row | comparison | verdict | effect [interval] | seeds |"
+    assert first == (
+        "| **Equal compute and communication** | `point_mass_equal`: rennala_nigt "
+        "vs sync_nigt | **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 |"
+    )
+    assert second == "| ″ | `reacher_equal` | not run at CPU scale | – | – |"
+    assert "〃" not in text  # a ditto mark that common fonts lack
+    assert "| ″ | `walker2d_sqrt_dim` ‡ | not run at CPU scale |" in text  # ‡: a reduced grid
+    # one more column is one more entry of the table's columns
+    extra = fourth_page.Column("edition", lambda r, c, first: c["edition"] or "–")
+    wider = fourth_page.table(tmp_path, (*fourth_page.OPENING, extra)).splitlines()
+    assert wider[0].endswith("| seeds | edition |") and wider[1].endswith("| ---: | --- |")
+    assert wider[2] == first.removesuffix(" |") + " | fourth |"
+    # the rest: each row's setting, what the paper observed, its scenarios (and their edition)
+    settings = fourth_page.settings(tmp_path).splitlines()
+    assert settings[0] == "| the paper's row | setting | the paper observed | scenarios |"
+    assert settings[2] == (
+        "| **Equal compute and communication** | $n = 10$, $h_i = 1$, "
+        "$\\kappa_i = 0$ | the three methods perform about the same "
+        "| `point_mass_equal`, `reacher_equal` (not run at CPU scale) |"
+    )
+    assert "lead growth `point_mass_sqrt` → `point_mass_sqrt_dim` (not run" in settings[4]
     # one comparison of the fourth edition, the other scenarios not run
     assert fourth_page.editions(tmp_path) == (
         f"A **bold** verdict is the fourth edition's; {n - 1} of {n} are not run at CPU scale."

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from jaxnigt.analysis import report_text
@@ -33,21 +34,24 @@ class Row:
 
 
 ROWS = (
-    Row("Equal compute and communication", "n = 10, h_i = 1, κ_i = 0",
+    Row("Equal compute and communication", r"$n = 10$, $h_i = 1$, $\kappa_i = 0$",
         "the three methods perform about the same", ("point_mass_equal", "reacher_equal")),
-    Row("Heterogeneous compute and communication", "n = 10, h_i = √i, κ_i = √i",
+    Row("Heterogeneous compute and communication",
+        r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}$",
         "Rennala NIGT converges faster", ("point_mass_sqrt", "reacher_sqrt")),
-    Row("More expensive communication", "n = 10, h_i = √i, κ_i = √i·d^{1/4}",
+    Row("More expensive communication",
+        r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
         "Rennala NIGT is the most robust; its lead grows with the communication cost",
         ("point_mass_sqrt_dim", "point_mass_gap", "reacher_sqrt_dim", "reacher_gap")),
-    Row("Other environments", "n = 10, h_i = √i, κ_i = √i·d^{1/4}",
+    Row("Other environments", r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
         "a clear lead on Reacher, smaller gaps on Walker2d and Hopper",
         ("reacher_sqrt_dim", "hopper_sqrt_dim", "walker2d_sqrt_dim")),
-    Row("n = 100 workers", "h_i = √i, κ_i = √i·d^{1/4}",
+    Row("$n = 100$ workers", r"$n = 100$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
         "Rennala NIGT still fastest with heterogeneous times and costly communication",
         ("point_mass_n100", "reacher_n100")),
-    Row("Heterogeneous environments", "n = 2, h = (1, 10), κ = 0, one worker's observations "
-        "negated", "Malenia NIGT clearly above AFedPG", ("point_mass_hetero", "reacher_hetero")),
+    Row("Heterogeneous environments",
+        r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, one worker's observations negated",
+        "Malenia NIGT clearly above AFedPG", ("point_mass_hetero", "reacher_hetero")),
 )  # fmt: skip
 _STATISTIC = {"time_to_80": "time-to-80 % ratio", "average": "Δ average return",
               "second_half": "Δ second-half return"}  # fmt: skip
@@ -97,9 +101,10 @@ def _gap_cells(docs: Path, env: str) -> list[dict]:
             continue
         effect = g["looks"][-1]["interval"] if "looks" in g else g["log_lead_difference"]
         verdict = g["verdict"] if edition == "fourth" else f"{g['verdict']} (5 seeds)"
-        out.append({"scenario": f"{env}: √i → √i·d^{{1/4}}", "reference": "rennala_nigt",
-                    "baseline": baseline, "verdict": verdict, "effect": effect,
-                    "seeds": g.get("seeds", 5), "statistic": "lead_growth", "edition": edition,
+        out.append({"scenario": f"{env}: √i → √i·d^{{1/4}}", "env": env,
+                    "reference": "rennala_nigt", "baseline": baseline, "verdict": verdict,
+                    "effect": effect, "seeds": g.get("seeds", 5), "statistic": "lead_growth",
+                    "edition": edition,
                     "margin": g["looks"][-1]["margin"] if "looks" in g else None})  # fmt: skip
     return out
 
@@ -112,25 +117,85 @@ def _effect(c: dict) -> str:
     return f"{what}: {report_text.fmt(c['effect'])}"
 
 
-def table(docs: Path) -> str:
-    """The paper's experiment table with this project's verdicts (Markdown)."""
-    lines = ["| row of the paper's table | setting | the paper observed | scenario | comparison "
-             "| jaxnigt finds | effect [interval] | seeds | edition |",
-             "|---|---|---|---|---|---|---|---:|---|"]  # fmt: skip
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A column of the opening table: its header, its Markdown alignment, and its cell, made
+    from the paper's row, one comparison (:func:`cells`) and whether that comparison is the
+    row's first."""
+
+    header: str
+    cell: Callable[[Row, dict, bool], str]
+    align: str = "---"
+
+
+# A scenario tuned on a reduced grid (a stated deviation) is marked with ‡.
+def _mark(scenario: str) -> str:
+    return " ‡" if scenario in third_scenarios.GRIDS else ""
+
+
+def _comparison(c: dict) -> str:
+    if c["statistic"] == "lead_growth":
+        where = f"`{c['env']}` lead growth"
+    else:
+        where = f"`{c['scenario']}`{_mark(c['scenario'])}"
+    return f"{where}: {c['reference']} vs {c['baseline']}" if c["baseline"] else where
+
+
+def _verdict(c: dict) -> str:
+    return f"**{c['verdict']}**" if c["edition"] == "fourth" else c["verdict"]
+
+
+# The opening table: what a reader needs on the first screen. One more column is one more
+# entry here (the other table, :func:`settings`, holds each row's setting and the paper's
+# observation).
+OPENING = (
+    # the paper's row, named on its first comparison and marked ″ (ditto) below it
+    Column("the paper's row", lambda r, c, first: f"**{r.name}**" if first else "″"),
+    Column("comparison", lambda r, c, first: _comparison(c)),
+    Column("verdict", lambda r, c, first: _verdict(c)),
+    Column("effect [interval]", lambda r, c, first: _effect(c)),
+    Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]),
+           "---:"),
+)  # fmt: skip
+
+
+def _markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> str:
+    lines = [headers, aligns, *rows]
+    return "\n".join(f"| {' | '.join(line)} |" for line in lines)
+
+
+def table(docs: Path, columns: tuple[Column, ...] = OPENING) -> str:
+    """The opening table: one line per comparison of each row of the paper's table, with
+    this project's verdict and effect (Markdown)."""
+    rows = []
     for row in ROWS:
-        first = True
-        for scenario in row.scenarios:
-            for c in cells(docs, scenario):
-                head = (f"**{row.name}**", row.setting, row.paper) if first else ("〃", "", "")
-                first = False
-                vs = f"{c['reference']} vs {c['baseline']}" if c["baseline"] else "–"
-                seeds = "–" if c["seeds"] is None else str(c["seeds"])
-                verdict = f"**{c['verdict']}**" if c["edition"] == "fourth" else c["verdict"]
-                # a scenario tuned on a reduced grid (a stated deviation) is marked with ‡
-                mark = " ‡" if c["scenario"] in third_scenarios.GRIDS else ""
-                lines.append(f"| {' | '.join(head)} | `{c['scenario']}`{mark} | {vs} | {verdict} "
-                             f"| {_effect(c)} | {seeds} | {c['edition'] or '–'} |")  # fmt: skip
-    return "\n".join(lines)
+        found = [c for scenario in row.scenarios for c in cells(docs, scenario)]
+        rows += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
+    return _markdown([c.header for c in columns], [c.align for c in columns], rows)
+
+
+def _scenario(docs: Path, scenario: str) -> str:
+    """A scenario of a row as the settings table names it, with its edition where that is
+    not the fourth."""
+    if scenario.endswith("_gap"):
+        env = scenario.removesuffix("_gap")
+        text = f"lead growth `{env}_sqrt` → `{env}_sqrt_dim`"
+    else:
+        text = f"`{scenario}`{_mark(scenario)}"
+    found = cells(docs, scenario)
+    edition = found[0]["edition"] if found else None
+    if edition != "fourth":  # the same edition for every comparison of a scenario
+        text += " (not run at CPU scale)" if edition is None else f" ({edition} edition)"
+    return text
+
+
+def settings(docs: Path) -> str:
+    """The paper's rows as the opening table names them: each one's setting, what the paper
+    observed there and the scenarios that test it (Markdown)."""
+    rows = [[f"**{row.name}**", row.setting, row.paper,
+             ", ".join(_scenario(docs, s) for s in row.scenarios)] for row in ROWS]  # fmt: skip
+    headers = ["the paper's row", "setting", "the paper observed", "scenarios"]
+    return _markdown(headers, ["---"] * len(headers), rows)
 
 
 def editions(docs: Path) -> str:

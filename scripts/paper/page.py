@@ -28,18 +28,19 @@ EDITIONS = (
     ("third_edition.md", HERE / "third_page.md"),
     ("second_edition.md", HERE / "second_page.md"),
 )
+_SQRT_DIM = r"$h = \sqrt{i}$, $\kappa = \sqrt{i}\,d^{1/4}$"
 _CLUSTER = {
-    "equal": "h = 1, κ = 0",
-    "sqrt": "h = √i, κ = √i",
-    "sqrt_dim": "h = √i, κ = √i·d^{1/4}",
-    "exponential": "h = √i, `noise: exponential`, κ = √i·d^{1/4}",
-    "straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
-    "n100": "n = 100, h = √i, κ = √i·d^{1/4}",
-    "hetero": "n = 2, h = (1, 10), κ = 0, sign_flip",
-    "ac": "h = √i, κ = √i·d^{1/4}",
-    "seed": "h = √i, κ = √i·d^{1/4} (a step exchange: √i·(o + a)^{1/4})",
-    "beyond": "h = √i, κ = √i·d^{1/4}",
-    "beyond_straggler": "h = √i, `noise: straggler:0.1:10`, κ = √i·d^{1/4}",
+    "equal": r"$h = 1$, $\kappa = 0$",
+    "sqrt": r"$h = \sqrt{i}$, $\kappa = \sqrt{i}$",
+    "sqrt_dim": _SQRT_DIM,
+    "exponential": r"$h = \sqrt{i}$, `noise: exponential`, $\kappa = \sqrt{i}\,d^{1/4}$",
+    "straggler": r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$",
+    "n100": r"$n = 100$, " + _SQRT_DIM,
+    "hetero": r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, sign_flip",
+    "ac": _SQRT_DIM,
+    "seed": _SQRT_DIM + r" (a step exchange: $\sqrt{i}\,(o + a)^{1/4}$)",
+    "beyond": _SQRT_DIM,
+    "beyond_straggler": r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$",
 }
 GAP_CLAIM = "bigger gap with more communication"
 
@@ -147,13 +148,13 @@ def tuning_rows(docs: Path) -> list[str]:
             what = (
                 ("–",) * 3
                 if c is None
-                else (f"2^{c['lr_exp']}", f"{c['eta']:g}", f"{c['score']:.2f}")
+                else (f"$2^{{{c['lr_exp']}}}$", f"{c['eta']:g}", f"{c['score']:.2f}")
             )
             rows.append(
                 f"| {t['family']} | {t['variant'] or 'default'} | {a} | {min(grid)} … {max(grid)} "
                 f"| {', '.join(f'{e:g}' for e in t['eta'])} | {' | '.join(what)} "
                 f"| {'yes' if t['interior'][a] else '**no**'} "
-                f"| [{path.name}](results/{path.name}) |"
+                f"| [JSON](results/{path.name}) |"
             )
     return rows
 
@@ -205,11 +206,11 @@ def _third(docs: Path, sub: str = THIRD):
 def _tuned_text(a: dict) -> str:
     parts = []
     for alg, v in a["tuned"].items():
-        text = f"{alg} 2^{round(math.log2(v['learning_rate']))}, η {v['eta']:g}"
+        text = f"{alg} $2^{{{round(math.log2(v['learning_rate']))}}}$, η {v['eta']:g}"
         if alg in ("rennala_nigt", "malenia_nigt"):
             text += f", M {v['M']}"
         elif v.get("per_worker_batch") == "match_M":  # the sensitivity's batch: its own M
-            text += f", b = ⌈{v['M']}/n⌉"
+            text += f", $b = \\lceil {v['M']}/n \\rceil$"
         parts.append(text)
     return "; ".join(parts)
 
@@ -219,24 +220,34 @@ def _batch(a: dict) -> int | None:
     return a["tuned"].get("sync_nigt", {}).get("M")
 
 
+def _model(name: str, a: dict) -> str:
+    """The cluster model (link / allreduce) of a third-edition run, from its directory name."""
+    suffix = name.removeprefix(a["scenario"]).removeprefix("__")
+    return "shared / all" if suffix in ("", "match_M") else suffix.replace("_", " / ", 1)
+
+
+def _matched(name: str, a: dict) -> bool:
+    """Whether a third-edition run is the sensitivity with Sync NIGT's matched batch."""
+    return name.removeprefix(a["scenario"]).removeprefix("__") == "match_M"
+
+
 def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
     """The third edition's claims table from ``DOCS/<sub>``: one row per comparison of every
     run, its claim's statistic with the interval, the second view, the verdict, and the
     verdict of the same scenario and model one step back (:data:`_BEFORE`) — the second
     edition's for the third edition itself, the third edition's (the paper's η grid) for its
-    η variant, the η variant's (the paper's M grid) for the variant that widens M too."""
+    η variant, the η variant's (the paper's M grid) for the variant that widens M too. Each
+    run's budget and tuned values are :func:`third_runs`'s."""
     back, label = _BEFORE[sub]
     before = docs if back is None else docs / back
     rows = [
         "| scenario | model (link / allreduce) | comparison | primary statistic [90 % CI] "
         "| Δ average return [90 % CI] | median times to 80 % (reference / baseline) "
-        f"| verdict | {label} | budget | tuned (α, η, M) |",
-        "|---|---|---|---|---|---|---|---|---:|---|",
+        f"| verdict | {label} |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, a in _third(docs, sub):
-        suffix = name.removeprefix(a["scenario"]).removeprefix("__")
-        matched = suffix == "match_M"
-        model = "shared / all" if matched or not suffix else suffix.replace("_", " / ", 1)
+        matched = _matched(name, a)
         old = _load(before, name)
         if matched and old is not None and _batch(old) != _batch(a):
             old = None  # a sensitivity row is comparable one step back only at the same batch
@@ -248,14 +259,13 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
         for b, c in a["comparisons"].items():
             other = a["algorithms"][b]["time_to_target"].get("0.8")
             rows.append(
-                f"| `{a['scenario']}` | {model} | {a['reference']} vs {b} "
+                f"| `{a['scenario']}` | {_model(name, a)} | {a['reference']} vs {b} "
                 f"| {_STATISTIC[a['statistic']]}: **{report_text.fmt(c['effect'])}** "
                 f"({report_text.outcome_text(c, a['reference'], b)}) "
                 f"| {report_text.fmt(c['average_return_difference'])} "
-                f"| {_num(ref)} / {_num(other)} | {decision} | {old_text} "
-                f"| {a['budget']:,.0f} | {_tuned_text(a)} |"
+                f"| {_num(ref)} / {_num(other)} | {decision} | {old_text} |"
             )
-            decision = "〃"
+            decision = "″"  # ditto: the run's verdict covers its comparisons
     for env in ("point_mass", "reacher"):
         for baseline in GAP_BASELINES:
             g = _load(docs / sub, f"{env}_gap_{baseline}")
@@ -264,9 +274,29 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
                 rows.append(
                     f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the log "
                     f"time-to-80 % ratio over {baseline} | **{iv}** | – | – "
-                    f"| **{report_text.verdict_text(g)}** | – | – | – |"
+                    f"| **{report_text.verdict_text(g)}** | – |"
                 )
     return rows
+
+
+def third_runs(docs: Path, sub: str = THIRD) -> list[str]:
+    """The budget and tuned values of every run of :func:`third_rows`'s table, one row per
+    run."""
+    rows = ["| scenario | model (link / allreduce) | budget | tuned (α, η, M) |",
+            "|---|---|---:|---|"]  # fmt: skip
+    for name, a in _third(docs, sub):
+        model = _model(name, a) + (", matched batch" if _matched(name, a) else "")
+        rows.append(f"| `{a['scenario']}` | {model} | {a['budget']:,.0f} | {_tuned_text(a)} |")
+    return rows
+
+
+def _third_tables(docs: Path, sub: str) -> str:
+    """A third-edition placeholder: the claims table, then its runs' budgets and tunings."""
+    return "\n\n".join((
+        "\n".join(third_rows(docs, sub)),
+        "Each run's budget and tuned values (step size α, η, and M for the NIGT methods):",
+        "\n".join(third_runs(docs, sub)),
+    ))  # fmt: skip
 
 
 def _num(v) -> str:
@@ -277,7 +307,9 @@ def _num(v) -> str:
 
 def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     """``template`` with its placeholders filled from the analysis JSON in ``docs``:
-    ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``,
+    ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``, the third
+    edition's ``{{THIRD…}}`` (claims, then each run's budget and tuning), the fourth edition's
+    ``{{FOURTH_TABLE}}`` (the opening table) and ``{{FOURTH_SETTINGS}}`` (the rows' settings),
     ``{{MATRIX:<env>}}`` (the four cluster models of ``<env>_sqrt_dim`` and ``<env>_n100``)
     and ``{{HETERO:<scenario>}}`` (per-type second-half returns)."""
     text = template.read_text()
@@ -288,12 +320,12 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     text = text.replace("{{VERDICTS}}", "\n".join(verdict_rows(docs)))
     text = text.replace("{{COMPARISONS}}", "\n".join(comparison_rows(docs)))
     text = text.replace("{{TUNING}}", "\n".join(tuning_rows(docs)))
-    text = text.replace("{{THIRD}}", "\n".join(third_rows(docs)))
-    text = text.replace("{{THIRD_ETA}}", "\n".join(third_rows(docs, THIRD_ETA)))
-    text = text.replace("{{THIRD_ETA_M}}", "\n".join(third_rows(docs, THIRD_ETA_M)))
+    for tag, sub in (("THIRD", THIRD), ("THIRD_ETA", THIRD_ETA), ("THIRD_ETA_M", THIRD_ETA_M)):
+        text = text.replace(f"{{{{{tag}}}}}", _third_tables(docs, sub))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
     if "{{FOURTH_TABLE}}" in text:
         text = text.replace("{{FOURTH_TABLE}}", fourth_page.table(docs))
+        text = text.replace("{{FOURTH_SETTINGS}}", fourth_page.settings(docs))
         text = text.replace("{{FOURTH_EDITIONS}}", fourth_page.editions(docs))
         text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
         text = text.replace("{{FOURTH_SIM_SUITE}}", _simulation(docs, "simulation_suite.jsonl"))
@@ -329,7 +361,7 @@ def _scenario_rows(docs: Path) -> list[str]:
         if a is None:
             continue
         env = second.FAMILIES[sc.family].base["env"]
-        where = env["name"] + (f", H = {env['horizon']}" if "horizon" in env else "")
+        where = env["name"] + (f", $H = {env['horizon']}$" if "horizon" in env else "")
         key = sc.name.removeprefix(env["name"] + "_")
         updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
         rows.append(
@@ -354,7 +386,8 @@ def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
         what = "under the null" if r["effect"] == 0 else f"under an effect of {r['effect']:g}"
         rate = f"{100 * r['ahead_either_side']:.1f} % ± {100 * r['monte_carlo_se']:.1f} %"
         parts.append(f"{kind}, {what}: a side ahead in {rate} of {r['experiments']:,}")
-    return "; ".join(parts) + " (the effects: 0.8 standard deviations; a time factor e^0.4 ≈ 1.5)."
+    effects = r"(the effects: 0.8 standard deviations; a time factor $e^{0.4} \approx 1.5$)."
+    return "; ".join(parts) + " " + effects
 
 
 def _store_size(docs: Path) -> str:
