@@ -84,3 +84,41 @@ def test_the_first_block_is_the_third_editions_report_run_when_it_ran_here(tmp_p
 def test_no_lead_growth_where_the_environment_has_only_the_main_scenario(tmp_path):
     assert "hopper_sqrt" not in SCENARIOS and "hopper_sqrt_dim" in SCENARIOS
     assert fourth.gap("hopper", "sync_nigt", tmp_path, tmp_path) is None
+
+
+def test_the_rule_on_a_null_split_from_afedpgs_real_seeds_at_n100(tmp_path):
+    """The suite's small version of the page's real-data null: AFedPG's 40 stored seeds at
+    n = 100 (most of which never reach the 80 % target) split into two pseudo-methods at
+    random; the rule declares a side ahead at most 12 % of the time (the issue's bound) plus
+    3 Monte Carlo standard errors. The page's figure: 1,000 splits, 2,000 resamples."""
+    import numpy as np
+
+    r = fourth.null("point_mass_n100", tmp_path, experiments=100, reps=200)
+    afedpg = r["methods"]["afedpg"]
+    assert afedpg["seeds"] == 40 and afedpg["looks"] == [5, 10, 20]
+    assert afedpg["never_reached"] > 0
+    assert afedpg["ahead_either_side"] <= 0.12 + 3 * np.sqrt(0.12 * 0.88 / 100)
+
+
+def test_rerun_runs_one_method_of_a_stored_block_again_and_keeps_the_others(tmp_path):
+    """``fourth rerun``: a copied store's block gets the method's rows anew while the other
+    methods' rows stay byte for byte (only their programs' summary entries are kept as
+    stored). Runs point_mass_equal's AFedPG on seeds 0-4 (a few seconds of training)."""
+    import gzip
+    import shutil
+
+    store = tmp_path / "store"
+    where = store / NAME / fourth.block_name(BLOCK)
+    shutil.copytree(fourth.STORE / NAME / fourth.block_name(BLOCK), where)
+
+    def rows(algorithm):
+        with gzip.open(where / "metrics.csv.gz", "rt") as f:
+            return [line for line in f if line.startswith(algorithm + ",")]
+
+    kept = rows("rennala_nigt")
+    what = fourth.rerun_block(NAME, BLOCK, "afedpg", tmp_path / "out", store)
+    assert what == "afedpg ran; stored again"
+    assert rows("rennala_nigt") == kept and rows("afedpg")
+    assert fourth.rerun_block(NAME, BLOCK, "malenia_nigt", tmp_path / "out", store) == (
+        f"malenia_nigt is not a method of {NAME}"
+    )

@@ -189,7 +189,7 @@ def _gpu(argv) -> int:
 
 def _fourth(argv) -> int:
     p = argparse.ArgumentParser(prog="paper fourth", description=fourth.__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["run", "analyze", "list", "rerun"])
+    p.add_argument("command", choices=["run", "analyze", "list", "rerun", "null"])
     p.add_argument(
         "names",
         nargs="*",
@@ -216,6 +216,19 @@ def _fourth(argv) -> int:
     if args.command == "list":
         for name in names:
             print(f"{name}: {fourth.state(name, args.out, args.store)}")
+        return 0
+    if args.command == "null":
+        found = {}
+        for name in names:
+            if (r := fourth.null(name, args.out, args.store)) is not None:
+                found[name] = r
+                rates = {a: f"{m['ahead_either_side']:.3f}" for a, m in r["methods"].items()}
+                print(f"[fourth] {name}: a side ahead under the split null {rates}", flush=True)
+        args.docs.mkdir(parents=True, exist_ok=True)
+        path = args.docs / "null.json"
+        known = json.loads(path.read_text()) if path.is_file() else {}
+        path.write_text(json.dumps({**known, **found}, indent=2, sort_keys=True) + "\n")
+        print(f"[fourth] wrote {path}")
         return 0
     if args.command == "run":
         fourth.run_all(names, args.out, args.store, args.stages)

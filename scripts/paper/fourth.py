@@ -4,6 +4,7 @@
     python scripts/paper fourth analyze [SCENARIO ...]  # the rule on the seeds so far: JSON
     python scripts/paper fourth list [SCENARIO ...]   # each block: stored, run here, missing
     python scripts/paper fourth rerun ALGORITHM [SCENARIO ...]  # one method's stored blocks again
+    python scripts/paper fourth null [SCENARIO ...]   # the rule on nulls split from real seeds
 
 **What it reuses.**  Each scenario is the third edition's (:data:`paper.third_scenarios.SCENARIOS`),
 with its budget, evaluation cadence and tuned values read from the third edition's analysis
@@ -210,6 +211,52 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
                   run=results_store.relative(run.path.parent))  # fmt: skip
     result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     return result
+
+
+NULL_EXPERIMENTS = 1000  # splits per method of a scenario (real-data null)
+
+
+def null(
+    name: str,
+    out: Path,
+    store: Path = STORE,
+    experiments: int = NULL_EXPERIMENTS,
+    reps: int = 2000,
+) -> dict | None:
+    """The rule's error rate on nulls built from the scenario's real per-seed values: for
+    each method, :func:`jaxnigt.analysis.sequential.split_null` of its claim statistic over
+    every seed run (times to the 80 % target pooled over the whole run, or returns), at the
+    scenario's stages and margin.  None before its first block."""
+    from jaxnigt.analysis import comparison
+
+    run = merged_run(name, out, store)
+    if run is None:
+        return None
+    claim = THIRD_CLAIMS[third_scenarios.SCENARIOS[name].claim]
+    ratio = claim.statistic not in comparison.RETURN_STATISTICS
+    whole = comparison.compare(run, claim.reference, statistic=claim.statistic, reps=200)
+    if ratio:
+        target = whole["targets"][str(comparison.fraction(claim.statistic))]
+        margin = sequential.TIME_MARGIN
+    else:
+        width = abs(whole["best_second_half_median"] - whole["initial_median_return"])
+        margin = (-sequential.RETURN_MARGIN * width, sequential.RETURN_MARGIN * width)
+    stages = [b[1] for b in blocks(name)]
+    methods = {}
+    for a, m in run.algorithms().items():
+        if ratio:
+            values = m.statistic("time", run.budget, target)
+        else:
+            values = m.statistic(claim.statistic, run.budget)
+        methods[a] = sequential.split_null(
+            values, ratio=ratio, stages=stages, margin=margin, experiments=experiments, reps=reps
+        )
+    return {
+        "scenario": name,
+        "statistic": claim.statistic,
+        "margin": list(margin),
+        "methods": methods,
+    }
 
 
 def needs_stage(name: str, block: tuple[int, int], out: Path, store: Path = STORE) -> bool:
