@@ -279,3 +279,159 @@ def test_merge_puts_nested_entries_over_a_base_and_changes_neither():
     assert base["cluster"] == {"n": 10, "h": "sqrt"} and "eval" not in base  # unchanged
     out["env"]["name"] = "reacher"
     assert base["env"]["name"] == "point_mass"  # a copy, not a view
+
+
+# ------------------------------------------------- what a new user typed (one line each)
+
+
+def test_a_per_algorithm_override_replaces_the_files_entries_for_the_warning():
+    """``--set 'per_algorithm={}'`` drops the file's entries: the check for a dead
+    ``hparams`` override reads what is left (it raised KeyError on the file's entries)."""
+    sets = ["cluster.n=4", "hparams.M=4", "per_algorithm={}", "algorithms=[asgd,ringmaster_pg]",
+            "hparams.learning_rate=0.0001"]  # fmt: skip
+    cfg, said = _warnings("configs/demo.yaml", sets)
+    assert cfg.per_algorithm == {} and cfg.hparams_for("asgd").learning_rate == 0.0001
+    assert said == []
+    # Entries set by --set after the hparams override count as the file's would.
+    per = "per_algorithm={asgd: {learning_rate: 0.1}, ringmaster_pg: {learning_rate: 0.2}}"
+    sets = ["algorithms=[asgd,ringmaster_pg]", "hparams.learning_rate=0.0001", per]
+    assert _warnings("configs/demo.yaml", sets)[1] == [
+        "hparams.learning_rate = 0.0001 has no effect: per_algorithm sets learning_rate for "
+        "every listed algorithm (asgd 0.1, ringmaster_pg 0.2); set "
+        "per_algorithm.<name>.learning_rate"
+    ]
+
+
+@pytest.mark.parametrize(
+    "data, byte",
+    [("budget: 10\nname: caf\xe9\n".encode("latin-1"), "byte 0xe9 at offset 20"),
+     (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "byte 0x80 at offset 136")],
+)  # fmt: skip
+def test_a_config_that_is_not_utf8_text_is_one_line_naming_the_file(tmp_path, data, byte):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        config_lib.load(path)
+    assert str(err.value) == (
+        f"config: {str(path)!r} is not UTF-8 text ({byte}); a config is a YAML file"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, sets, section",
+    [
+        ("name: x\nenv:\nbudget: 10\n", [], "env"),
+        ("name: x\ncluster: null\n", [], "cluster"),
+        ("name: x\n", ["env="], "env"),
+        ("name: x\n", ["cluster=null"], "cluster"),
+        ("name: x\n", ["hparams=~"], "hparams"),
+        ("name: x\nper_algorithm: {afedpg: }\n", [], "per_algorithm.afedpg"),
+    ],
+)
+def test_a_section_with_nothing_under_it_is_an_error_naming_it(tmp_path, text, sets, section):
+    """Not a run of the section's defaults (reacher, n = 10) named after what was written."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        config_lib.load(path, sets)
+    assert str(err.value).startswith(f"{section}: got null (a section with nothing under it)")
+    assert "leave the section out" in str(err.value)
+
+
+def test_a_repeated_key_is_an_error_naming_it_and_its_line(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("name: x\nbudget: 300\nenv: {name: point_mass}\nbudget: 200\n")
+    with pytest.raises(ConfigError) as err:
+        config_lib.load(path)
+    assert str(err.value) == (
+        f"config: {str(path)!r} is not valid YAML: line 4: duplicate key 'budget' (first set "
+        "on line 2)"
+    )
+    path.write_text("name: x\ncluster:\n  n: 3\n  h: sqrt\n  n: 4\n")
+    with pytest.raises(ConfigError, match=r"line 5: duplicate key 'cluster.n' \(first set on"):
+        config_lib.load(path)
+    with pytest.raises(config_lib.OverrideError, match=r"grid: .* \(duplicate key 'eta'\)"):
+        config_lib.load("configs/demo.yaml", ["grid={eta: [0.1], eta: [0.2]}"])
+    # A merge key's entries are defaults the mapping's own keys override: no repeat.
+    path.write_text("base: &b {n: 3, h: sqrt}\n")
+    assert config_lib.read_yaml(path) == {"base": {"n": 3, "h": "sqrt"}}
+    path.write_text("name: x\ncluster: {<<: {n: 3, h: sqrt}, n: 4}\n")
+    assert config_lib.load(path).cluster.n == 4
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        ("{learning_rate: [0.1, -1]}", "grid.learning_rate[1]: got -1.0; expected a finite "
+         "number >= 0"),
+        ("{eta: [0.5, 2]}", "grid.eta[1]: got 2.0; expected a number in (0, 1]"),
+        ("{eta: [0]}", "grid.eta[0]: got 0.0; expected a number in (0, 1]"),
+    ],
+)  # fmt: skip
+def test_grid_values_pass_their_fields_own_check(grid, message):
+    with pytest.raises(ConfigError) as err:
+        config_lib.load("configs/demo.yaml", [f"grid={grid}"])
+    assert str(err.value) == message
+    cfg = config_lib.load("configs/demo.yaml", ["grid={learning_rate: [0, 1e-3], eta: [1]}"])
+    assert cfg.grid.learning_rate == (0.0, 0.001) and cfg.grid.eta == (1.0,)
+
+
+def test_numbers_in_exponent_notation_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads ``1e3`` as a string; a config reads it as 1000, in a file
+    and in ``--set`` alike, and an integer key takes an integral one."""
+    sets = ["budget=1e3", "hparams.M=2E1", "seeds=5e0", "eval.every_time=5e1",
+            "target_return=-2.5e-1"]  # fmt: skip
+    cfg = config_lib.load("configs/demo.yaml", sets)
+    assert (cfg.budget, cfg.hparams.M, cfg.seeds) == (1000.0, 20, 5)
+    assert isinstance(cfg.hparams.M, int) and cfg.target_return == -0.25
+    path = tmp_path / "e.yaml"
+    path.write_text("name: e\nbudget: 3e2\nhparams: {learning_rate: 1e-3, M: 1e1}\n")
+    cfg = config_lib.load(path)
+    assert (cfg.budget, cfg.hparams.learning_rate, cfg.hparams.M) == (300.0, 0.001, 10)
+    with pytest.raises(ConfigError, match=r"hparams.M: got 2.5 \(float\); expected an integer"):
+        config_lib.load("configs/demo.yaml", ["hparams.M=2.5"])
+    assert config_lib.load("configs/demo.yaml", ["name=1e3x"]).name == "1e3x"  # not a number
+
+
+@pytest.mark.parametrize(
+    "sets, start",
+    [
+        (["budgte=3"], "config.budgte: unknown key; did you mean 'budget'? allowed keys: ["),
+        (["cluster.nn=3"], "cluster.nn: unknown key; did you mean 'n'? allowed keys: ["),
+        (["hparams.learning_rat=0.1"], "hparams.learning_rat: unknown key; did you mean "
+         "'learning_rate'? allowed keys: ["),
+        (["per_algorithm.afedgp.eta=0.1"], "per_algorithm.afedgp: unknown algorithm; did you "
+         "mean 'afedpg'? expected one of ["),
+        (["algorithms=[renala_nigt]"], "algorithms[0]: got 'renala_nigt'; did you mean "
+         "'rennala_nigt'? expected one of ["),
+        (["cluster.inflight=cancle"], "cluster.inflight: got 'cancle'; did you mean 'cancel'? "
+         "expected one of ['cancel', 'discard']"),
+        (["env.name=reachr"], "env.name: got 'reachr'; did you mean 'reacher'? expected one "
+         "of ["),
+        (["cluster.xyzzy=1"], "cluster.xyzzy: unknown key; allowed keys: ["),  # nothing close
+    ],
+)  # fmt: skip
+def test_a_misspelt_key_or_value_gets_a_suggestion(sets, start):
+    with pytest.raises(ConfigError) as err:
+        config_lib.load("configs/demo.yaml", sets)
+    assert str(err.value).startswith(start), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_yaml_syntax_error_names_its_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nalgorithms: [rennala_nigt, afedpg\nbudget: 3\n")
+    with pytest.raises(ConfigError) as err:
+        config_lib.load(path)
+    assert str(err.value) == (
+        f"config: {str(path)!r} is not valid YAML: line 3, column 7: expected ',' or ']', but "
+        "got ':', while parsing a flow sequence from line 2"
+    )
+    path.write_text("name: x\ncluster:\n  n: 3\n   h: sqrt\n")
+    with pytest.raises(ConfigError, match=r"YAML: line 4, column 5: mapping values are not"):
+        config_lib.load(path)
+    with pytest.raises(config_lib.OverrideError) as err:
+        config_lib.load("configs/demo.yaml", ["hparams.eta=[1"])
+    assert str(err.value).startswith(
+        "hparams.eta: value '[1' is not valid YAML (column 3: expected ',' or ']'"
+    )

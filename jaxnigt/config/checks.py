@@ -9,6 +9,7 @@ same config section parsed so far, for checks that depend on another field.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -36,11 +37,23 @@ def optional(check: Check) -> Check:
     return lambda path, v, ctx: None if v is None else check(path, v, ctx)
 
 
+def suggestion(value: Any, allowed: Sequence[str]) -> str:
+    """``did you mean 'X'? `` when one of ``allowed`` is close to ``value`` (a misspelling),
+    else ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(allowed), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def integer(minimum: int | None = None) -> Check:
-    """An ``int`` (not a bool), optionally ``>= minimum``."""
+    """An ``int`` (not a bool), optionally ``>= minimum``; a float with no fraction (``1e6``,
+    ``20.0``) is that integer."""
 
     def check(path, v, ctx):
         allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+        if isinstance(v, float) and v.is_integer() and abs(v) <= 2**53:
+            v = int(v)
         if isinstance(v, bool) or not isinstance(v, int):
             raise _type_error(path, v, allowed)
         if minimum is not None and v < minimum:
@@ -95,8 +108,10 @@ def choice(choices: Sequence[str] | Callable[[], Sequence[str]]) -> Check:
             raise _type_error(path, v, f"one of {allowed}")
         try:
             return check_choice(path, v, allowed)
-        except ValueError as e:
-            raise CheckError(str(e)) from None
+        except ValueError:
+            raise CheckError(
+                f"{path}: got {v!r}; {suggestion(v, allowed)}expected one of {allowed}"
+            ) from None
 
     return check
 
@@ -133,8 +148,19 @@ def _section(path: str, raw: Any, cls: type) -> dict[str, Any]:
     names = [f.name for f in dataclasses.fields(cls)]
     for key in raw:
         if key not in names:
-            raise ConfigError(f"{path}.{key}: unknown key; allowed keys: {names}")
+            raise ConfigError(
+                f"{path}.{key}: unknown key; {suggestion(key, names)}allowed keys: {names}"
+            )
     return dict(raw)
+
+
+def empty_section(path: str, cls: type) -> ConfigError:
+    """The error of a section given as null (``env:`` with nothing under it, ``--set
+    env=``): not a run of its defaults, which its user did not write."""
+    return ConfigError(
+        f"{path}: got null (a section with nothing under it); expected a mapping of "
+        f"{cls.__name__} fields, or leave the section out to take its defaults"
+    )
 
 
 def _default(f: dataclasses.Field, base: Any) -> Any:
@@ -155,6 +181,8 @@ def parse_dataclass(cls: type, raw: Any, path: str, base: Any = None) -> Any:
     for f in dataclasses.fields(cls):
         where = f"{path}.{f.name}" if path else f.name
         if dataclasses.is_dataclass(f.default_factory):
+            if f.name in given and given[f.name] is None:
+                raise empty_section(where, f.default_factory)
             values[f.name] = parse_dataclass(f.default_factory, given.get(f.name), where)
             continue
         value = given.get(f.name, _default(f, base))

@@ -114,14 +114,19 @@ def overridden_hparams(
 ) -> list[str]:
     """Those of the ``hparams`` ``keys`` that ``per_algorithm`` sets again for every listed
     algorithm of ``raw``, to another value for one of them at least: the ``hparams`` value
-    is dead."""
-    per = raw.get("per_algorithm") or {}
+    is dead.
+
+    ``raw`` is the config as ``cfg`` was read from it, the overrides applied: an override
+    of ``per_algorithm`` (``--set 'per_algorithm={}'``) replaces the file's entries, and
+    only what is left can make an ``hparams`` value dead."""
+    per = raw.get("per_algorithm")
+    per = per if isinstance(per, Mapping) else {}
     dead = []
     for key in dict.fromkeys(keys):
         own = [a for a in cfg.algorithms if key in (per.get(a) or {})]
         base = getattr(cfg.hparams, key, None)
         if len(own) == len(cfg.algorithms) and any(
-            not _same(getattr(cfg.per_algorithm[a], key), base) for a in own
+            not _same(getattr(cfg.hparams_for(a), key), base) for a in own
         ):
             dead.append(key)
     return dead
@@ -152,7 +157,7 @@ def config_warnings(
         if len(parts) == 2 and parts[0] == "hparams":
             keys.append(parts[1])
     out = []
-    for key in overridden_hparams(raw, cfg, keys):
+    for key in overridden_hparams(apply_overrides(raw, overrides), cfg, keys):
         values = ", ".join(
             f"{a} {_value(getattr(cfg.per_algorithm[a], key))}" for a in cfg.algorithms
         )

@@ -157,6 +157,11 @@ def markdown() -> str:
         "optional. Values are checked when the config is loaded, and an error names the key, "
         "the value and what is allowed (the *allowed* column is that check's own text).",
         "",
+        "**YAML.** A config is UTF-8 text. Numbers may be written `1e3` or `2.5e-4` (in a file "
+        "and in `--set` alike; an integer key takes `1e6` too), a key given twice in one "
+        "mapping is an error naming it and its line, and so is a section with nothing under "
+        "it (`env:` alone, `--set env=`): leave a section out to take its defaults.",
+        "",
         "**Precedence.** The config file, then each `--set KEY=VALUE` in order (a key through "
         "the sections, e.g. `--set cluster.n=100`), then `per_algorithm.<name>.<key>` over "
         "`hparams.<key>` for that algorithm alone: a `--set hparams.KEY` that an entry of "

@@ -295,29 +295,41 @@ class EvalConfig:
     deterministic: bool = _opt(_bool, True)
 
 
+def _grid(name: str) -> Check:
+    """A grid's values of ``hparams.<name>``: null, or a non-empty list whose every value
+    passes that field's own check (a grid point is that value of the field)."""
+    item = {f.name: f for f in dataclasses.fields(HParams)}[name].metadata["check"]
+    return _optional(_list(item, what=f"values hparams.{name} allows"))
+
+
 @dataclass(frozen=True)
 class GridConfig:
     """Optional hyperparameter grid run as one vmapped program (values are traced).
 
     Attributes:
-      learning_rate: step sizes α of the grid; ``null``: the algorithm's own (one point).
+      learning_rate: step sizes α of the grid, each >= 0 as ``hparams.learning_rate``;
+        ``null``: the algorithm's own (one point).
       eta: momentum weights η of the grid, each in (0, 1]; ``null``: the algorithm's own.
         The grid is every (α, η) pair, each with every seed, in one program per algorithm.
     """
 
-    learning_rate: tuple[float, ...] | None = _opt(_optional(_list(_float(), what="numbers")))
-    eta: tuple[float, ...] | None = _opt(_optional(_list(_float(0.0, 1.0), what="numbers")))
+    learning_rate: tuple[float, ...] | None = _opt(_grid("learning_rate"))
+    eta: tuple[float, ...] | None = _opt(_grid("eta"))
 
 
 def _per_algorithm(path, v, ctx):
     if not isinstance(v, Mapping):
         raise ConfigError(f"{path}: got {v!r}; expected a mapping algorithm -> hparams")
     out = {}
+    names = list(registry.names())
     for name, section in v.items():
-        if name not in registry.names():
+        if name not in names:
             raise ConfigError(
-                f"{path}.{name}: unknown algorithm; expected one of {list(registry.names())}"
+                f"{path}.{name}: unknown algorithm; {checks.suggestion(name, names)}"
+                f"expected one of {names}"
             )
+        if section is None:
+            raise checks.empty_section(f"{path}.{name}", HParams)
         out[name] = checks.parse_dataclass(HParams, section, f"{path}.{name}", base=ctx["hparams"])
     return out
 

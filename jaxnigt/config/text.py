@@ -8,6 +8,7 @@ command line, which knows the flag, puts it in front.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,88 @@ from jaxnigt.config.checks import ConfigError
 
 class OverrideError(ConfigError):
     """An override is malformed (not ``KEY=VALUE``, bad YAML, or a key through a value)."""
+
+
+class Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, with two changes for configs: ``1e3``, ``-2.5E-4`` are numbers
+    (YAML 1.2; PyYAML follows YAML 1.1, which reads a float without a dot as a string), and
+    a mapping that repeats a key is an error (:func:`load_text`) instead of the last value
+    silently winning."""
+
+
+Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping sets ``key`` (dotted from the document's top) twice: on ``first`` and again
+    on ``line`` (1-based)."""
+
+    def __init__(self, key: str, line: int, first: int):
+        super().__init__(f"line {line}: duplicate key {key!r} (first set on line {first})")
+        self.key, self.line, self.first = key, line, first
+
+
+def _check_duplicates(node: yaml.Node, path: str, seen: set[int]) -> None:
+    """Raises :class:`DuplicateKeyError` at the first mapping under ``node`` that repeats a key
+    (a merge key ``<<`` is not a repeat: its entries are defaults the mapping's own keys
+    override)."""
+    if id(node) in seen:  # an alias of a node already walked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], int] = {}
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                continue
+            dotted = f"{path}.{key.value}" if path else key.value
+            line = key.start_mark.line + 1
+            if (key.tag, key.value) in first:
+                raise DuplicateKeyError(dotted, line, first[key.tag, key.value])
+            first[key.tag, key.value] = line
+            _check_duplicates(value, dotted, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_duplicates(item, f"{path}[{i}]", seen)
+
+
+def load_text(text: str) -> Any:
+    """The value of one YAML document (:class:`Loader`: ``1e3`` is a number; a repeated key
+    raises :class:`DuplicateKeyError`, any other malformed text ``yaml.YAMLError``)."""
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_duplicates(node, "", set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def yaml_problem(e: yaml.YAMLError, *, lines: bool = True) -> str:
+    """One line of where and what of a YAML error: ``line L, column C: PROBLEM, CONTEXT from
+    line L'`` (1-based), what PyYAML says in several lines; ``lines=False`` for a text of
+    one line (a ``--set`` value): the column alone."""
+    if isinstance(e, DuplicateKeyError):
+        where = f"line {e.line}: " if lines else ""
+        first = f" (first set on line {e.first})" if lines else ""
+        return f"{where}duplicate key {e.key!r}{first}"
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(e).split("\n")[0].split())  # a ReaderError: its first line
+    where = (
+        f"line {mark.line + 1}, column {mark.column + 1}" if lines else f"column {mark.column + 1}"
+    )
+    text = f"{where}: {problem}"
+    context, at = getattr(e, "context", None), getattr(e, "context_mark", None)
+    if context:
+        text += f", {context}" + (f" from line {at.line + 1}" if at is not None and lines else "")
+    return text
 
 
 def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,9 +133,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not all(parts):
         raise OverrideError(f"got {text!r}; expected KEY=VALUE with a dotted key")
     try:
-        parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise OverrideError(f"{key}: value {value!r} is not valid YAML") from None
+        parsed = load_text(value)
+    except yaml.YAMLError as e:
+        raise OverrideError(
+            f"{key}: value {value!r} is not valid YAML ({yaml_problem(e, lines=False)})"
+        ) from None
     return parts, parsed
 
 
@@ -75,17 +160,24 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Reads a YAML mapping; raises ConfigError on unreadable or malformed files."""
+    """Reads a YAML mapping (:func:`load_text`); raises ConfigError, naming the file, on an
+    unreadable file, one that is not UTF-8 text, and malformed YAML (with its line), a
+    repeated key among them."""
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError(f"config: cannot read {str(path)!r}: {e.strerror}") from None
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
         raise ConfigError(
-            f"config: {str(path)!r} is not valid YAML ({e.__class__.__name__})"
+            f"config: {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+            f"{e.start:,}); a config is a YAML file"
         ) from None
+    try:
+        raw = load_text(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config: {str(path)!r} is not valid YAML: {yaml_problem(e)}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
