@@ -592,7 +592,11 @@ def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, cap
     "item, message",
     [
         ("budget", "--set: got 'budget'; expected KEY=VALUE, e.g. hparams.eta=0.1"),
-        ("hparams.eta=[1", "--set hparams.eta: value '[1' is not valid YAML"),
+        (
+            "hparams.eta=[1",
+            "--set hparams.eta: value '[1' is not valid YAML (column 3: "
+            "expected ',' or ']', but got '<stream end>', while parsing a flow sequence)",
+        ),
         ("budget.x=1", "--set budget.x: 'budget' is not a section"),
     ],
 )
@@ -639,3 +643,121 @@ def test_tensorboard_logging(tmp_path):
     events = list((out / "tensorboard" / "rennala_nigt").glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0
     assert "tensorboard: true" in (out / "config.yaml").read_text()
+
+
+#: What a new user tried on a fresh clone: the config file's text (bytes, or a change of
+#: TINY), the --set items and how the one line on stderr begins ({cfg}: the file's path).
+FRESH_CLONE = {
+    "latin-1": ("budget: 10\nname: caf\xe9\n".encode("latin-1"), [],
+                "config: {cfg!r} is not UTF-8 text (byte 0xe9 at offset 20)"),
+    "binary": (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), [],
+               "config: {cfg!r} is not UTF-8 text (byte 0x80 at offset 136)"),
+    "env: alone": (("env: {name: point_mass}", "env:"), [],
+                   "env: got null (a section with nothing under it)"),
+    "--set env=": (None, ["env="], "env: got null (a section with nothing under it)"),
+    "--set cluster=null": (None, ["cluster=null"], "cluster: got null"),
+    "a repeated key": (("budget: 40.0", "budget: 40.0\nbudget: 20.0"), [],
+                       "config: {cfg!r} is not valid YAML: line 6: duplicate key 'budget' "
+                       "(first set on line 5)"),
+    "a negative grid step": (None, ["grid={learning_rate: [0.1, -1]}"],
+                             "grid.learning_rate[1]: got -1.0; expected a finite number >= 0"),
+    "a misspelt key": (None, ["budgte=3"], "config.budgte: unknown key; did you mean 'budget'?"),
+    "a syntax error": (("[rennala_nigt, afedpg]", "[rennala_nigt, afedpg"), [],
+                       "config: {cfg!r} is not valid YAML: line 4, column 6: expected ',' or "
+                       "']', but got ':', while parsing a flow sequence from line 3"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(FRESH_CLONE))
+def test_a_fresh_clones_bad_input_is_one_line_exit_2_and_nothing_written(
+    tmp_path, capsys, monkeypatch, case
+):
+    text, sets, start = FRESH_CLONE[case]
+    cfg = tmp_path / "c.yaml"
+    if isinstance(text, bytes):
+        cfg.write_bytes(text)
+    else:
+        cfg.write_text(TINY if text is None else TINY.replace(*text))
+    work = tmp_path / "work"  # the run directory would be work/runs/tiny
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["run", str(cfg), "--no-progress"]
+    for item in sets:
+        argv += ["--set", item]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("jaxnigt: error: " + start.format(cfg=str(cfg))), err[0]
+    assert list(work.iterdir()) == []
+
+
+def test_a_run_too_large_for_the_device_in_M_is_refused_as_plan_refuses_it(
+    tmp_path, capsys, monkeypatch
+):
+    """n = 3 fits; M = M_init = 10⁶ trajectories a round do not: ``run`` says so in one line
+    before anything is written (it was a RESOURCE_EXHAUSTED traceback, and a config.yaml and
+    .lock that refused the rerun), and ``plan`` names the same problem."""
+    from jaxnigt.run import sizing
+
+    monkeypatch.setattr(sizing, "device_limit", lambda: (8 * 2**30, "the test's limit"))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "never"
+    sets = ["--set", "hparams.M=1000000", "--set", "hparams.M_init=1e6"]
+    assert cli.main(["run", str(cfg), "--out", str(out), *sets]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and not out.exists(), err
+    assert err[0].startswith(
+        "jaxnigt: error: hparams.M = hparams.M_init = 1,000,000: one step of rennala_nigt "
+        "(2 runs; its largest array float32[2,1000000,30,64]) needs at least "
+    ), err[0]
+    assert re.search(
+        r"GiB of the test's limit; the largest hparams.M = hparams.M_init that "
+        r"fits is about [1-9][0-9]{2},[0-9]{3}$",
+        err[0],
+    ), err[0]
+    assert cli.main(["plan", str(cfg), "--no-memory", *sets]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == err
+
+
+@pytest.mark.parametrize(
+    "error, status",
+    [
+        (RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 31.7GB."), 2),
+        (ValueError("a bug"), None),
+    ],
+)
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_run_that_fails_before_its_first_result_leaves_nothing(
+    tmp_path, capsys, monkeypatch, error, status, existing
+):
+    """Its config.yaml and .lock go (and its directory, if the run made it): the same command
+    runs again instead of being refused for a directory that is not empty."""
+    from jaxnigt.run import experiment
+
+    def fail(*args, **kwargs):
+        assert (out / "config.yaml").is_file() and (out / ".lock").is_file()
+        raise error
+
+    monkeypatch.setattr(experiment, "_run_one", fail)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "runs" / "tiny"
+    if existing:
+        out.mkdir(parents=True)
+    argv = ["run", str(cfg), "--out", str(out), "--no-progress"]
+    if status is None:
+        with pytest.raises(ValueError, match="a bug"):
+            cli.main(argv)
+    else:
+        assert cli.main(argv) == status
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert err[0].startswith(
+            "jaxnigt: error: out of memory before the first result (RESOURCE_EXHAUSTED: Out "
+            "of memory while trying to allocate 31.7GB.): "
+        ), err[0]
+    if existing:
+        assert list(out.iterdir()) == []
+    else:
+        assert list(tmp_path.iterdir()) == [cfg]

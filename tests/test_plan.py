@@ -7,7 +7,7 @@ import pytest
 
 from jaxnigt import algorithms, cli
 from jaxnigt import config as config_lib
-from jaxnigt.run import plan
+from jaxnigt.run import plan, sizing
 from jaxnigt.run.trainer import make_trainer
 
 BASE = {
@@ -173,3 +173,68 @@ def _small_only(profile_values):
         return profile_values(spec, n, **kw)
 
     return values
+
+
+@pytest.mark.parametrize(
+    "algorithm, changes, name",
+    [
+        ("rennala_nigt", {"hparams": {"M": 10**6}}, "hparams.M = 1,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6, "M_init": 10**6}}, "hparams.M_init = 1,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 10**6, "M_init": 10**6}},
+         "hparams.M = hparams.M_init = 1,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6}, "per_algorithm": {"rennala_nigt": {"M": 10**6}}},
+         "per_algorithm.rennala_nigt.M = 1,000,000"),
+        ("malenia_nigt", {"hparams": {"M": 6, "malenia_capacity": 10**8}},
+         "hparams.malenia_capacity = 100,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6}, "seeds": 10**6}, "seeds = 1,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6}, "seeds": 5 * 10**5,
+                          "grid": {"learning_rate": [0.1, 0.2]}},
+         "seeds × grid points = 1,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6}, "env": {"name": "point_mass", "horizon": 10**7}},
+         "env.horizon = 10,000,000"),
+        ("rennala_nigt", {"hparams": {"M": 6}, "eval": {"episodes": 10**8}},
+         "eval.episodes = 100,000,000"),
+    ],
+)  # fmt: skip
+def test_the_size_check_covers_every_dimension_that_allocates(algorithm, changes, name):
+    """At n = 4: M, M_init (round 0), Malenia's capacity, the runs, the horizon and the
+    evaluation's episodes each make a program too large; the check before a run names the key
+    (it looked at n alone up to n = 4,096, and the run ended in RESOURCE_EXHAUSTED)."""
+    limit = (2**30, "the test's limit")
+    cfg = config_lib.from_dict({**BASE, "algorithms": [algorithm], **changes})
+    assert not plan.sized_by_n(cfg)
+    with pytest.raises(sizing.SizeError) as e:
+        plan.preflight(cfg, limit)
+    message = str(e.value)
+    assert message.startswith(f"{name}: one step of {algorithm} ("), message
+    assert "more than the 1.0 GiB of the test's limit; the largest " in message, message
+    # The plan says the same of the same config.
+    assert plan.memory_floors(cfg, limit)[algorithm].problem == message
+
+
+def test_small_configs_are_sized_from_n_alone_without_tracing():
+    """Tracing every program before each run is the cost of a large config only."""
+    for name in ("demo", "reacher_n10", "humanoid_n100", "hetero_humanoid_n2"):
+        cfg = config_lib.load(f"configs/{name}.yaml")
+        assert plan.sized_by_n(cfg), name
+    cfg = config_lib.from_dict({**BASE, "algorithms": ["rennala_nigt"], "hparams": {"M": 6}})
+    assert plan.trajectory_steps(cfg, "rennala_nigt") == 2 * 30 * 8  # runs × H × episodes
+    assert plan.sizes(cfg, "rennala_nigt") == {
+        "cluster.n": 4, "seeds": 2, "env.horizon": 30, "eval.episodes": 8, "hparams.M": 6,
+    }  # fmt: skip
+
+
+def test_a_compiled_step_larger_than_the_device_is_a_problem_of_the_plan():
+    """Its floor fits, its compiled step does not: the plan names it (it printed the figure
+    and exited 0)."""
+    raw = _raw("rennala_nigt")
+    cfg = config_lib.from_dict({**raw, "hparams": {"M": 10_000}})  # 154 MB of activations
+    (row,) = plan.plan(cfg, limit=(2**40, "a large limit"))
+    assert row["problem"] is None and row["memory_floor_mb"] < row["memory_mb"]
+    between = (row["memory_floor_mb"] + row["memory_mb"]) / 2 * 2**20
+    limit = (int(sizing.cluster_bytes(4) + between), "the test's limit")
+    (row,) = plan.plan(cfg, limit=limit)
+    assert row["problem"].startswith(
+        "hparams.M = 10,000: one step of rennala_nigt (2 runs), compiled, needs at least "
+    ), row["problem"]
+    assert "of the test's limit; the largest hparams.M that fits is about" in row["problem"]

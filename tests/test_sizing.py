@@ -92,3 +92,10 @@ def test_device_limit_is_positive():
     limit, where = sizing.device_limit()
     assert limit > 0 and where
     assert sizing.host_available() > 0
+
+
+def test_a_size_other_than_n_is_named_in_the_message():
+    text = sizing.problem("the rollouts", lambda m: 100 * m, 10**9, LIMIT, name="hparams.M",
+                          symbol="hparams.M")  # fmt: skip
+    assert text.startswith("hparams.M = 1,000,000,000: the rollouts needs at least 93.1 GiB")
+    assert text.endswith(f"the largest hparams.M that fits is about {LIMIT[0] // 100:,}")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import shlex
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from jaxnigt.cli.common import add_set, announce, dir_problem, error, flagged, stopped
@@ -106,10 +109,83 @@ def run_dir(args: argparse.Namespace, cfg) -> Path:
         out = Path(args.resume)
         files.check_resumable(cfg, out)
         return out
-    out = Path(args.out) if args.out else Path("runs") / cfg.name
+    out = fresh_dir(args, cfg)
     if is_writer():
         files.prepare_run_dir(out, args.overwrite)
     return out
+
+
+def fresh_dir(args: argparse.Namespace, cfg) -> Path:
+    """The directory of a fresh run: ``--out``, else ``runs/<config name>``."""
+    return Path(args.out) if args.out else Path("runs") / cfg.name
+
+
+class Leftovers:
+    """What a fresh run adds to ``out`` before its first result: the directory (and the
+    parents it creates), ``config.yaml`` and the lock. :meth:`remove` takes them away again
+    when the run stopped before writing any result (``experiment.RUN_OUTPUTS``), so that a
+    rerun of the same command is not refused for a directory that holds nothing but them.
+    Made before the directory is prepared."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.top = None  # the highest directory that does not exist yet
+        for p in (out, *out.parents):
+            if p.exists():
+                break
+            self.top = p
+        self.before = {p.name for p in out.iterdir()} if out.is_dir() else set()
+        self.removed = False
+
+    def remove(self) -> bool:
+        """Removes them unless a result was written; returns (and keeps in ``removed``)
+        whether it did."""
+        from jaxnigt.run.experiment import RUN_OUTPUTS
+
+        if any((self.out / name).exists() for name in RUN_OUTPUTS):
+            return False
+        self.removed = True
+        if not self.out.is_dir():
+            return True
+        for p in list(self.out.iterdir()):
+            if p.name == "config.yaml" or p.name not in self.before:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+        if self.top is not None:
+            for p in (self.out, *self.out.parents):
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+                if p == self.top:
+                    break
+        return True
+
+
+@contextlib.contextmanager
+def removed_unless_started(leftovers: Leftovers | None) -> Iterator[None]:
+    """An exception out of the block first removes ``leftovers`` (:meth:`Leftovers.remove`:
+    only if no result was written), but for a run-directory error: the directory may be
+    another process's (its lock refused this one), or this one could not write it."""
+    from jaxnigt.run import run_dir as files
+
+    try:
+        yield
+    except files.RunDirError:
+        raise
+    except BaseException:
+        if leftovers is not None:
+            with contextlib.suppress(OSError):
+                leftovers.remove()
+        raise
+
+
+def out_of_memory(e: BaseException) -> str | None:
+    """The line of an XLA out-of-memory error (``RESOURCE_EXHAUSTED``), else None."""
+    for line in str(e).splitlines():
+        if "RESOURCE_EXHAUSTED" in line:
+            return " ".join(line.split())[:300]
+    return None
 
 
 def _print_summary(out: Path, summary: dict) -> None:
@@ -133,9 +209,12 @@ def command(args: argparse.Namespace) -> int:
     if problem:
         return error(problem)
     flag = "--resume" if args.resume else "--out"
+    leftovers = None
     try:
         cfg = load_config(args)
         notes = plan.preflight(cfg)  # before anything of size n is built or written
+        if not args.resume and is_writer():
+            leftovers = Leftovers(fresh_dir(args, cfg))
         out = run_dir(args, cfg)
     except config_lib.ConfigError as e:
         return error(flagged(e))
@@ -148,7 +227,9 @@ def command(args: argparse.Namespace) -> int:
     if is_writer():
         announce(args)
     try:
-        with signals.stop_on_signals() as stop:
+        # A run that stops before its first result leaves nothing behind (a rerun would be
+        # refused for a directory holding only its config.yaml).
+        with signals.stop_on_signals() as stop, removed_unless_started(leftovers):
             summary = experiment.run_experiment(
                 cfg, out, resume=bool(args.resume), progress=not args.no_progress, stop=stop
             )
@@ -164,6 +245,18 @@ def command(args: argparse.Namespace) -> int:
         return stopped("run", e, flag, out)
     except runner.RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        memory = out_of_memory(e)
+        if memory is None:
+            raise
+        if leftovers is not None and leftovers.removed:
+            return error(
+                f"out of memory before the first result ({memory}): the size check's "
+                "estimate is a lower bound; `jaxnigt plan` shows each algorithm's compiled "
+                "memory per step (lower hparams.M, seeds or cluster.n); nothing was kept"
+            )
+        print(f"jaxnigt: run stopped: out of memory ({memory})", file=sys.stderr)
         return 1
     if is_writer():
         _print_summary(out, summary)

@@ -10,9 +10,11 @@ table shipped with the package (``plan_figures.json``), an estimated wall time. 
 n, M and seeds per device from it.
 
 Before any of that, :func:`memory_floors` sizes the run from n and the programs' shapes
-(:mod:`jaxnigt.run.sizing`; :func:`preflight` before a run) and names what cannot fit;
-each row also carries that lower bound (``memory MB/step (floor)``), which needs no
-compilation.  An event engine's clock at large n (each exchange of a step looks at all n
+(:mod:`jaxnigt.run.sizing`; :func:`preflight` before a run, the same check) and names what
+cannot fit, by the config key whose value sizes it (:func:`sizes`: n, M, M_init, Malenia's
+capacity, seeds × grid points, the horizon, ...); each row also carries that lower bound
+(``memory MB/step (floor)``), which needs no compilation, and a compiled step larger than
+the device is named too.  An event engine's clock at large n (each exchange of a step looks at all n
 workers) is not simulated past :data:`CLOCK_WORK_LIMIT` operations: its row says so instead
 of a step time.
 """
@@ -21,14 +23,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from importlib import resources
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import sizing
-from jaxnigt.run.batch import batch_size
+from jaxnigt.run.batch import batch_size, grid_points
 
 CLOCK_STEPS = 16
 
@@ -61,11 +65,129 @@ def memory_bytes(tr, batch: int) -> int:
     return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes)
 
 
+def _beside(tr, batch: int) -> list[tuple[Any, tuple]]:
+    """The run's other programs on the vmapped state, ``(program, args)``: round 0 with
+    ``M_init`` gradients where it has its own shape, and the evaluation's episodes."""
+    out = []
+    if tr.first_step is not None:
+        first = tr.program(lambda t, s, b: jax.vmap(t.first_step)(s, b))
+        out.append((first, (jax.ShapeDtypeStruct((batch,), jnp.float32),)))
+    keys = jax.random.split(jax.random.key(0), batch)
+    out.append((tr.program(lambda t, s, k: jax.vmap(t.evaluate)(s, k)), (keys,)))
+    return out
+
+
 def memory_floor(tr, batch: int) -> dict:
     """A lower bound of one step's device memory over ``batch`` runs, from shapes alone
-    (:func:`jaxnigt.run.sizing.program_bytes`: nothing compiled, nothing of size n allocated)."""
+    (:func:`jaxnigt.run.sizing.program_bytes`: nothing compiled, nothing of size n allocated);
+    its largest array is the largest of a step, round 0 (``M_init``) and an evaluation."""
     state, step = _programs(tr, batch)
-    return sizing.program_bytes(lambda s: s, step, state)
+    return sizing.program_bytes(lambda s: s, step, state, also=_beside(tr, batch))
+
+
+#: The hyperparameters whose values size a program's arrays (trajectories rolled out at once,
+#: parameter versions kept), and those of them that count per worker (n × each in a round).
+ALLOCATING = (
+    "M",
+    "M_init",
+    "malenia_capacity",
+    "per_worker_batch",
+    "admm_local_batch",
+    "async_block",
+    "async_wave",
+    "impala_batch",
+    "seed_batch",
+    "seed_versions",
+)
+PER_WORKER = ("malenia_capacity", "per_worker_batch", "admm_local_batch")
+
+
+def sizes(config: ExperimentConfig, algorithm: str) -> dict[str, int]:
+    """The values of ``config`` that size ``algorithm``'s arrays, each under the key that
+    sets it (``per_algorithm.<name>.<key>`` where that entry sets it): ``cluster.n``, the
+    program's runs (``seeds``, or ``seeds × grid points``), ``env.horizon`` (the task's
+    default when unset), ``eval.episodes``, and those :data:`ALLOCATING` hyperparameters
+    that are set and that ``algorithm`` reads (Malenia's capacity resolved: 6 M unset)."""
+    from jaxnigt import envs
+    from jaxnigt.cluster.schedules import default_malenia_capacity
+    from jaxnigt.config.loader import readers
+
+    hp, n = config.hparams_for(algorithm), config.cluster.n
+    points = len(grid_points(config, algorithm))
+    out = {
+        "cluster.n": n,
+        "seeds" if points == 1 else "seeds × grid points": config.seeds * points,
+        "env.horizon": config.env.horizon or envs.default_horizon(config.env.name),
+        "eval.episodes": config.eval.episodes,
+    }
+    for key in ALLOCATING:
+        if algorithm not in readers(key):
+            continue
+        value = getattr(hp, key)
+        if key == "malenia_capacity" and value is None:
+            value = default_malenia_capacity(hp.M, n)
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue  # unset (its default follows n or M), or per_worker_batch's match_M
+        own = algorithm in config.per_algorithm and value != getattr(config.hparams, key)
+        out[f"per_algorithm.{algorithm}.{key}" if own else f"hparams.{key}"] = value
+    return out
+
+
+#: Trajectory steps of one step (runs × horizon × the most trajectories a step holds, from
+#: :func:`sizes`) up to which :func:`preflight` sizes a run from n alone (with n at most
+#: :data:`SIZED_N`): its arrays then take about 1 GiB at most (the engines' largest array is
+#: about 256 bytes per trajectory step, the policy's activations), and tracing every
+#: algorithm's programs once more before the run is not worth it.
+SIZED_SLOTS = 2**20
+
+
+def trajectory_steps(config: ExperimentConfig, algorithm: str) -> int:
+    """About the trajectory steps one step of ``algorithm``'s program holds at once, from
+    :func:`sizes` (a cheap upper guess: nothing is traced): runs × horizon × the largest of
+    n, the evaluation's episodes and the allocating hyperparameters (per worker: × n);
+    Malenia's capacity sizes per-worker arrays of arrival times, so it counts n × itself
+    without the horizon."""
+    found = sizes(config, algorithm)
+    n, horizon = config.cluster.n, found["env.horizon"]
+    per_run = [horizon * n, horizon * config.eval.episodes]
+    for key, v in found.items():
+        if key.startswith(("hparams.", "per_algorithm.")):
+            name = key.rsplit(".", 1)[-1]
+            count = v * n if name in PER_WORKER else v
+            per_run.append(count if name == "malenia_capacity" else count * horizon)
+    return batch_size(config, algorithm) * max(per_run)
+
+
+def _size_problem(
+    config: ExperimentConfig,
+    algorithm: str,
+    what: str,
+    step: float,
+    largest: str,
+    limit: tuple[int, str],
+) -> str | None:
+    """Why ``step`` bytes a device (beside the host's time model) do not fit, named by the
+    config value that sizes them: the key (or keys, when several hold the same value) whose
+    value (per worker: times n) is, within 1 %, the largest dimension of the array
+    ``largest`` (``float32[5,1000000,30,64]``: M), else ``cluster.n``; the largest value that
+    fits is estimated as if the step's bytes grew in proportion to it. None when they fit."""
+    n = config.cluster.n
+    top = max((int(d) for d in re.findall(r"\d+", largest.partition("[")[2])), default=0)
+    near = []  # (key, value) of the keys that make the array's largest dimension
+    for key, v in sizes(config, algorithm).items():
+        per_worker = key.rsplit(".", 1)[-1] in PER_WORKER
+        if v > 1 and any(abs(top - c) <= top / 100 for c in {v, v * n if per_worker else v}):
+            near.append((key, v))
+    if not near or any(k == "cluster.n" for k, _ in near):
+        keys, value = ["cluster.n"], n
+        needed = lambda m: sizing.cluster_bytes(m) + int(step * m / n)
+    else:
+        value = near[0][1]
+        keys = [k for k, v in near if v == value]
+        needed = lambda m: sizing.cluster_bytes(n) + int(step * m / value)
+    name = " = ".join(keys)
+    symbol = "n" if name == "cluster.n" else name
+    return sizing.problem(what, needed, value, limit, name=name, symbol=symbol)
 
 
 def _devices(config: ExperimentConfig, batch: int) -> int:
@@ -79,13 +201,15 @@ def _devices(config: ExperimentConfig, batch: int) -> int:
 class Floor(NamedTuple):
     """One algorithm's size before it runs (:func:`memory_floors`): the lower bound of one
     step's memory per device, why that does not fit (None when it does), the worker
-    operations of one step of its clock (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`)
-    and the trainer all that was read from."""
+    operations of one step of its clock (:meth:`~jaxnigt.run.trainer.Trainer.clock_work`),
+    the trainer all that was read from and the type of the largest array of its programs
+    (``float32[5,64]``)."""
 
     bytes: int
     problem: str | None
     clock_work: int
     trainer: Any
+    largest: str = ""
 
 
 def _check_cluster(config: ExperimentConfig, limit: tuple[int, str]) -> None:
@@ -110,7 +234,6 @@ def memory_floors(
     from jaxnigt.run.trainer import make_trainer
 
     limit = limit or sizing.device_limit()
-    n = config.cluster.n
     _check_cluster(config, limit)
     out = {}
     for algorithm in config.algorithms:
@@ -118,25 +241,33 @@ def memory_floors(
         tr = make_trainer(config, algorithm)
         est = memory_floor(tr, batch)
         step = est["step"] / _devices(config, batch)
-        needed = lambda m, step=step: sizing.cluster_bytes(m) + int(step * m / n)
         what = f"one step of {algorithm} ({batch} runs; its largest array {est['largest']})"
-        problem = sizing.problem(what, needed, n, limit)
-        out[algorithm] = Floor(int(step), problem, tr.clock_work(1), tr)
+        problem = _size_problem(config, algorithm, what, step, est["largest"], limit)
+        out[algorithm] = Floor(int(step), problem, tr.clock_work(1), tr, est["largest"])
     return out
 
 
-#: Up to this n, :func:`preflight` sizes a run from n alone: its per-worker arrays are small
-#: beside its rollouts, and tracing every algorithm's step once more is not worth it.
+#: Up to this n (and :data:`SIZED_SLOTS`), :func:`preflight` sizes a run from n alone: its
+#: per-worker arrays are small beside its rollouts.
 SIZED_N = 4096
+
+
+def sized_by_n(config: ExperimentConfig) -> bool:
+    """Whether :func:`preflight` sizes ``config`` from n alone: n at most :data:`SIZED_N`
+    and every algorithm's :func:`trajectory_steps` at most :data:`SIZED_SLOTS`."""
+    return config.cluster.n <= SIZED_N and all(
+        trajectory_steps(config, a) <= SIZED_SLOTS for a in config.algorithms
+    )
 
 
 def preflight(config: ExperimentConfig, limit: tuple[int, str] | None = None) -> list[str]:
     """Before a run: raises :class:`~jaxnigt.run.sizing.SizeError` when it cannot fit in the
-    device's memory (:func:`memory_floors`; past :data:`SIZED_N` workers both stages, else
-    the first); returns a warning per algorithm whose clock alone costs more than
-    :data:`CLOCK_WORK_LIMIT` worker operations a step (such a run hardly moves)."""
+    device's memory (:func:`memory_floors`, with the message ``jaxnigt plan`` prints: both
+    stages unless :func:`sized_by_n`, else the first); returns a warning per algorithm whose
+    clock alone costs more than :data:`CLOCK_WORK_LIMIT` worker operations a step (such a
+    run hardly moves)."""
     limit = limit or sizing.device_limit()
-    if config.cluster.n <= SIZED_N:
+    if sized_by_n(config):
         _check_cluster(config, limit)
         return []
     warnings = []
@@ -193,16 +324,26 @@ def plan_algorithm(
     return row
 
 
-def plan(config: ExperimentConfig, *, memory: bool = True) -> list[dict]:
+def plan(
+    config: ExperimentConfig, *, memory: bool = True, limit: tuple[int, str] | None = None
+) -> list[dict]:
     """One row per algorithm of ``config`` (see the module docstring), each with ``problem``:
-    why its run cannot fit in the device's memory (None when it fits; its step is then not
-    compiled). Raises :class:`~jaxnigt.run.sizing.SizeError` when n alone is too large."""
+    why its run cannot fit in the device's memory (None when it fits): its floor over the
+    limit (:func:`memory_floors`, as :func:`preflight` says before a run; its step is then
+    not compiled), or its compiled step. Raises :class:`~jaxnigt.run.sizing.SizeError`
+    when n alone is too large."""
+    limit = limit or sizing.device_limit()
     rows = []
-    for algorithm, floor in memory_floors(config).items():
-        fits = floor.problem is None
-        row = plan_algorithm(config, algorithm, memory=memory and fits, floor=floor.bytes,
-                             trainer=floor.trainer)  # fmt: skip
-        rows.append({**row, "problem": floor.problem})
+    for algorithm, floor in memory_floors(config, limit).items():
+        problem = floor.problem
+        row = plan_algorithm(config, algorithm, memory=memory and problem is None,
+                             floor=floor.bytes, trainer=floor.trainer)  # fmt: skip
+        if problem is None and row["memory_mb"] is not None:
+            batch = row["runs"]
+            step = row["memory_mb"] * 2**20 / _devices(config, batch)
+            what = f"one step of {algorithm} ({batch} runs), compiled,"
+            problem = _size_problem(config, algorithm, what, step, floor.largest, limit)
+        rows.append({**row, "problem": problem})
     return rows
 
 

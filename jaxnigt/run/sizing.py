@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,16 +111,18 @@ def problem(
     limit: tuple[int, str] | None = None,
     *,
     name: str = "cluster.n",
+    symbol: str = "n",
 ) -> str | None:
     """The one-line message of ``needed(n)`` bytes exceeding the device's limit
     (:func:`device_limit` unless given), or None when they fit; ``what`` says what needs
-    them, ``name`` what n is called (a config key or a flag)."""
+    them, ``name`` what n is called (a config key or a flag), ``symbol`` how the message's
+    end calls it (``the largest n that fits``)."""
     limit_bytes, where = limit if limit is not None else device_limit()
     estimate = needed(n)
     if estimate <= limit_bytes:
         return None
     fits = largest_fitting(needed, limit_bytes, n)
-    largest = f"the largest n that fits is about {fits:,}" if fits else "no n fits"
+    largest = f"the largest {symbol} that fits is about {fits:,}" if fits else f"no {symbol} fits"
     return (
         f"{name} = {n:,}: {what} needs at least {gib(estimate)}, more than the "
         f"{gib(limit_bytes)} of {where}; {largest}"
@@ -134,9 +136,10 @@ def check(
     limit: tuple[int, str] | None = None,
     *,
     name: str = "cluster.n",
+    symbol: str = "n",
 ) -> None:
     """Raises :class:`SizeError` with :func:`problem`'s message when ``needed(n)`` does not fit."""
-    message = problem(what, needed, n, limit, name=name)
+    message = problem(what, needed, n, limit, name=name, symbol=symbol)
     if message is not None:
         raise SizeError(message)
 
@@ -190,14 +193,22 @@ def largest_array(jaxpr: Any) -> tuple[int, str]:
     return top
 
 
-def program_bytes(init: Callable, step: Callable, *init_args: Any) -> dict[str, Any]:
+def program_bytes(
+    init: Callable, step: Callable, *init_args: Any, also: Sequence[tuple[Callable, tuple]] = ()
+) -> dict[str, Any]:
     """``{"state", "step", "largest"}``: the bytes of the state ``init(*init_args)`` makes,
     the lower bound of one ``step(state)`` (its input and output state and its largest
     array) and that array's type, from shapes alone (``jax.eval_shape`` and
-    ``jax.make_jaxpr``; nothing is allocated)."""
+    ``jax.make_jaxpr``; nothing is allocated).
+
+    ``also``: other programs a run calls on the same state, ``(fn, args)`` for
+    ``fn(state, *args)`` (a first round of another size, the evaluation): the largest array
+    is the largest any of them makes."""
     import jax
 
     state = jax.eval_shape(init, *init_args)
     largest, kind = largest_array(jax.make_jaxpr(step)(state))
+    for fn, args in also:
+        largest, kind = max((largest, kind), largest_array(jax.make_jaxpr(fn)(state, *args)))
     size = tree_bytes(state)
     return {"state": size, "step": 2 * size + largest, "largest": kind}
