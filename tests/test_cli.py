@@ -232,6 +232,75 @@ def test_resume_of_a_directory_without_a_run(tmp_path, capsys):
     assert "not a run directory" in err[0] and not (tmp_path / "none").exists()
 
 
+def test_version(capsys):
+    import jaxnigt
+
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out == f"jaxnigt {jaxnigt.__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "demo", "--resume", "DIR", "--overwrite"],
+        ["sweep", "demo", "--over", "seeds=1,2", "--out", "DIR", "--resume", "--overwrite"],
+        ["tune", "demo", "--out", "DIR", "--overwrite", "--resume"],
+    ],
+)
+def test_resume_and_overwrite_together_are_refused(tmp_path, capsys, argv):
+    out = tmp_path / "d"
+    argv = [str(out) if a == "DIR" else a for a in argv]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "jaxnigt: error: --resume and --overwrite contradict each other: --resume continues "
+        "the work in the directory, --overwrite discards it and starts afresh; give one"
+    ]
+    assert not out.exists()
+
+
+def test_lr_exp_takes_a_negative_value_after_a_space_as_its_help_shows(capsys):
+    """argparse reads '-6:-5' (unlike a plain negative number) as an option: ``--lr-exp
+    -6:-5`` failed with "expected one argument" while ``--lr-exp=-6:-5`` worked."""
+    from jaxnigt.studies import tuning
+
+    with pytest.raises(SystemExit):
+        cli.main(["tune", "--help"])
+    shown = re.search(r"e\.g\. --lr-exp (\S+)", " ".join(capsys.readouterr().out.split()))
+    assert shown, "the help shows an example"
+    parser = cli.build_parser()
+    for value in (shown.group(1), "-6:-5", "-8,-6", "-9:-3:2"):
+        for argv in (["--lr-exp", value], [f"--lr-exp={value}"]):
+            args = parser.parse_args(["tune", "demo", "--out", "t", *argv, "--eta", "0.1"])
+            assert args.lr_exp == value and args.eta == "0.1" and args.out == "t"
+        assert tuning.parse_lr_exp(value)  # a grid the tuning reads
+    assert cli.join_negative_values(["--lr-exp", "--out", "t"]) == ["--lr-exp", "--out", "t"]
+
+
+def test_a_run_directory_being_written_is_not_offered_to_resume(tmp_path, capsys):
+    """A second writer on a directory that a process is writing (it holds the lock) is told
+    so, not pointed to --resume or --overwrite (which would discard the other's work)."""
+    import os
+
+    from jaxnigt.run import run_dir as files
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "config.yaml").write_text(TINY)  # a run that has begun, as far as files tell
+    with files.run_lock(out):
+        for extra in ([], ["--overwrite"]):
+            assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", *extra]) == 2
+            assert capsys.readouterr().err.strip().splitlines() == [
+                f"jaxnigt: error: --out {str(out)!r} is being written by another jaxnigt "
+                f"process (pid {os.getpid()}; lock {str(out / files.LOCK)!r}); wait for it to "
+                "end or stop it first"
+            ]
+    assert sorted(p.name for p in out.iterdir()) == [files.LOCK, "config.yaml"]
+
+
 # --- reliability: resume after SIGKILL, non-finite values, resume from another config ---
 # LONG is TINY with a longer budget and a checkpoint every chunk: the same compiled programs
 # (the budget is an argument), so its runs and their child processes reuse TINY's compiles.
@@ -387,6 +456,28 @@ def test_sigterm_checkpoints_writes_partial_results_and_resumes(long_run, termin
     assert "sim_time_reached" not in summary["afedpg"]
 
 
+def test_a_chunk_still_running_after_the_grace_is_dropped_and_runs_again(long_run, tmp_path):
+    """``JAXNIGT_STOP_GRACE=0``: the chunk in flight when the SIGTERM arrives is dropped at
+    once (a chunk of a huge run may take minutes); the run stops at the state before it,
+    checkpointed, exit 143, and a resume runs the chunk again to the uninterrupted metrics."""
+    import signal
+
+    cfg, reference = long_run
+    out = tmp_path / "run"
+    proc = _popen(cfg, out, env_extra={"JAXNIGT_STOP_GRACE": "0"})
+    _wait_for(proc, out / "checkpoints" / "afedpg", count=2)
+    proc.send_signal(signal.SIGSTOP)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGCONT)
+    assert proc.wait() == 143, proc.stderr
+    assert "is dropped and runs again on --resume" in proc.stderr
+    # between two chunks the run stops as before; inside one, the chunk is dropped
+    assert "dropped (a resume runs it again)" in proc.stderr or "stopped after" in proc.stderr
+    assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 0
+    for name in ("metrics.csv", "worker_counts.csv"):
+        assert (out / name).read_text() == (reference / name).read_text(), name
+
+
 def test_second_process_on_a_run_directory_is_refused(terminated):
     *_, out, (second, said) = terminated
     assert second == 2
@@ -463,6 +554,7 @@ def test_disk_full_mid_run_is_one_line_and_leaves_no_partial_files(long_run, tmp
     stderr = proc.stderr
     lines = [x for x in stderr.strip().splitlines() if x.startswith("jaxnigt:")]
     assert len(lines) == 1 and "run stopped" in lines[0], stderr
+    assert str(out) in lines[0] and "'?'" not in lines[0], lines  # the file that did not fit
     leftovers = [
         p for p in out.rglob("*") if p.name.endswith(".tmp") or "orbax-checkpoint-tmp" in p.name
     ]

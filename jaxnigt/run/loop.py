@@ -36,7 +36,7 @@ from jaxnigt.run import metrics as results
 from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
 from jaxnigt.run.distributed import to_host
 from jaxnigt.run.progress import Progress, compile_seconds, wait
-from jaxnigt.run.signals import Interrupted, StopFlag
+from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
 from jaxnigt.run.trainer import Trainer, make_trainer
 
 __all__ = ["RunError", "evaluation_columns", "next_chunk", "run_algorithm", "start_or_resume"]
@@ -288,12 +288,17 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
-def next_chunk(run: _Run) -> None:
-    """One chunk of steps for every seed still running, then its evaluation."""
-    run.chunks += 1
-    keys = eval_keys(run.keys, run.chunks)
-    run.state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
-    metrics = to_host(wait(metrics))
+def next_chunk(run: _Run, stop: StopFlag | None = None) -> None:
+    """One chunk of steps for every seed still running, then its evaluation.  A chunk still
+    running ``stop.grace`` seconds after a signal is dropped: the run keeps the state before
+    it and :class:`~jaxnigt.run.signals.ChunkDropped` is raised."""
+    keys = eval_keys(run.keys, run.chunks + 1)
+    started = time.perf_counter()
+    state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
+    metrics = to_host(wait(metrics, stop))
+    run.state, run.chunks = state, run.chunks + 1
+    if stop is not None:
+        stop.chunk_seconds = time.perf_counter() - started
     if run.time_grid:  # the steps no seed took (the chunk's cap is an upper bound)
         taken = metrics["active"].any(axis=0)
         if taken.any():
@@ -417,7 +422,15 @@ def run_algorithm(
                 every = config.checkpoint_every
                 if run_dir is not None and every and run.chunks and run.chunks % every == 0:
                     save()
-                next_chunk(run)
+                try:
+                    next_chunk(run, stop)
+                except ChunkDropped:
+                    log(
+                        f"[jaxnigt] {algorithm}: chunk {run.chunks + 1} was still running "
+                        f"{stop.grace:g} s after the signal; dropped (a resume runs it again)"
+                    )
+                    saving = save if run_dir else None
+                    raise _interrupted(run, algorithm, stop, saving, t_start) from None
                 bar.start(once=True)
                 if on_chunk is not None:
                     on_chunk(functools.partial(_output, run, t_start))

@@ -40,12 +40,17 @@ def compile_seconds(run: Any) -> Iterator[None]:
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
-def wait(tree: Any) -> Any:
+def wait(tree: Any, stop: Any = None) -> Any:
     """Waits for a dispatched computation while staying responsive to signals (a blocking
     transfer would hold the main thread, and with it every signal handler, for a whole
-    chunk)."""
+    chunk).  Raises :class:`~jaxnigt.run.signals.ChunkDropped` once ``stop`` (a
+    :class:`~jaxnigt.run.signals.StopFlag`) says the chunk is overdue after a signal."""
+    from jaxnigt.run.signals import ChunkDropped
+
     leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
     while not all(x.is_ready() for x in leaves):
+        if stop is not None and stop.overdue():
+            raise ChunkDropped(f"the chunk was still running {stop.grace:g} s after the signal")
         time.sleep(0.02)
     return tree
 

@@ -1,6 +1,11 @@
 """Stopping a run on a signal: the first SIGTERM/SIGINT asks the run loop to finish its chunk,
 write a checkpoint and the partial results, and raise :class:`Interrupted`; a second exits at
 once.  Every result file is written atomically, so what is on disk is whole either way.
+
+A chunk still running :data:`GRACE` seconds after the first signal is dropped (a chunk of a
+huge run can take minutes, longer than a scheduler's grace before it kills): the run stops at
+the state before that chunk, checkpointed, and a resume runs the chunk again, so nothing is
+lost but its time.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -33,28 +39,58 @@ class Interrupted(RuntimeError):
         return 128 + self.signum
 
 
+#: Seconds a chunk may go on after the first signal before it is dropped (SLURM's default
+#: grace between SIGTERM and SIGKILL is 30 s); the environment's ``JAXNIGT_STOP_GRACE`` sets
+#: another.
+GRACE = 20.0
+
+
+class ChunkDropped(RuntimeError):
+    """The chunk in flight was still running :attr:`StopFlag.grace` seconds after the first
+    signal: the run stops at the state before it."""
+
+
 class StopFlag:
     """Set by the first SIGTERM/SIGINT (see :func:`stop_on_signals`); the run loop checks it
-    after every chunk."""
+    after every chunk, and while it waits for one (:func:`jaxnigt.run.progress.wait`) drops
+    a chunk still running ``grace`` seconds after the signal.
 
-    def __init__(self):
+    Attributes:
+      signum: the first signal's number (None before one).
+      received: signals delivered while the flag was installed.
+      at: ``time.monotonic()`` of the first signal.
+      grace: seconds a chunk may go on after it.
+      chunk_seconds: the wall time of the run's last chunk (what the message quotes).
+    """
+
+    def __init__(self, grace: float | None = None):
         self.signum: int | None = None
-        self.received = 0  # signals delivered while the flag was installed
+        self.received = 0
+        self.at: float | None = None
+        self.grace = float(os.environ.get("JAXNIGT_STOP_GRACE", GRACE)) if grace is None else grace
+        self.chunk_seconds: float | None = None
         self._lock = threading.Lock()
 
     @property
     def requested(self) -> bool:
         return self.signum is not None
 
+    def overdue(self) -> bool:
+        """Whether the chunk in flight has run past the grace since the first signal."""
+        return self.at is not None and time.monotonic() - self.at > self.grace
+
     def _request(self, signum: int) -> None:
         """The first signal: ask the run to stop after its chunk (and say so, once)."""
         with self._lock:
             if self.signum is not None:
                 return
-            self.signum = signum
+            self.signum, self.at = signum, time.monotonic()
+        took = self.chunk_seconds
+        each = f" (a chunk took {took:.3g} s)" if took is not None else ""
         print(
-            f"[jaxnigt] {signal.Signals(signum).name}: finishing the current chunk, then "
-            "checkpoint and stop (again to stop at once)",
+            f"[jaxnigt] {signal.Signals(signum).name}: finishing the current chunk{each}, then "
+            f"checkpoint and stop; a chunk still running in {self.grace:g} s is dropped and "
+            "runs again on --resume (again to stop at once)",
             file=sys.stderr,
             flush=True,
         )
