@@ -240,6 +240,10 @@ def test_holm_step_down_by_hand():
         "c": False,
     }
     assert verdicts.holm({"a": 0.001, "b": 0.06}, alpha=0.05) == {"a": True, "b": False}
+    # adjusted: 4·0.02, 3·0.03, 2·0.04, max(0.09, 1·0.2): monotone in the sorted order
+    adjusted = verdicts.holm_adjusted(p)
+    assert adjusted == pytest.approx({"a": 0.08, "b": 0.09, "d": 0.09, "c": 0.2})
+    assert verdicts.holm_adjusted({"a": 0.01, "b": None}) == {"a": 0.02, "b": None}
 
 
 def test_lead_growth():

@@ -246,21 +246,28 @@ def verdict(rows: Sequence[Mapping[str, Any]], claim: str = "ahead") -> dict[str
     return {"verdict": "inconclusive", "needed_seeds": needed}
 
 
+def holm_adjusted(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Holm's adjusted p-values of a family of comparisons: sorted ascending, the i-th (from
+    0) is ``max over j <= i of min(1, (m − j) p_(j))``, m the family's size.  A comparison
+    without a p-value (None or NaN) counts in m and has none."""
+    m = len(p_values)
+    known = {k: p for k, p in p_values.items() if p is not None and not math.isnan(p)}
+    out: dict[str, float | None] = dict.fromkeys(p_values)
+    running = 0.0
+    for i, name in enumerate(sorted(known, key=known.get)):
+        running = max(running, min(1.0, (m - i) * known[name]))
+        out[name] = running
+    return out
+
+
 def holm(p_values: Mapping[str, float | None], alpha: float = 0.10) -> dict[str, bool]:
     """Holm's step-down over a family of comparisons: ``{name: rejected}`` at family-wise
     error ``alpha``.  The p-values are sorted; the i-th smallest (from 0) is rejected while
-    every smaller one was and it is at most ``alpha / (m − i)``, m the family's size.  A
-    comparison without a p-value (None or NaN) counts in m and is never rejected."""
-    m = len(p_values)
-    known = lambda p: p is not None and not math.isnan(p)
-    order = sorted(p_values, key=lambda k: (not known(p_values[k]), p_values[k] or 0.0))
-    out = dict.fromkeys(p_values, False)
-    for i, name in enumerate(order):
-        p = p_values[name]
-        if not known(p) or p > alpha / (m - i):
-            break
-        out[name] = True
-    return out
+    every smaller one was and it is at most ``alpha / (m − i)``, m the family's size (the same
+    as :func:`holm_adjusted` at most ``alpha``).  A comparison without a p-value (None or
+    NaN) counts in m and is never rejected."""
+    adjusted = holm_adjusted(p_values)
+    return {k: p is not None and p <= alpha for k, p in adjusted.items()}
 
 
 def lead_growth(

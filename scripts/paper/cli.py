@@ -234,12 +234,14 @@ def _fourth(argv) -> int:
         fourth.run_all(names, args.out, args.store, args.stages)
         return 0
     args.docs.mkdir(parents=True, exist_ok=True)
+    found_gaps = {}
     for name in names:
         result = fourth.analyze(name, args.out, args.store)
         if result is None:
             print(f"[fourth] {name}: no block finished yet")
             continue
         (args.docs / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        found_gaps[name] = fourth.gaps(name, args.out, args.store)
         verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
         print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
     for env in sorted({third_scenarios.SCENARIOS[n].env for n in names}):
@@ -250,6 +252,9 @@ def _fourth(argv) -> int:
                     json.dumps(g, indent=2) + "\n"
                 )
                 print(f"[fourth] {env} lead growth over {baseline}: {g['verdict']}")
+    path = args.docs / "gaps.json"
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps({**known, **found_gaps}, indent=2, sort_keys=True) + "\n")
     print(f"[fourth] wrote {fourth_page.forest(DOCS, args.docs / 'forest.png')}")
     return 0
 

@@ -213,6 +213,23 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
     return result
 
 
+def gaps(name: str, out: Path, store: Path = STORE) -> dict | None:
+    """Each method's largest simulated time between two evaluations of one seed, over the
+    scenario's seeds run so far, beside ``eval.every_time`` and its largest logged step (a
+    round; for AFedPG a block of arrivals).  None before its first block."""
+    from jaxnigt.analysis import comparison
+
+    run = merged_run(name, out, store)
+    if run is None:
+        return None
+    every = report_raw(name)["eval"]["every_time"]
+    methods = {
+        a: {"largest_gap": comparison.largest_gap(m), "seeds": len(m.seeds)}
+        for a, m in run.algorithms().items()
+    }
+    return {"scenario": name, "every_time": every, "methods": methods}
+
+
 NULL_EXPERIMENTS = 1000  # splits per method of a scenario (real-data null)
 
 

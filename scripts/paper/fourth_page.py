@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxnigt.analysis import report_text
+from jaxnigt.analysis import report_text, verdicts
 from paper import claims, third_scenarios
 
 VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red", "equivalent": "tab:blue"}
@@ -71,7 +71,7 @@ def cells(docs: Path, scenario: str) -> list[dict]:
                  "verdict": r["verdict"],
                  "effect": r["looks"][-1]["interval"], "seeds": r["seeds"],
                  "statistic": fourth["statistic"], "edition": "fourth",
-                 "margin": r["looks"][-1]["margin"]}
+                 "margin": r["looks"][-1]["margin"], "p": r.get("p")}
                 for b, r in fourth["comparisons"].items()]  # fmt: skip
     for edition, where in (("third", docs / "third"), ("second", docs)):
         a = _load(where / f"{scenario}.json")
@@ -83,11 +83,11 @@ def cells(docs: Path, scenario: str) -> list[dict]:
                      "verdict": report_text.outcome_text(claims.row(a, b), a["reference"], b),
                      "effect": c.get("effect", c["average_return_difference"]),
                      "seeds": a["algorithms"][a["reference"]]["seeds"], "statistic": statistic,
-                     "edition": edition, "margin": None}
+                     "edition": edition, "margin": None, "p": None}
                     for b, c in a["comparisons"].items()]  # fmt: skip
     return [{"scenario": scenario, "baseline": None, "verdict": "not run at CPU scale",
              "effect": None, "seeds": None, "statistic": None, "edition": None,
-             "margin": None}]  # fmt: skip
+             "margin": None, "p": None}]  # fmt: skip
 
 
 def _gap_cells(docs: Path, env: str) -> list[dict]:
@@ -104,7 +104,7 @@ def _gap_cells(docs: Path, env: str) -> list[dict]:
         out.append({"scenario": f"{env}: √i → √i·d^{{1/4}}", "env": env,
                     "reference": "rennala_nigt", "baseline": baseline, "verdict": verdict,
                     "effect": effect, "seeds": g.get("seeds", 5), "statistic": "lead_growth",
-                    "edition": edition,
+                    "edition": edition, "p": g.get("p") if edition == "fourth" else None,
                     "margin": g["looks"][-1]["margin"] if "looks" in g else None})  # fmt: skip
     return out
 
@@ -145,6 +145,36 @@ def _verdict(c: dict) -> str:
     return f"**{c['verdict']}**" if c["edition"] == "fourth" else c["verdict"]
 
 
+#: The family-wise error of the table's Holm column.
+FAMILY_ALPHA = 0.10
+
+
+def _key(c: dict) -> tuple[str, str | None]:
+    return c["scenario"], c["baseline"]
+
+
+def family(docs: Path) -> dict[tuple[str, str | None], float | None]:
+    """Holm's adjusted p-value of every fourth-edition comparison of the table (a comparison
+    in two rows counts once; :func:`jaxnigt.analysis.verdicts.holm_adjusted`), from each
+    comparison's Bonferroni-over-looks p-value."""
+    found = [c for row in ROWS for s in row.scenarios for c in cells(docs, s)]
+    ps = {_key(c): c["p"] for c in found if c["edition"] == "fourth"}
+    return verdicts.holm_adjusted(ps)
+
+
+def _holm(c: dict) -> str:
+    """The Holm column's cell: whether a decided comparison holds family-wise (at
+    :data:`FAMILY_ALPHA`), with its adjusted p-value (``p_holm``, :func:`family`)."""
+    p = c.get("p_holm")
+    if p is None:
+        return "–"
+    decided = c["verdict"] in ("confirmed", "refuted")
+    text = f"p = {p:.2g}"
+    if not decided:
+        return text
+    return f"holds ({text})" if p <= FAMILY_ALPHA else f"not family-wise ({text})"
+
+
 # The opening table: what a reader needs on the first screen. One more column is one more
 # entry here (the other table, :func:`settings`, holds each row's setting and the paper's
 # observation).
@@ -156,6 +186,7 @@ OPENING = (
     Column("effect [interval]", lambda r, c, first: _effect(c)),
     Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]),
            "---:"),
+    Column("Holm, family-wise 10 %", lambda r, c, first: _holm(c)),
 )  # fmt: skip
 
 
@@ -167,9 +198,11 @@ def _markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> s
 def table(docs: Path, columns: tuple[Column, ...] = OPENING) -> str:
     """The opening table: one line per comparison of each row of the paper's table, with
     this project's verdict and effect (Markdown)."""
+    adjusted = family(docs)
     rows = []
     for row in ROWS:
         found = [c for scenario in row.scenarios for c in cells(docs, scenario)]
+        found = [{**c, "p_holm": adjusted.get(_key(c))} for c in found]
         rows += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
     return _markdown([c.header for c in columns], [c.align for c in columns], rows)
 
@@ -274,3 +307,62 @@ def forest(docs: Path, out: Path) -> Path:
     fig.savefig(out, bbox_inches="tight")  # the long labels of the left panel stay whole
     plt.close(fig)
     return out
+
+
+# ------------------------------------------------- the second amendment's checks (5 Dec 2026)
+
+BEFORE = "before_second_amendment"  # the fourth edition's JSON as it was before the amendment
+
+
+def gaps_table(docs: Path) -> str:
+    """Per scenario, each method's largest simulated time between two evaluations of one
+    seed against the cadence ``eval.every_time`` (``docs/results/fourth/gaps.json``)."""
+    found = _load(docs / "fourth" / "gaps.json") or {}
+    rows = []
+    for name, g in sorted(found.items()):
+        every = g["every_time"]
+        cells_ = [
+            f"{a}: {m['largest_gap']:,.4g} ({m['largest_gap'] / every:.2f}×)"
+            for a, m in g["methods"].items()
+        ]
+        rows.append([f"`{name}`", f"{every:g}", "; ".join(cells_)])
+    headers = ["scenario", "eval.every_time", "largest gap between evaluations (× cadence)"]
+    return _markdown(headers, ["---", "---:", "---"], rows)
+
+
+def null_table(docs: Path) -> str:
+    """Per scenario and method, the rule's "a side ahead" rate under nulls split from the
+    method's real per-seed values (``docs/results/fourth/null.json``)."""
+    found = _load(docs / "fourth" / "null.json") or {}
+    rows = []
+    for name, r in sorted(found.items()):
+        for a, m in r["methods"].items():
+            never = "" if m["never_reached"] is None else f"{m['never_reached']} of {m['seeds']}"
+            rate = f"{100 * m['ahead_either_side']:.1f} % ± {100 * m['monte_carlo_se']:.1f} %"
+            looks = ", ".join(map(str, m["looks"]))
+            rows.append([f"`{name}`", a, r["statistic"], never, looks, rate])
+    headers = ["scenario", "method", "statistic", "never reach 80 %", "looks", "a side ahead"]
+    return _markdown(headers, ["---", "---", "---", "---:", "---", "---:"], rows)
+
+
+def moved(docs: Path) -> str:
+    """The comparisons whose verdict the second amendment changed: before → after."""
+    lines = []
+    for row in ROWS:
+        for scenario in row.scenarios:
+            for c in cells(docs, scenario):
+                if c["edition"] != "fourth":
+                    continue
+                old = _old_verdict(docs, c)
+                if old is not None and old != c["verdict"]:
+                    lines.append(f"- {_comparison(c)}: {old} → **{c['verdict']}**")
+    return "\n".join(dict.fromkeys(lines)) or "- none: every verdict stands as it was."
+
+
+def _old_verdict(docs: Path, c: dict) -> str | None:
+    before = docs / "fourth" / BEFORE
+    if c["statistic"] == "lead_growth":
+        g = _load(before / f"{c['env']}_gap_{c['baseline']}.json")
+        return None if g is None else g["verdict"]
+    a = _load(before / f"{c['scenario']}.json")
+    return None if a is None else a["comparisons"][c["baseline"]]["verdict"]

@@ -330,6 +330,9 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
         text = text.replace("{{FOURTH_SIM_SUITE}}", _simulation(docs, "simulation_suite.jsonl"))
         text = text.replace("{{STORE_SIZE}}", _store_size(docs))
+        text = text.replace("{{FOURTH_GAPS}}", fourth_page.gaps_table(docs))
+        text = text.replace("{{FOURTH_NULL}}", fourth_page.null_table(docs))
+        text = text.replace("{{FOURTH_MOVED}}", fourth_page.moved(docs))
     for env in ("point_mass", "reacher"):
         rows = []
         for m in MODELS:
@@ -383,6 +386,8 @@ def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
     for line in path.read_text().splitlines():
         r = json.loads(line)
         kind = "difference of means" if r["statistic"] == "average" else "ratio of median times"
+        regime = r.get("regime", "plain")
+        kind += "" if regime == "plain" else f" ({regime.replace('_', ' ')})"
         what = "under the null" if r["effect"] == 0 else f"under an effect of {r['effect']:g}"
         rate = f"{100 * r['ahead_either_side']:.1f} % ± {100 * r['monte_carlo_se']:.1f} %"
         parts.append(f"{kind}, {what}: a side ahead in {rate} of {r['experiments']:,}")
