@@ -175,6 +175,20 @@ def _holm(c: dict) -> str:
     return f"holds ({text})" if p <= FAMILY_ALPHA else f"not family-wise ({text})"
 
 
+def _adastop(c: dict) -> str:
+    """The AdaStop column's cell: whether AdaStop's decision on the same per-seed values and
+    stages (``docs/results/fourth/adastop.json``, ``c["adastop"]``) agrees with the
+    verdict, and AdaStop's decision where it does not."""
+    a = c.get("adastop")
+    if a is None:
+        return "–"
+    if a["decision"] == "equal":
+        said = "no difference"
+    else:
+        said = f"{c['reference'] if a['ahead'] == 'reference' else c['baseline']} ahead"
+    return "agrees" if a["agree"] else f"**differs**: {said} ({a['seeds']} seeds)"
+
+
 # The opening table: what a reader needs on the first screen. One more column is one more
 # entry here (the other table, :func:`settings`, holds each row's setting and the paper's
 # observation).
@@ -187,6 +201,7 @@ OPENING = (
     Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]),
            "---:"),
     Column("Holm, family-wise 10 %", lambda r, c, first: _holm(c)),
+    Column("AdaStop", lambda r, c, first: _adastop(c)),
 )  # fmt: skip
 
 
@@ -199,10 +214,12 @@ def table(docs: Path, columns: tuple[Column, ...] = OPENING) -> str:
     """The opening table: one line per comparison of each row of the paper's table, with
     this project's verdict and effect (Markdown)."""
     adjusted = family(docs)
+    ada = (_load(docs / "fourth" / "adastop.json") or {}).get("scenarios", {})
+    checked = lambda c: ada.get(c["scenario"], {}).get("comparisons", {}).get(c["baseline"])
     rows = []
     for row in ROWS:
         found = [c for scenario in row.scenarios for c in cells(docs, scenario)]
-        found = [{**c, "p_holm": adjusted.get(_key(c))} for c in found]
+        found = [{**c, "p_holm": adjusted.get(_key(c)), "adastop": checked(c)} for c in found]
         rows += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
     return _markdown([c.header for c in columns], [c.align for c in columns], rows)
 
@@ -366,3 +383,16 @@ def _old_verdict(docs: Path, c: dict) -> str | None:
         return None if g is None else g["verdict"]
     a = _load(before / f"{c['scenario']}.json")
     return None if a is None else a["comparisons"][c["baseline"]]["verdict"]
+
+
+def adastop_summary(docs: Path) -> str:
+    """AdaStop's agreement with the verdicts in words (``docs/results/fourth/adastop.json``)."""
+    a = _load(docs / "fourth" / "adastop.json")
+    if a is None:
+        return "not run yet."
+    rows = [(n, b, c) for n, sc in a["scenarios"].items() for b, c in sc["comparisons"].items()]
+    differ = [f"`{n}` vs {b} (stability {c['stability']:.2f})" for n, b, c in rows
+              if not c["agree"]]  # fmt: skip
+    text = f"AdaStop agrees with the verdict on {len(rows) - len(differ)} of {len(rows)}"
+    text += " comparisons" + (f"; it differs on {', '.join(differ)}." if differ else ".")
+    return text

@@ -333,6 +333,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         text = text.replace("{{FOURTH_GAPS}}", fourth_page.gaps_table(docs))
         text = text.replace("{{FOURTH_NULL}}", fourth_page.null_table(docs))
         text = text.replace("{{FOURTH_MOVED}}", fourth_page.moved(docs))
+        text = text.replace("{{FOURTH_ADASTOP}}", fourth_page.adastop_summary(docs))
     for env in ("point_mass", "reacher"):
         rows = []
         for m in MODELS:
