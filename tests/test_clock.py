@@ -321,3 +321,28 @@ def _small_only(profile_values):
         return profile_values(spec, n, **kw)
 
     return values
+
+
+def test_an_unwritable_out_is_one_line_naming_the_path(tmp_path, capsys, monkeypatch):
+    """A read-only directory (checked before anything runs) and a write that fails all the
+    same (/sys refuses new files even to root) are one line each, exit 2, nothing written."""
+    import os
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if str(p) == str(ro) else real(p, m))
+    status, stdout, err = _run([*BASE, "--out", str(ro / "c.csv")], capsys)
+    assert status == 2 and stdout == ""
+    assert err.strip().splitlines() == [
+        f"jaxnigt clock: error: --out: cannot write {str(ro / 'c.csv')!r}: its directory "
+        f"{str(ro)!r} is not writable"
+    ]
+    status, stdout, err = _run([*BASE, "--out", "/sys/jaxnigt_clock.csv"], capsys)
+    assert status == 2 and stdout == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        "jaxnigt clock: error: --out: cannot write '/sys/jaxnigt_clock.csv': "
+    )
+    assert list(ro.iterdir()) == []

@@ -40,6 +40,35 @@ def test_single_process_helpers():
     np.testing.assert_array_equal(to_host({"a": np.arange(3)})["a"], np.arange(3))
 
 
+@pytest.mark.parametrize(
+    "address, said",
+    [
+        ("nohostport", "got 'nohostport'; expected HOST:PORT, e.g. 10.0.0.1:12345"),
+        (":1234", "got ':1234'; expected HOST:PORT"),
+        ("host:0", "got 'host:0'; the port '0' is not an integer from 1 to 65535"),
+        ("host:http", "got 'host:http'; the port 'http' is not an integer from 1 to 65535"),
+        ("::1:1234", "(an IPv6 host in brackets: [::1]:12345)"),
+    ],
+)
+def test_a_malformed_coordinator_is_one_line_before_jax_distributed(tmp_path, capsys,
+                                                                     address, said):  # fmt: skip
+    """JAX fails on these deep inside jax.distributed (an IndexError for 'nohostport'):
+    the command checks HOST:PORT first and starts nothing."""
+    from jaxnigt.run import distributed
+
+    out = tmp_path / "out"
+    argv = ["run", "demo", "--out", str(out), "--coordinator", address, "--num-processes", "2",
+            "--process-id", "0"]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: --coordinator: got "), err
+    assert said in err[0] and not out.exists()
+    with pytest.raises(ValueError, match=r"^coordinator: got "):
+        distributed.initialize(address, 2, 0)
+    for fine in ("127.0.0.1:12345", "node-3.cluster:80", "[::1]:12345"):
+        assert distributed.coordinator_problem(fine) is None
+
+
 def _two_processes(cfg, out, log_dir):
     """``jaxnigt run`` as processes 0 and 1 of a two-process job on 127.0.0.1; returns the
     children after both ended. A free port can be taken by someone else between our probe

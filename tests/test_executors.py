@@ -52,6 +52,14 @@ def test_ray_without_the_extra_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'jaxnigt[ray]'" in err[0], err
     assert cli.main(["sweep", _config(tmp_path), *OVER, "--jobs", "0"]) == 2
+    capsys.readouterr()
+    # Checked before anything is written: no sweep.json or tune.json that the next plain
+    # command would have to --resume.
+    argv = ["tune", _config(tmp_path), "--out", str(tmp_path / "t"), "--ray", "auto"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["jaxnigt: error: --ray: Ray is not installed: pip install 'jaxnigt[ray]'"]
+    assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,

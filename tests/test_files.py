@@ -24,6 +24,50 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     with pytest.raises(TypeError):
         files.atomic_write_text(tmp_path / "y.txt", object())  # not text: write fails
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(FileNotFoundError) as caught:  # the error names the target
+        files.atomic_write_text(tmp_path / "no" / "y.txt", "x")
+    assert caught.value.filename == str(tmp_path / "no" / "y.txt")
+
+
+def test_a_failed_write_names_its_file(tmp_path):
+    """A write that fails without naming a file (a full disk, here a file-size limit: the
+    same write(2) failure) names the target, never '?' or the temporary file."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, signal, sys\n"
+        "from jaxnigt.run import run_dir as files\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
+        "try:\n"
+        "    files.atomic_write_text(sys.argv[1], 'x' * 100_000)\n"
+        "except OSError as e:\n"
+        "    print(files.describe(e))\n"
+    )
+    target = tmp_path / "metrics.csv"
+    said = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
+                          text=True, check=True, timeout=120).stdout  # fmt: skip
+    assert said.strip() == f"{str(target)!r}: File too large"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_directory_being_written_is_refused_even_with_overwrite(tmp_path):
+    """Another process writes there (it holds the lock): neither to continue nor to discard;
+    a sweep or tuning directory holding such a run directory is refused as well."""
+    out = tmp_path / "sweep" / "point"
+    out.mkdir(parents=True)
+    (out / "config.yaml").write_text("name: x\n")
+    with files.run_lock(out):  # another open file of the lock: flock tells them apart
+        for where, overwrite in ((out, False), (out, True), (tmp_path / "sweep", True)):
+            with pytest.raises(files.InUseError) as caught:
+                files.prepare_run_dir(where, overwrite)
+            assert str(caught.value) == (
+                f"{str(where)!r} is being written by another jaxnigt process (pid {os.getpid()}; "
+                f"lock {str(out / files.LOCK)!r}); wait for it to end or stop it first"
+            )
+            assert caught.value.path == where and caught.value.pid == str(os.getpid())
+    assert files.prepare_run_dir(out, overwrite=True) == out  # the lock is free again
 
 
 def test_prepare_run_dir(tmp_path):

@@ -186,3 +186,38 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Metho
         end_time=end,
         diverged=tuple(sorted(stopped | set(entry.get("diverged_seeds", ())))),
     )
+
+
+#: Config fields in which seed blocks of one config may differ: the seed fields, and what
+#: only says how a run was carried out and written (its name, checkpoints, live writes,
+#: TensorBoard), never what it computes.
+BLOCK_FIELDS = ("seeds", "seed", "first_seed", "name", "checkpoint_every", "live_every_s",
+                "plot_every_s", "tensorboard")  # fmt: skip
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def check_seed_blocks(runs: list[Run]) -> None:
+    """Raises :class:`AnalysisError` unless the runs are seed blocks of one config: their
+    configs differ in nothing but :data:`BLOCK_FIELDS` (the message names the run and the
+    dotted keys in which it differs from the first)."""
+    first = _flat(runs[0].config.to_dict())
+    for run in runs[1:]:
+        other = _flat(run.config.to_dict())
+        differs = sorted(k for k in first.keys() | other.keys()
+                         if k.split(".")[0] not in BLOCK_FIELDS
+                         and first.get(k) != other.get(k))  # fmt: skip
+        if differs:
+            raise AnalysisError(
+                f"{str(run.path)!r} and {str(runs[0].path)!r} are not seed blocks of one "
+                f"config: they differ in {', '.join(differs)} (blocks may differ only in "
+                f"{', '.join(BLOCK_FIELDS[:3])} and how they were written)"
+            )

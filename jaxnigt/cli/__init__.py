@@ -7,18 +7,22 @@ live by concept: :mod:`~jaxnigt.cli.run` (``run``), :mod:`~jaxnigt.cli.grids` (`
 ``tune``), :mod:`~jaxnigt.cli.reports` (``plan``, ``plot``, ``compare``, ``list``) and
 :mod:`jaxnigt.cli.clock`; :mod:`~jaxnigt.cli.common` turns library errors into the command
 line's words.  A config argument is a file or the name of a bundled config
-(:mod:`jaxnigt.config.bundled`).
+(:mod:`jaxnigt.config.bundled`).  ``jaxnigt --version`` prints ``jaxnigt.__version__``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import signal
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
+import jaxnigt
 from jaxnigt.cli import common, grids, reports
 from jaxnigt.cli import run as run_cli
 from jaxnigt.cli.common import EXIT_USAGE, error
@@ -46,13 +50,47 @@ def missing_rl_module() -> str | None:
     return None
 
 
+#: Flags whose value may begin with a minus sign (``--lr-exp -6:-5``, ``--lr-exp -8,-6``).
+NEGATIVE_VALUE_FLAGS = ("--lr-exp",)
+_NEGATIVE = re.compile(r"-[0-9.]")
+
+
+def join_negative_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``FLAG VALUE`` written ``FLAG=VALUE`` where FLAG is one of
+    :data:`NEGATIVE_VALUE_FLAGS` and VALUE begins with a minus sign and a digit: argparse
+    takes such a VALUE (``-6:-5``, unlike a plain ``-6``) for an option and fails with
+    "expected one argument", so both spellings the help shows work."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in NEGATIVE_VALUE_FLAGS and i + 1 < len(argv) and _NEGATIVE.match(argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` that also reads ``--lr-exp -6:-5``
+    (:func:`join_negative_values`)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else args
+        return super().parse_known_args(join_negative_values(args), namespace)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxnigt.cli import clock
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="jaxnigt",
         description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"jaxnigt {jaxnigt.__version__}",
+        help="print the version and exit",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     run_cli.add_parser(sub)
     grids.add_sweep_parser(sub)
@@ -99,6 +137,28 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _DEFAULT_SHOWWARNING = warnings.showwarning
 
 
+def flag_problem(args: argparse.Namespace) -> str | None:
+    """Flags that contradict each other or that JAX would fail on deep inside: one line
+    naming them, before anything starts (None when there is none)."""
+    if getattr(args, "resume", None) and getattr(args, "overwrite", False):
+        return (
+            "--resume and --overwrite contradict each other: --resume continues the work in "
+            "the directory, --overwrite discards it and starts afresh; give one"
+        )
+    coordinator = getattr(args, "coordinator", None)
+    from_env = os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if coordinator is None and getattr(args, "distributed", False) and from_env:
+        coordinator, flag = from_env, "JAX_COORDINATOR_ADDRESS"
+    else:
+        flag = "--coordinator"
+    if coordinator is not None:
+        from jaxnigt.run import distributed
+
+        if problem := distributed.coordinator_problem(coordinator):
+            return f"{flag}: {problem}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_closed_loops
     warnings.showwarning = _show_warning
@@ -106,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = join_negative_values(sys.argv[1:] if argv is None else argv)
+    if problem := flag_problem(args):
+        return error(problem)
     if args.command in EXPERIMENT_COMMANDS:
         missing = missing_rl_module()
         if missing:

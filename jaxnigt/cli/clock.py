@@ -255,6 +255,8 @@ def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
         raise FlagError("--out", f"expected a file path in an existing directory, got {out!r}")
+    if not os.access(parent, os.W_OK):
+        raise FlagError("--out", f"cannot write {out!r}: its directory {parent!r} is not writable")
     tm = timing.make_time_model(
         n,
         h=h,
@@ -279,7 +281,14 @@ def run(args: argparse.Namespace) -> int:
     except FlagError as e:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
-    status = _simulate(cfg, tm)
+    try:
+        status = _simulate(cfg, tm)
+    except OSError as e:  # the CSV is written atomically: nothing is left behind
+        if e.filename != cfg.out:  # not the CSV's write (it names its file)
+            raise
+        reason = e.strerror or str(e)
+        print(f"jaxnigt clock: error: --out: cannot write {cfg.out!r}: {reason}", file=sys.stderr)
+        return 2
     if args.out is None:
         print(f"[jaxnigt] wrote {os.path.abspath(cfg.out)} (the default --out)")
     return status

@@ -68,8 +68,9 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("config", help="YAML config to tune (its budget and cluster)")
     tu.add_argument("--out", required=True, help="tuning directory (tuned.yaml, tuning.json)")
     tu.add_argument("--algorithms", metavar="A,B", help="algorithms to tune (default: all)")
-    tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2 "
-                    "(default -10:-1; extended while the winner sits at an edge)")  # fmt: skip
+    tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2, "
+                    "e.g. --lr-exp -8:-2 (default -10:-1; extended while the winner sits at an "
+                    "edge)")  # fmt: skip
     tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
     for name, shape in tuning.SHAPES.items():
         tu.add_argument(SHAPE_FLAGS[name], dest=name, metavar=f"{name.split('_')[-1]}1,...",

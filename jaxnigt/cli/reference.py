@@ -64,6 +64,10 @@ def markdown() -> str:
         "",
         f"`jaxnigt COMMAND ...` (also `python -m jaxnigt.cli`). {parser.description or ''}",
         "",
+        "| option | meaning | default |",
+        "|---|---|---|",
+        *_flag_rows(parser),
+        "",
     ]
     for name, sub in _subcommands(parser).items():
         usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")

@@ -11,7 +11,7 @@ from jaxnigt.cli.common import EXIT_USAGE, add_set, announce, error, flagged
 #: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
 COMPARE_FLAGS = {"statistic": "--statistic", "reference": "--reference",
                  "baselines": "--baselines", "sequential": "--sequential"}  # fmt: skip
-PLOT_FLAGS = {"x": "--x", "y": "--y"}
+PLOT_FLAGS = {"x": "--x", "y": "--y", "out": "--out"}
 
 
 def add_parsers(sub) -> None:
@@ -23,7 +23,9 @@ def add_parsers(sub) -> None:
         "--x", default=None, help="x-axis: time (default), steps or comms; a sweep: the swept key"
     )
     plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
-    plot.add_argument("--out", help="PNG path (default <dir>/curves_<x>.png)")
+    plot.add_argument("--out", metavar="FILE",
+                      help="image path, its extension the format: .png, .pdf, .svg, ... (no "
+                      "extension: .png is added; default <dir>/curves_<x>.png)")  # fmt: skip
     plot.add_argument(
         "--counts",
         action="store_true",
@@ -49,6 +51,10 @@ def add_parsers(sub) -> None:
     co.add_argument("--sequential", metavar="5,10,20,40",
                     help="decide each comparison by looks at these seed counts, each at "
                     "level 1 - 0.10/looks, with equivalence margins")  # fmt: skip
+    co.add_argument("--out", metavar="FILE",
+                    help="write the JSON to FILE.json and the Markdown to FILE.md (FILE may "
+                    "end in .json or .md; default: compare.json and compare.md, or "
+                    "sequential.*, in the first run directory)")  # fmt: skip
     co.set_defaults(func=compare_command)
 
     pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
@@ -73,18 +79,64 @@ def analysis_problem(e: Exception, flags=COMPARE_FLAGS) -> str:
     return text
 
 
+def _compare_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Where ``compare`` writes its JSON and Markdown (``--out``, else the first run
+    directory); raises ValueError for an ``--out`` that ends in neither ``.json`` nor
+    ``.md``."""
+    if args.out is None:
+        name = "sequential" if args.sequential else "compare"
+        out = Path(args.run_dir[0]) / name
+    else:
+        out = Path(args.out)
+        if out.suffix not in ("", ".json", ".md"):
+            raise ValueError(
+                f"got {args.out!r}; expected FILE, FILE.json or FILE.md (the JSON goes to "
+                "FILE.json, the Markdown to FILE.md)"
+            )
+        out = out.with_suffix("")
+    return out.with_name(f"{out.name}.json"), out.with_name(f"{out.name}.md")
+
+
+def _check_baselines(run, baselines: list[str] | None, reference: str) -> str | None:
+    """What is wrong with ``--baselines`` for this run (None if nothing): a name the run
+    does not have, the reference itself, or no name at all; the run's methods are listed."""
+    methods = list(run.algorithms())
+    has = f"the run's methods: {', '.join(methods)}"
+    if baselines is None:
+        return None
+    if not baselines:
+        return f"--baselines: got no name; expected A,B,... of {has}"
+    unknown = [b for b in baselines if b not in methods]
+    if unknown:
+        names = ", ".join(repr(b) for b in unknown)
+        verb = "is" if len(unknown) == 1 else "are"
+        return f"--baselines: {names} {verb} not in {str(run.path)!r}; {has}"
+    if reference in baselines:
+        return f"--baselines: {reference!r} is the reference (--reference); {has}"
+    return None
+
+
 def compare_command(args: argparse.Namespace) -> int:
     import json
 
     from jaxnigt import analysis
+    from jaxnigt.analysis import run_data
     from jaxnigt.run import run_dir as files
 
     baselines = None
     if args.baselines is not None:
         baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     try:
+        json_out, md_out = _compare_outputs(args)
+    except ValueError as e:
+        return error(f"--out: {e}")
+    try:
         runs = [analysis.load_run(d) for d in args.run_dir]
+        if len(runs) > 1:
+            run_data.check_seed_blocks(runs)
         run = runs[0] if len(runs) == 1 else analysis.sequential.merge_runs(runs)
+        if problem := _check_baselines(run, baselines, args.reference):
+            return error(problem)
         kw = dict(statistic=args.statistic, baselines=baselines, claim=args.claim)
         if args.sequential:
             stages = analysis.sequential.parse_stages(args.sequential)
@@ -97,15 +149,14 @@ def compare_command(args: argparse.Namespace) -> int:
             text = analysis.compare_markdown(result)
     except analysis.AnalysisError as e:
         return error(analysis_problem(e))
-    out = Path(args.run_dir[0])
-    name = "sequential" if args.sequential else "compare"
+    print(text, flush=True)  # the table, also where its files cannot be written
     try:
-        files.atomic_write_text(out / f"{name}.json", json.dumps(result, indent=2) + "\n")
-        files.atomic_write_text(out / f"{name}.md", text + "\n")
+        files.atomic_write_text(json_out, json.dumps(result, indent=2) + "\n")
+        files.atomic_write_text(md_out, text + "\n")
     except OSError as e:
-        return error(f"cannot write the comparison: {files.describe(e)}")
-    print(text)
-    print(f"[jaxnigt] wrote {out}/{name}.json and {out}/{name}.md")
+        hint = "; pass --out FILE to write them elsewhere" if args.out is None else ""
+        return error(f"cannot write the comparison: {files.describe(e)}{hint}")
+    print(f"[jaxnigt] wrote {json_out} and {md_out}")
     return 0
 
 
@@ -130,16 +181,30 @@ def plan_command(args: argparse.Namespace) -> int:
     return EXIT_USAGE if problems else 0
 
 
+def _unwritable(e: OSError, args: argparse.Namespace) -> int:
+    """A plot that cannot be written: one line naming the file and the reason."""
+    from jaxnigt.run.run_dir import describe
+
+    hint = "; pass --out FILE to write it elsewhere" if args.out is None else ""
+    return error(f"cannot write the plot: {describe(e)}{hint}")
+
+
 def _plot_counts(args: argparse.Namespace) -> int:
     from jaxnigt.run.metrics import COUNTS_FILE
-    from jaxnigt.run.plots import plot_counts
+    from jaxnigt.run.plots import PlotError, plot_counts
 
     for d in args.dirs:
         if not (Path(d) / COUNTS_FILE).is_file():
             return error(f"{d!r} has no {COUNTS_FILE} (written by runs with n <= 64)")
     for d in args.dirs:
         out = args.out if args.out and len(args.dirs) == 1 else Path(d) / "counts.png"
-        print(f"[jaxnigt] wrote {plot_counts(d, out=out)}")
+        try:
+            path = plot_counts(d, out=out)
+        except PlotError as e:
+            return error(flagged(e, PLOT_FLAGS))
+        except OSError as e:
+            return _unwritable(e, args)
+        print(f"[jaxnigt] wrote {path}")
     return 0
 
 
@@ -151,6 +216,8 @@ def plot_command(args: argparse.Namespace) -> int:
             path = plot_sweep(args.dirs[0], x=args.x, out=args.out)
         except ValueError as e:
             return error(flagged(e, PLOT_FLAGS))
+        except OSError as e:
+            return _unwritable(e, args)
         print(f"[jaxnigt] wrote {path}")
         return 0
     if args.counts:
@@ -164,6 +231,8 @@ def plot_command(args: argparse.Namespace) -> int:
         path = plot_runs(args.dirs, x=args.x, y=args.y, out=out)
     except PlotError as e:
         return error(flagged(e, PLOT_FLAGS))
+    except OSError as e:
+        return _unwritable(e, args)
     print(f"[jaxnigt] wrote {path}")
     return 0
 

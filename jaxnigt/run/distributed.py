@@ -15,13 +15,37 @@ import jax
 import numpy as np
 
 
+def coordinator_problem(address: str) -> str | None:
+    """What is wrong with a coordinator address (None if it is ``HOST:PORT``: a host name or
+    address, IPv6 in brackets, and a port 1 to 65535); JAX itself fails on a malformed one
+    deep inside ``jax.distributed`` with an IndexError."""
+    expected = "expected HOST:PORT, e.g. 10.0.0.1:12345"
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not port:
+        return f"got {address!r}; {expected}"
+    bracketed = host.startswith("[") and host.endswith("]")
+    if (":" in host or "[" in host or "]" in host) and not bracketed:
+        return f"got {address!r}; {expected} (an IPv6 host in brackets: [::1]:12345)"
+    if host.strip("[]") == "" or any(c.isspace() for c in host):
+        return f"got {address!r}; {expected}"
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"got {address!r}; the port {port!r} is not an integer from 1 to 65535"
+    return None
+
+
 def initialize(
     coordinator: str | None = None,
     num_processes: int | None = None,
     process_id: int | None = None,
 ) -> None:
     """Starts ``jax.distributed`` (arguments default to what JAX reads from the environment,
-    e.g. SLURM or ``JAX_COORDINATOR_ADDRESS``/``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID``)."""
+    e.g. SLURM or ``JAX_COORDINATOR_ADDRESS``/``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID``).
+
+    Raises:
+      ValueError: ``coordinator`` is not ``HOST:PORT`` (:func:`coordinator_problem`).
+    """
+    if coordinator is not None and (problem := coordinator_problem(coordinator)):
+        raise ValueError(f"coordinator: {problem}")
     # Must run before any backend starts; only the CPU client reads it (GPUs use NCCL).
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(

@@ -52,6 +52,14 @@ class MissingRay(ExecutorError):
         super().__init__("Ray is not installed: pip install 'jaxnigt[ray]'")
 
 
+def check(ray: str | None) -> None:
+    """Raises :class:`MissingRay` when ``ray`` asks for a Ray cluster and the ``ray`` extra is
+    not installed: a study calls it before it writes anything, so that a refused command
+    leaves no record that a later command would have to continue."""
+    if ray is not None:
+        _import_ray()
+
+
 def make(fn: Callable[..., Any], *, jobs: int = 1, ray: str | None = None,
          gpus_per_program: float = 0.0, stop=None, run_dir_arg: int | None = None):  # fmt: skip
     """The executor of ``fn``'s jobs (module docstring).  ``run_dir_arg``: the index of the

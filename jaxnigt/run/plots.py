@@ -25,8 +25,8 @@ X_LABELS = {
 
 
 class PlotError(ValueError):
-    """A plot cannot be drawn as asked: ``param`` names the parameter at fault (``x``),
-    ``reason`` what is wrong; the message is ``param: reason``."""
+    """A plot cannot be drawn as asked: ``param`` names the parameter at fault (``x``, ``y``,
+    ``out``), ``reason`` what is wrong; the message is ``param: reason``."""
 
     def __init__(self, reason: str, *, param: str | None = None):
         super().__init__(f"{param}: {reason}" if param else reason)
@@ -44,6 +44,50 @@ def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") ->
         label = algorithm if grid == 0 else f"{algorithm} [grid {grid}]"
         (line,) = ax.step(xs, med, where="post", label=f"{prefix}{label} ({len(seeds)} seeds)")
         ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
+
+
+def formats() -> list[str]:
+    """The file extensions a plot can be written as (matplotlib's formats: ``png``, ``pdf``,
+    ``svg``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def output_path(out: str | Path) -> Path:
+    """The file a plot asked to go to ``out`` is written to: ``out`` itself, or with
+    ``.png`` added when it has no extension (matplotlib's default format).
+
+    Raises:
+      PlotError: (``param`` ``out``) an extension matplotlib cannot write; the message lists
+        those it can.
+    """
+    path = Path(out)
+    if not path.suffix:
+        return path.with_name(f"{path.name}.png")
+    if path.suffix[1:].lower() not in formats():
+        allowed = ", ".join(f".{f}" for f in formats())
+        raise PlotError(
+            f"got {str(path)!r}; {path.suffix!r} is no image format: use one of {allowed} "
+            "(no extension: .png is added)",
+            param="out",
+        )
+    return path
+
+
+def save(fig, out: Path) -> None:
+    """Writes the figure to ``out`` (from :func:`output_path`; its directory is created)
+    atomically, and closes it: a full disk or a read-only directory leaves no partial file,
+    and the ``OSError`` names ``out``."""
+    import matplotlib.pyplot as plt
+
+    from jaxnigt.run.run_dir import atomic_write
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, lambda tmp: fig.savefig(tmp, format=out.suffix[1:].lower()))
+    finally:
+        plt.close(fig)
 
 
 #: The identifying columns of ``metrics.csv``: not a quantity to plot.
@@ -73,7 +117,8 @@ def plot_runs(
       run_dirs: run directories written by ``jaxnigt run``.
       x: ``time`` (simulated time), ``steps`` (environment steps) or ``comms``.
       y: a metrics column (``eval_return``, ``train_return``, ``eval_type0``, ...).
-      out: PNG path (default ``<first run dir>/curves.png``).
+      out: image path, its extension the format (default ``<first run dir>/curves.png``;
+        none: ``.png`` is added).
       budget: mark this simulated-time budget (each seed stops at its first round past it).
       title: figure title (default: the run directory names).
 
@@ -81,14 +126,17 @@ def plot_runs(
       The path written.
 
     Raises:
-      PlotError: ``x`` is not one of :data:`X_AXES`, or ``y`` is not a numeric column of
-        every run's ``metrics.csv``.
+      PlotError: ``x`` is not one of :data:`X_AXES`, ``y`` is not a numeric column of
+        every run's ``metrics.csv``, or ``out``'s extension is no image format
+        (:func:`output_path`; none: ``.png`` is added).
+      OSError: ``out`` cannot be written (naming it); nothing is left there.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    out = output_path(out if out is not None else Path(run_dirs[0]) / "curves.png")
     if x not in X_AXES:
         raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
     for run_dir in run_dirs:
@@ -112,10 +160,7 @@ def plot_runs(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    out = Path(out) if out is not None else Path(run_dirs[0]) / "curves.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    save(fig, out)
     return out
 
 
@@ -138,17 +183,23 @@ def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: st
 
     Args:
       run_dir: a run directory with ``worker_counts.csv`` (runs with n <= 64 write it).
-      out: PNG path (default ``<run_dir>/counts.png``).
+      out: image path, its extension the format (default ``<run_dir>/counts.png``; none:
+        ``.png`` is added).
       title: figure title (default: the run directory name).
 
     Returns:
-      The path written.
+      The path written (``.png`` added to an ``out`` without an extension).
+
+    Raises:
+      PlotError: ``out``'s extension is no image format (:func:`output_path`).
+      OSError: ``out`` cannot be written (naming it); nothing is left there.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    out = output_path(out if out is not None else Path(run_dir) / "counts.png")
     shares = worker_shares(run_dir)
     n = len(next(iter(shares.values())))
     colors = plt.get_cmap("viridis")(np.linspace(0.0, 1.0, n))
@@ -167,9 +218,7 @@ def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: st
     ax.set_title(title or f"{Path(run_dir).name}: who did the work ({n} workers)")
     ax.invert_yaxis()
     fig.tight_layout()
-    out = Path(out) if out is not None else Path(run_dir) / "counts.png"
-    fig.savefig(out)
-    plt.close(fig)
+    save(fig, out)
     return out
 
 
@@ -228,7 +277,9 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     One panel per target fraction: the median over seeds, with the 20 %/80 % band across
     seeds; log x for ``cluster.n`` (and for any positive axis spanning more than 10×). For
     ``cluster.n`` sweeps a second axis shows Rennala NIGT's theoretical round time.
-    Returns the path written; raises :class:`PlotError` when ``x`` is not a swept key.
+    Returns the path written (``.png`` added to an ``out`` without an extension); raises
+    :class:`PlotError` when ``x`` is not a swept key or ``out``'s extension is no image
+    format, ``OSError`` (naming ``out``) when ``out`` cannot be written.
     """
     import json
 
@@ -240,6 +291,7 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     from jaxnigt.run.metrics import read_metrics_raw
 
     sweep_dir = Path(sweep_dir)
+    out = output_path(out if out is not None else sweep_dir / "sweep.png")
     axes_record = json.loads((sweep_dir / "sweep.json").read_text())["axes"]
     key = x or next(iter(axes_record))
     if key not in axes_record:
@@ -266,7 +318,5 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     panels[0][0].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"{sweep_dir.name}: time to target against {key}")
     fig.tight_layout()
-    out = Path(out) if out is not None else sweep_dir / "sweep.png"
-    fig.savefig(out)
-    plt.close(fig)
+    save(fig, out)
     return out

@@ -14,7 +14,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LOCK = ".lock"
@@ -42,6 +42,19 @@ class UnusableDirError(RunDirError):
         self.path = Path(path)
 
 
+class InUseError(UnusableDirError):
+    """Another process holds the directory's lock (it is writing there now); ``pid`` is the
+    holder's process id as its lock file records it (``?`` when it records none)."""
+
+    def __init__(self, path: str | Path, pid: str, lock: str | Path):
+        super().__init__(
+            path,
+            f"{str(path)!r} is being written by another jaxnigt process (pid {pid}; lock "
+            f"{str(lock)!r}); wait for it to end or stop it first",
+        )
+        self.pid = pid
+
+
 class NotEmptyError(UnusableDirError, FileExistsError):
     """A fresh run, sweep or tuning was given a directory that holds files."""
 
@@ -59,15 +72,47 @@ class NotResumableError(ValueError):
 
 
 def describe(error: OSError, path: str | Path | None = None) -> str:
-    """``'PATH: reason'`` of a file-system error (one line)."""
+    """``'PATH: reason'`` of a file-system error (one line).  Without ``path``, the file the
+    error names (:func:`atomic_write_text` names its target in every error it raises)."""
     where = path if path is not None else (error.filename or "?")
     return f"{str(where)!r}: {error.strerror or error}"
+
+
+def _holder(fd: int) -> str | None:
+    """The pid recorded in the lock file ``fd`` if another open file holds its lock, else
+    None (the lock is then left free)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
+
+
+def check_not_in_use(out: str | Path) -> None:
+    """Raises :class:`InUseError` when a process holds the lock of ``out`` or of a run
+    directory inside it (a sweep's point, a tuning's program): it is writing there now, so
+    the directory is neither to continue nor to discard."""
+    out = Path(out)
+    if not out.is_dir():
+        return
+    for lock in sorted(out.rglob(LOCK)):
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            pid = _holder(fd)
+        finally:
+            os.close(fd)
+        if pid is not None:
+            raise InUseError(out, pid, lock)
 
 
 @contextlib.contextmanager
 def run_lock(run_dir: str | Path) -> Iterator[None]:
     """Holds an exclusive lock on ``run_dir`` (``fcntl.flock`` of ``run_dir/.lock``, which
-    records the holder's pid); a second holder gets :class:`RunDirError` naming that pid."""
+    records the holder's pid); a second holder gets :class:`InUseError` naming that pid."""
     path = Path(run_dir) / LOCK
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -78,10 +123,7 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
         os.close(fd)
-        raise RunDirError(
-            f"{str(run_dir)!r} is being written by another jaxnigt process (pid {holder}; "
-            f"lock {str(path)!r})"
-        ) from None
+        raise InUseError(run_dir, holder, path) from None
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -91,13 +133,28 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
         os.close(fd)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Writes ``text`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
+def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
+    """Calls ``write(tmp)`` to write a temporary file in ``path``'s directory, then renames it
+    over ``path`` (``os.replace``): ``path`` is never half-written, and a failed write leaves
+    no temporary file.  The result gets the permissions a plain ``open()`` would give it.
+
+    Raises:
+      OSError: naming ``path`` as its ``filename`` (not the temporary file; also when the
+        failing call names no file, as a write to a full disk does).
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
+        _atomic_write(path, write)
+    except OSError as e:
+        e.filename, e.filename2 = str(path), None
+        raise
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
         # mkstemp creates 0600; give the result the permissions a plain open() would.
         umask = os.umask(0)
         os.umask(umask)
@@ -106,6 +163,17 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Writes ``text`` to ``path`` through :func:`atomic_write` (never half-written; an
+    ``OSError`` names ``path``)."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as f:
+            f.write(text)
+
+    atomic_write(path, write)
 
 
 def writable_dir(out: str | Path, *, create: bool = True) -> Path:
@@ -132,10 +200,12 @@ def prepare_run_dir(out: str | Path, overwrite: bool = False) -> Path:
     lock) unless ``overwrite``.
 
     Raises:
+      InUseError: another process is writing in ``out`` (with ``overwrite`` too).
       NotEmptyError: ``out`` holds files and ``overwrite`` is False.
       UnusableDirError: ``out`` cannot be created or written.
     """
     out = Path(out)
+    check_not_in_use(out)
     if not overwrite and out.is_dir() and any(p.name != LOCK for p in out.iterdir()):
         raise NotEmptyError(out)
     return writable_dir(out)

@@ -165,9 +165,13 @@ def run_sweep(
 
     Raises:
       SweepError: a bad axis or point; NotResumableError: ``resume`` and ``out`` holds no
-        sweep of these points; RunDirError: ``out`` cannot be used.
+        sweep of these points; RunDirError: ``out`` cannot be used; MissingRay: ``ray``
+        without the ``ray`` extra (all before anything is written).
     """
+    from jaxnigt.run import executors
+
     points = sweep_points(raw, axes, sets)
+    executors.check(ray)  # before the directory or its record is written
     out = Path(out)
     if not resume:
         files.prepare_run_dir(out, overwrite)

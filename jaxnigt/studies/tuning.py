@@ -280,9 +280,14 @@ def tuned_raw(raw: Mapping[str, Any], report: Mapping[str, Any]) -> dict:
     return out
 
 
-def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
-    """Prepares ``out`` (or checks that it holds the same request, to resume) and records it."""
+def _open(out: Path, record: dict, *, resume: bool, overwrite: bool, ray=None) -> None:
+    """Prepares ``out`` (or checks that it holds the same request, to resume) and records it;
+    first checks that ``ray``, if asked for, is installed (a refused command writes
+    nothing)."""
+    from jaxnigt.run import executors
     from jaxnigt.run import run_dir as files
+
+    executors.check(ray)
 
     if resume:
         if not (out / RECORD).is_file():
@@ -417,7 +422,7 @@ def tune(
     out = Path(out)
     record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
               "seeds": list(seeds), "statistic": statistic}  # fmt: skip
-    _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite)
+    _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite, ray=ray)
     timed = statistic in stats.TIME_STATISTICS
     cfg = config_lib.from_dict(_runnable(raw))
     report = {
