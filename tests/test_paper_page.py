@@ -112,19 +112,33 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     text = fourth_page.table(tmp_path)
     head, _rule, first, second, *_ = text.splitlines()
     # the opening table: what the first screen needs, the paper's row named once (then ″)
-    assert head == "| the paper's row | comparison | verdict | effect [interval] | seeds |"
+    assert head == (
+        "| the paper's row | comparison | verdict | effect [interval] | seeds "
+        "| Holm, family-wise 10 % | AdaStop |"
+    )
+    # no p-value in this JSON, no AdaStop check: both columns empty
     assert first == (
         "| **Equal compute and communication** | `point_mass_equal`: rennala_nigt "
-        "vs sync_nigt | **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 |"
+        "vs sync_nigt | **refuted** | Δ average return: -2.00 [-3.80, -0.20] | 10 | – | – |"
     )
-    assert second == "| ″ | `reacher_equal` | not run at CPU scale | – | – |"
+    assert second == "| ″ | `reacher_equal` | not run at CPU scale | – | – | – | – |"
     assert "〃" not in text  # a ditto mark that common fonts lack
     assert "| ″ | `walker2d_sqrt_dim` ‡ | not run at CPU scale |" in text  # ‡: a reduced grid
     # one more column is one more entry of the table's columns
     extra = fourth_page.Column("edition", lambda r, c, first: c["edition"] or "–")
     wider = fourth_page.table(tmp_path, (*fourth_page.OPENING, extra)).splitlines()
-    assert wider[0].endswith("| seeds | edition |") and wider[1].endswith("| ---: | --- |")
+    assert wider[0].endswith("| AdaStop | edition |") and wider[1].endswith("| --- | --- |")
     assert wider[2] == first.removesuffix(" |") + " | fourth |"
+    # the family-wise column: Holm's adjusted p over the table's fourth-edition comparisons;
+    # the AdaStop column: "agrees", or AdaStop's own decision
+    fourth["comparisons"]["sync_nigt"]["p"] = 0.004
+    (tmp_path / "fourth" / "point_mass_equal.json").write_text(json.dumps(fourth))
+    ada = {"scenarios": {"point_mass_equal": {"comparisons": {"sync_nigt": {
+        "decision": "equal", "ahead": None, "seeds": 10, "agree": False}}}}}  # fmt: skip
+    (tmp_path / "fourth" / "adastop.json").write_text(json.dumps(ada))
+    first = fourth_page.table(tmp_path).splitlines()[2]
+    assert first.endswith("| 10 | holds (p = 0.004) | **differs**: no difference (10 seeds) |")
+    assert fourth_page.family(tmp_path) == {("point_mass_equal", "sync_nigt"): 0.004}
     # the rest: each row's setting, what the paper observed, its scenarios (and their edition)
     settings = fourth_page.settings(tmp_path).splitlines()
     assert settings[0] == "| the paper's row | setting | the paper observed | scenarios |"
