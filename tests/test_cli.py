@@ -470,7 +470,7 @@ def test_a_chunk_still_running_after_the_grace_is_dropped_and_runs_again(long_ru
     proc.send_signal(signal.SIGTERM)
     proc.send_signal(signal.SIGCONT)
     assert proc.wait() == 143, proc.stderr
-    assert "is dropped and runs again on --resume" in proc.stderr
+    assert "is dropped and runs again when the run is resumed" in proc.stderr
     # between two chunks the run stops as before; inside one, the chunk is dropped
     assert "dropped (a resume runs it again)" in proc.stderr or "stopped after" in proc.stderr
     assert cli.main(["run", str(cfg), "--resume", str(out), "--no-progress"]) == 0

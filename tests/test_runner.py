@@ -10,35 +10,6 @@ from jaxnigt.run import loop as runner
 from jaxnigt.run import progress
 
 
-def test_evaluation_belongs_to_each_seeds_last_active_step():
-    active = np.array([[True, True, True], [True, False, False], [False, False, False]])
-    returns = np.array([[1.0, 3.0, 5.0, 7.0], [2.0, 2.0, 4.0, 4.0], [9.0, 9.0, 9.0, 9.0]])
-    cols = runner.evaluation_columns(active, returns.astype(np.float32), np.array([0, 1]), 2)
-    ev = cols["eval_return"]
-    np.testing.assert_array_equal(ev[0], [np.nan, np.nan, 4.0])
-    np.testing.assert_array_equal(ev[1], [3.0, np.nan, np.nan])
-    assert np.isnan(ev[2]).all()  # not active in this chunk: not evaluated
-    # episode e has type e mod 2
-    np.testing.assert_array_equal(cols["eval_type0"][0], [np.nan, np.nan, 3.0])
-    np.testing.assert_array_equal(cols["eval_type1"][0], [np.nan, np.nan, 5.0])
-    one = runner.evaluation_columns(active, returns.astype(np.float32), np.zeros(2, int), 1)
-    assert set(one) == {"evaluated", "eval_return"}
-
-
-def test_heterogeneous_evaluation_weights_types_by_their_workers():
-    """J = (1/n) Σ_i J_i: workers [0, 1, 0] weigh type 0 by 2/3 and type 1 by 1/3, although
-    evaluation episodes alternate types 0, 1, 0, 1."""
-    active = np.ones((1, 2), bool)
-    returns = np.array([[1.0, 10.0, 3.0, 20.0]], np.float32)  # type 0: 1, 3; type 1: 10, 20
-    cols = runner.evaluation_columns(active, returns, np.array([0, 1, 0]), 2)
-    assert cols["eval_type0"][0, 1] == 2.0 and cols["eval_type1"][0, 1] == 15.0
-    np.testing.assert_allclose(cols["eval_return"][0, 1], 2 / 3 * 2.0 + 1 / 3 * 15.0, rtol=1e-6)
-    np.testing.assert_array_equal(cols["evaluated"], [[False, True]])
-    # balanced types: the plain mean of the episodes
-    even = runner.evaluation_columns(active, returns, np.array([0, 1]), 2)["eval_return"]
-    np.testing.assert_allclose(even[0, 1], returns.mean(), rtol=1e-6)
-
-
 def _run(last):
     return types.SimpleNamespace(
         history=[last],

@@ -10,7 +10,9 @@
   ``analysis.load_run``, ``analysis.STATISTICS``, ...), loaded on first use, so importing
   one submodule (``jaxnigt.analysis.stats``) loads nothing else.
 * :mod:`~jaxnigt.analysis.sequential`: deciding a comparison by adding seeds in stages
-  (``jaxnigt compare --sequential``), and the rule's error rate by simulation.
+  (``jaxnigt compare --sequential``).
+* :mod:`~jaxnigt.analysis.error_rate`: that rule's error rate and power, by simulation and on
+  nulls split from real per-seed values.
 * :mod:`~jaxnigt.analysis.report_text`: the Markdown of a comparison.
 
 The training loop reads none of this: it writes the files (:mod:`jaxnigt.run.metrics`)
@@ -19,7 +21,15 @@ that this package reads.
 
 import importlib
 
-_SUBMODULES = ("comparison", "report_text", "run_data", "sequential", "stats", "verdicts")
+_SUBMODULES = (
+    "comparison",
+    "error_rate",
+    "report_text",
+    "run_data",
+    "sequential",
+    "stats",
+    "verdicts",
+)
 
 
 def __getattr__(name: str):

@@ -198,6 +198,24 @@ def _check_compare(run: Run, reference: str, statistic: str, baselines) -> tuple
     return methods, baselines
 
 
+def _pooled_targets(methods: dict[str, Method], budget: float, fractions):
+    """``(initial returns, second-half levels, targets)`` pooled over every method."""
+    initial = np.concatenate([m.initial() for m in methods.values()])
+    levels = {a: m.statistic("second_half", budget) for a, m in methods.items()}
+    tg = targets(initial, [float(np.median(v)) for v in levels.values()], fractions)
+    return initial, levels, tg
+
+
+def _pool(initial: np.ndarray, levels: dict, tg: dict) -> dict[str, Any]:
+    """The pooled start, best level, their ratio to the seeds' spread, and the targets."""
+    return {
+        "initial_median_return": float(np.nanmedian(initial)),
+        "best_second_half_median": max(float(np.median(v)) for v in levels.values()),
+        "improvement_over_spread": improvement_over_spread(initial, levels),
+        "targets": {str(f): t for f, t in tg.items()},
+    }
+
+
 def compare(
     run: Run,
     reference: str,
@@ -212,13 +230,11 @@ def compare(
 ) -> dict[str, Any]:
     """The reference against every baseline of a run (grid point 0 of each algorithm).
 
-    Per baseline: the effect of ``statistic``, its interval and p-value, :func:`outcome` and
-    the seeds a tie would need; the average-return difference and time ratios (second
-    views); then the claim's :func:`verdict`.  The targets pool every method of the run
-    (:func:`targets`).  Methods that ran the same seeds are compared as pairs
-    (:func:`paired`: one resampled set of seeds for both), others independently; a time
-    never reached by either majority is a tie.  ``warnings`` name methods evaluated too
-    sparsely for the statistic (:data:`GAP_WARNING`).
+    Per baseline: the effect of ``statistic`` with its interval, p-value, :func:`outcome` and
+    the seeds a tie would need, and second views (average-return difference, time ratios);
+    then the claim's :func:`verdict`.  Targets pool every method (:func:`targets`); methods of
+    the same seeds are resampled as pairs (:func:`paired`); ``warnings`` name methods
+    evaluated too sparsely for the statistic (:data:`GAP_WARNING`).
 
     Args:
       run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
@@ -237,12 +253,10 @@ def compare(
     budget = run.budget
     if statistic not in RETURN_STATISTICS:
         fractions = sorted({*fractions, fraction(statistic)})
-    initial = np.concatenate([m.initial() for m in methods.values()])
-    levels = {a: m.statistic("second_half", budget) for a, m in methods.items()}
-    tg = targets(initial, [float(np.median(v)) for v in levels.values()], fractions)
+    initial, levels, tg = _pooled_targets(methods, budget, fractions)
     kw = {"level": level, "reps": reps, "seed": seed}
-    rows = {b: _comparison(methods[reference], methods[b], budget, tg, statistic, kw)
-            for b in baselines}  # fmt: skip
+    ref = methods[reference]
+    rows = {b: _comparison(ref, methods[b], budget, tg, statistic, kw) for b in baselines}
     decision = verdict(list(rows.values()), claim)
     return {
         "run": str(run.path),
@@ -253,10 +267,7 @@ def compare(
         "level": level,
         "reps": reps,
         "seed": seed,
-        "initial_median_return": float(np.nanmedian(initial)),
-        "best_second_half_median": max(float(np.median(v)) for v in levels.values()),
-        "improvement_over_spread": improvement_over_spread(initial, levels),
-        "targets": {str(f): t for f, t in tg.items()},
+        **_pool(initial, levels, tg),
         "algorithms": {a: _method_summary(m, budget, tg) for a, m in methods.items()},
         "comparisons": rows,
         "verdict": decision["verdict"],

@@ -247,17 +247,22 @@ def command(args: argparse.Namespace) -> int:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
         return 1
     except Exception as e:
-        memory = out_of_memory(e)
-        if memory is None:
+        if out_of_memory(e) is None:
             raise
-        if leftovers is not None and leftovers.removed:
-            return error(
-                f"out of memory before the first result ({memory}): the size check's "
-                "estimate is a lower bound; `jaxnigt plan` shows each algorithm's compiled "
-                "memory per step (lower hparams.M, seeds or cluster.n); nothing was kept"
-            )
-        print(f"jaxnigt: run stopped: out of memory ({memory})", file=sys.stderr)
-        return 1
+        return _out_of_memory(out_of_memory(e), leftovers)
     if is_writer():
         _print_summary(out, summary)
     return 0
+
+
+def _out_of_memory(memory: str, leftovers) -> int:
+    """The exit status of a run that ran out of device memory (2, one line, when it stopped
+    before its first result and nothing was kept)."""
+    if leftovers is not None and leftovers.removed:
+        return error(
+            f"out of memory before the first result ({memory}): the size check's "
+            "estimate is a lower bound; `jaxnigt plan` shows each algorithm's compiled "
+            "memory per step (lower hparams.M, seeds or cluster.n); nothing was kept"
+        )
+    print(f"jaxnigt: run stopped: out of memory ({memory})", file=sys.stderr)
+    return 1

@@ -8,7 +8,7 @@ followed by an evaluation of the deploy params: every engine is then evaluated a
 ``every_time`` plus one round (or one arrival) apart.  The
 loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
 checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
-it, and :func:`evaluation_columns` (which step of each seed an evaluation belongs to).
+it; :mod:`jaxnigt.run.evaluations` says which step of each seed an evaluation belongs to.
 :func:`run_algorithm` drives them, with a progress bar and the compile time it measured;
 :mod:`jaxnigt.run.experiment` runs every algorithm of a config into a run directory.
 """
@@ -28,18 +28,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt.algorithms.core import HEALTH_FLAGS, LOGGED
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import checkpoint
 from jaxnigt.run import devices as parallel
 from jaxnigt.run import metrics as results
 from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
 from jaxnigt.run.distributed import to_host
+from jaxnigt.run.evaluations import evaluation_columns, initial_metrics, last_finite
 from jaxnigt.run.progress import Progress, compile_seconds, wait
 from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
 from jaxnigt.run.trainer import Trainer, make_trainer
 
-__all__ = ["RunError", "evaluation_columns", "next_chunk", "run_algorithm", "start_or_resume"]
+__all__ = ["RunError", "next_chunk", "run_algorithm", "start_or_resume"]
 
 
 class RunError(RuntimeError):
@@ -194,40 +194,6 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     )
 
 
-def evaluation_columns(
-    active: np.ndarray, returns: np.ndarray, worker_types: np.ndarray, num_types: int
-) -> dict[str, np.ndarray]:
-    """``evaluated``, ``eval_return`` (and ``eval_type{v}``) ``[B, L]`` of one chunk's steps.
-
-    Each seed's evaluation belongs to its last active step of the chunk (NaN elsewhere); a
-    seed with no active step was not evaluated.  Episode e of ``returns`` ``[B, E]`` ran in
-    environment type ``e mod V``.  With several types, ``eval_return`` is the worker-weighted
-    mean of the per-type means, the objective J = (1/n) Σ_i J_i: type v has weight
-    (number of workers of type v) / n.
-    """
-    B, L = active.shape
-    last = np.where(active.any(axis=1), L - 1 - np.argmax(active[:, ::-1], axis=1), -1)
-    b = np.nonzero(last >= 0)[0]
-    out = {"evaluated": np.zeros((B, L), bool)}
-    out["evaluated"][b, last[b]] = True
-
-    def at_last(values: np.ndarray) -> np.ndarray:
-        col = np.full((B, L), np.nan, np.float32)
-        col[b, last[b]] = values[b]
-        return col
-
-    if num_types <= 1:
-        out["eval_return"] = at_last(returns.mean(axis=1))
-        return out
-    per_type = [returns[:, v::num_types].mean(axis=1) for v in range(num_types)]
-    weights = np.bincount(worker_types, minlength=num_types) / len(worker_types)
-    total = sum(np.float32(w) * t for w, t in zip(weights, per_type, strict=True))
-    out["eval_return"] = at_last(np.asarray(total, np.float32))
-    for v, values in enumerate(per_type):
-        out[f"eval_type{v}"] = at_last(values)
-    return out
-
-
 def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:
     """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
     was not evaluated, e.g. round 0 of its own shape)."""
@@ -239,20 +205,8 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
         returns = np.zeros((run.batch, 1), np.float32)
     evals = evaluation_columns(evaluated, returns, setup.worker_types, setup.task.num_types)
     run.history.append({**metrics, **evals})
-    latest = _last_finite(evals["eval_return"])
+    latest = last_finite(evals["eval_return"])
     run.last_eval = np.where(np.isnan(latest), run.last_eval, latest)
-
-
-def _initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
-    """The row of step 0 before any update: counters at zero, no training statistics."""
-    nan = np.full((batch, 1), np.nan, np.float32)
-    zero = np.zeros((batch, 1), np.float32)
-    row: dict[str, np.ndarray] = {c: nan for c in LOGGED}
-    row.update({c: zero for c in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads")})
-    row.update({c: np.zeros((batch, 1), bool) for c in HEALTH_FLAGS})
-    row.update(round=np.zeros((batch, 1), np.int32), active=np.ones((batch, 1), bool))
-    row["worker_counts"] = np.zeros((batch, 1, n), np.float32)
-    return row
 
 
 def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
@@ -268,7 +222,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         run.budgets[run.diverged] = -np.inf
         run.history = [restored]
         if "eval_return" in restored:
-            run.last_eval = _last_finite(restored["eval_return"])
+            run.last_eval = last_finite(restored["eval_return"])
         steps = restored["active"].shape[1] - 1 - (run.trainer.first_step is not None)
         if not run.time_grid and steps != run.chunks * run.every:
             raise checkpoint.CheckpointError(
@@ -280,7 +234,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         return
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
     run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
-    _record(run, _initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
+    _record(run, initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
     if run.first_step is not None:  # round 0 with M_init != M: its own compiled shape
         run.state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
         m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
@@ -359,13 +313,6 @@ def _finished(run: _Run, bar: Progress) -> bool:
     return sim_time >= run.budget or steps_done >= run.max_rounds
 
 
-def _last_finite(values: np.ndarray) -> np.ndarray:
-    """Per row, the last non-NaN value (NaN if none)."""
-    ok = ~np.isnan(values)
-    idx = values.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)
-    return np.where(ok.any(axis=1), values[np.arange(values.shape[0]), idx], np.nan)
-
-
 def run_algorithm(
     config: ExperimentConfig,
     algorithm: str,
@@ -400,14 +347,11 @@ def run_algorithm(
     """
     log = log or (lambda _line: None)
     run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
-    if run.time_grid:
-        log(
-            f"[jaxnigt] {algorithm}: evaluating at each multiple of eval.every_time = "
-            f"{config.eval.every_time:g} of simulated time (chunks of at most {run.every} steps)"
-        )
+    _describe(run, config, algorithm, log)
     bar = Progress.of(run, progress, label or algorithm)
     t_start = time.perf_counter()
     save = lambda: checkpoint.save(run_dir, algorithm, run.state, run.stacked(True), run.chunks)
+    stopped = lambda: _interrupted(run, algorithm, stop, save if run_dir else None, t_start)
     with compile_seconds(run):
         try:
             start_or_resume(run, Path(run_dir) if run_dir else None, resume, algorithm, log)
@@ -418,25 +362,38 @@ def run_algorithm(
                 if _finished(run, bar):
                     break
                 if stop is not None and stop.requested:
-                    raise _interrupted(run, algorithm, stop, save if run_dir else None, t_start)
+                    raise stopped()
                 every = config.checkpoint_every
                 if run_dir is not None and every and run.chunks and run.chunks % every == 0:
                     save()
-                try:
-                    next_chunk(run, stop)
-                except ChunkDropped:
-                    log(
-                        f"[jaxnigt] {algorithm}: chunk {run.chunks + 1} was still running "
-                        f"{stop.grace:g} s after the signal; dropped (a resume runs it again)"
-                    )
-                    saving = save if run_dir else None
-                    raise _interrupted(run, algorithm, stop, saving, t_start) from None
+                _chunk(run, algorithm, stop, stopped, log)
                 bar.start(once=True)
                 if on_chunk is not None:
                     on_chunk(functools.partial(_output, run, t_start))
         finally:
             bar.close()
     return _output(run, t_start)
+
+
+def _describe(run: _Run, config: ExperimentConfig, algorithm: str, log) -> None:
+    """The log line of a run evaluated on the time grid."""
+    if run.time_grid:
+        log(
+            f"[jaxnigt] {algorithm}: evaluating at each multiple of eval.every_time = "
+            f"{config.eval.every_time:g} of simulated time (chunks of at most {run.every} steps)"
+        )
+
+
+def _chunk(run: _Run, algorithm: str, stop: StopFlag | None, stopped, log) -> None:
+    """:func:`next_chunk`; a chunk dropped after a signal raises ``stopped()``."""
+    try:
+        next_chunk(run, stop)
+    except ChunkDropped:
+        log(
+            f"[jaxnigt] {algorithm}: chunk {run.chunks + 1} was still running "
+            f"{stop.grace:g} s after the signal; dropped (a resume runs it again)"
+        )
+        raise stopped() from None
 
 
 def _interrupted(run: _Run, algorithm: str, stop: StopFlag, save, t_start: float) -> Interrupted:

@@ -90,7 +90,7 @@ class StopFlag:
         print(
             f"[jaxnigt] {signal.Signals(signum).name}: finishing the current chunk{each}, then "
             f"checkpoint and stop; a chunk still running in {self.grace:g} s is dropped and "
-            "runs again on --resume (again to stop at once)",
+            "runs again when the run is resumed (again to stop at once)",
             file=sys.stderr,
             flush=True,
         )

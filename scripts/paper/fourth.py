@@ -241,10 +241,10 @@ def null(
     reps: int = 2000,
 ) -> dict | None:
     """The rule's error rate on nulls built from the scenario's real per-seed values: for
-    each method, :func:`jaxnigt.analysis.sequential.split_null` of its claim statistic over
+    each method, :func:`jaxnigt.analysis.error_rate.split_null` of its claim statistic over
     every seed run (times to the 80 % target pooled over the whole run, or returns), at the
     scenario's stages and margin.  None before its first block."""
-    from jaxnigt.analysis import comparison
+    from jaxnigt.analysis import comparison, error_rate
 
     run = merged_run(name, out, store)
     if run is None:
@@ -265,7 +265,7 @@ def null(
             values = m.statistic("time", run.budget, target)
         else:
             values = m.statistic(claim.statistic, run.budget)
-        methods[a] = sequential.split_null(
+        methods[a] = error_rate.split_null(
             values, ratio=ratio, stages=stages, margin=margin, experiments=experiments, reps=reps
         )
     return {
