@@ -34,7 +34,17 @@ def add_parsers(sub) -> None:
     plot.set_defaults(func=plot_command)
 
     co = sub.add_parser(
-        "compare", help="a reference against every baseline of a run: effects, intervals, verdict"
+        "compare",
+        help="a reference against every baseline of a run: effects, intervals, verdict",
+        description="Each effect's 90 % interval is a percentile bootstrap over seeds, printed "
+        "with its p-value. Methods that ran the same seeds are paired (seed s gives every "
+        "method the same initial policy and evaluation keys): each resample draws one set of "
+        "seeds for both; methods of other seeds are resampled independently; the output says "
+        "which. A seed that never reaches a target within the budget has time inf; where "
+        "neither method's majority reaches it the time ratio is 1, a tie. Each interval holds "
+        "for its own comparison: over many comparisons, adjust (Holm's step-down: "
+        "jaxnigt.analysis.verdicts.holm). A method evaluated more than 10 % of the "
+        "statistic's scale apart is warned about.",
     )
     co.add_argument("run_dir", nargs="+",
                     help="a finished run; several: seed blocks of one config")  # fmt: skip
