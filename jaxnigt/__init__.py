@@ -19,6 +19,13 @@ Everything else is internal and may move; the folders (``cluster``, ``rl``, ``en
 ``algorithms``, ``config``, ``run``, ``studies``, ``analysis``, ``cli``) each say in their
 ``__init__`` what they hold. The core needs only jax, optax, chex and numpy: the NIGT
 transformations, :mod:`jaxnigt.cluster` and ``jaxnigt clock``.
+
+**Layers.** The folders are layers and every import, one inside a function too, points down:
+``cluster``, ``envs`` and ``nigt`` at the bottom (none importing another); then ``rl``;
+``algorithms``; ``config`` (it checks a config against the algorithms' registry); ``run``
+(from a config to a run directory); ``analysis`` (it reads run directories back); ``studies``
+(many runs, scored by the analysis); ``cli`` on top. This module, the public names, is none
+of them.
 """
 
 import importlib

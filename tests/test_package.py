@@ -1,5 +1,6 @@
 """Tests for the package as a whole (jaxnigt/__init__.py and its layout): the public names,
-no import cycle, every module importable on its own, short functions."""
+imports pointing down the layers, no import cycle, every module importable on its own, short
+functions."""
 
 import ast
 import pathlib
@@ -45,11 +46,6 @@ def _module_level_imports(
     return {m for m in found if m in known and m != name and m not in parents}
 
 
-#: Lazy imports (inside a function) that close a cycle, each with its reason; none is
-#: imported at module level, so none can fail at import time.
-LAZY_CYCLES_ALLOWED: dict[tuple[str, str], str] = {}
-
-
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One import cycle of ``graph`` (module -> modules it imports), or None."""
     state: dict[str, int] = {}
@@ -75,42 +71,89 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_no_import_cycle_even_through_lazy_imports():
-    """Function-level imports count too: a cycle through one would tie the two layers
-    together all the same (the allowed ones are named, with their reason)."""
+    """Function-level imports count too: a cycle through one would tie two modules together
+    all the same."""
     modules = _modules()
     graph = {m: _module_level_imports(m, p, set(modules), lazy=True) for m, p in modules.items()}
-    for (a, b), reason in LAZY_CYCLES_ALLOWED.items():
-        assert reason and b in graph[a], (a, b)
-        graph[a] = graph[a] - {b}
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-#: The layers whose modules the training loop imports: none of them imports the analysis
-#: but for its statistics of curves (``analysis.stats``, which imports nothing of jaxnigt):
-#: the summary of a run reports its time to a target.
-TRAINING = ("jaxnigt.cluster", "jaxnigt.rl", "jaxnigt.envs", "jaxnigt.algorithms",
-            "jaxnigt.config", "jaxnigt.run", "jaxnigt.nigt")  # fmt: skip
+#: The layers of the package, bottom first (``jaxnigt/__init__.py`` states them): a module
+#: imports, at module level or inside a function, only its own subpackage and the layers
+#: below its own; the subpackages of one layer import none of each other.  The package's
+#: ``__init__`` (its public names) is no layer: Python initializes it before any submodule.
+LAYERS = (
+    ("cluster", "envs", "nigt"),
+    ("rl",),
+    ("algorithms",),
+    ("config",),
+    ("run",),
+    ("analysis",),
+    ("studies",),
+    ("cli",),
+)
 
 
-def test_the_training_loop_does_not_import_the_analysis():
+def _subpackage_imports() -> dict[tuple[str, str], list[str]]:
+    """``{(A, B): ["module -> dependency", ...]}`` for every import, lazy ones included, from
+    subpackage (or top-level module) A to another one B."""
     modules = _modules()
-    bad = []
+    edges: dict[tuple[str, str], list[str]] = {}
     for m, p in modules.items():
-        if not m.startswith(TRAINING):
+        if m == "jaxnigt":
             continue
-        for dep in _module_level_imports(m, p, set(modules), lazy=True):
-            if dep.startswith("jaxnigt.analysis") and dep not in (
-                "jaxnigt.analysis",
-                "jaxnigt.analysis.stats",
-            ):
-                bad.append(f"{m} -> {dep}")
-            if dep.startswith(("jaxnigt.studies", "jaxnigt.cli")):
-                bad.append(f"{m} -> {dep}")
-    assert not bad, bad
-    stats = _module_level_imports("jaxnigt.analysis.stats", modules["jaxnigt.analysis.stats"],
-                                  set(modules), lazy=True)  # fmt: skip
-    assert stats == set(), stats
+        for dep in sorted(_module_level_imports(m, p, set(modules), lazy=True)):
+            a, b = m.split(".")[1], dep.split(".")[1]
+            if a != b:
+                edges.setdefault((a, b), []).append(f"{m} -> {dep}")
+    return edges
+
+
+def test_layers_name_every_subpackage_once_as_the_package_docstring_does():
+    import pkgutil
+
+    names = [name for layer in LAYERS for name in layer]
+    top = sorted(m.name for m in pkgutil.iter_modules(jaxnigt.__path__))
+    assert sorted(names) == top, (names, top)
+    doc = jaxnigt.__doc__
+    stated = doc[doc.index("**Layers.**") :].split("\n\n")[0]
+    places = [stated.index(f"``{name}``") for name in names]
+    assert places == sorted(places), stated
+
+
+def test_imports_point_down_the_layers():
+    """Every import from one subpackage to another, lazy ones included, goes to a lower
+    layer (:data:`LAYERS`): no exception."""
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    up = [
+        m for (a, b), found in _subpackage_imports().items() if layer[b] >= layer[a] for m in found
+    ]
+    assert not up, up
+
+
+def test_no_cycle_among_subpackages():
+    graph = {name: set() for layer in LAYERS for name in layer}
+    for a, b in _subpackage_imports():
+        graph[a].add(b)
+    cycle = _cycle(graph)
+    assert cycle is None, "subpackage cycle: " + " -> ".join(cycle)
+
+
+def test_the_curve_statistics_are_pure():
+    """The time to a target that a run's summary reports imports nothing of jaxnigt, and the
+    analysis's statistics of curves nothing but it: numpy functions, one definition of each."""
+    modules = _modules()
+
+    def imports(name):
+        return _module_level_imports(name, modules[name], set(modules), lazy=True)
+
+    assert imports("jaxnigt.run.curves") == set()
+    assert imports("jaxnigt.analysis.stats") == {"jaxnigt.run.curves"}
+    from jaxnigt.analysis import stats
+    from jaxnigt.run import curves
+
+    assert stats.first_time is curves.first_time and stats.median_time is curves.median_time
 
 
 MAX_MODULE_LINES = 450
@@ -282,8 +325,12 @@ def test_bundled_configs_are_the_top_level_folder():
     on_disk = sorted(str(p.relative_to(REPO / "configs")) for p in (REPO / "configs").rglob("*"))
     on_disk = [p for p in on_disk if (REPO / "configs" / p).is_file()]
     assert sorted(bundled.names()) == on_disk and "demo.yaml" in on_disk
-    packaged = {str(p.relative_to(ROOT / "configs")) for g in _package_data() if
-                g.startswith("configs/") for p in ROOT.glob(g)}  # fmt: skip
+    packaged = {
+        str(p.relative_to(ROOT / "configs"))
+        for g in _package_data()
+        if g.startswith("configs/")
+        for p in ROOT.glob(g)
+    }
     assert packaged == set(on_disk)
     assert bundled.find("demo") == bundled.find("configs/demo.yaml") == bundled.root() / "demo.yaml"
     assert bundled.find("sweeps/n_scaling_cpu").name == "n_scaling_cpu.yaml"

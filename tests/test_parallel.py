@@ -8,7 +8,7 @@ import textwrap
 import jax
 from children import TESTS, child_env, run
 
-from jaxnigt.run import devices as parallel
+from jaxnigt.run import devices
 
 SCRIPT = textwrap.dedent(
     """
@@ -70,12 +70,12 @@ SCRIPT = textwrap.dedent(
 
 
 def test_make_mesh_and_single_device_plan():
-    mesh = parallel.make_mesh()
-    assert mesh.axis_names == (parallel.AXIS,)
+    mesh = devices.make_mesh()
+    assert mesh.axis_names == (devices.AXIS,)
     assert mesh.size == len(jax.devices())
-    assert parallel.batch_sharding(None, 8) is None
-    assert parallel.batch_sharding(parallel.make_mesh(1), 8) is None
-    assert parallel.device_plan(1, 8) == (None, None)
+    assert devices.batch_sharding(None, 8) is None
+    assert devices.batch_sharding(devices.make_mesh(1), 8) is None
+    assert devices.device_plan(1, 8) == (None, None)
 
 
 def test_sharded_runs_equal_single_device(tmp_path):

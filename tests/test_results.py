@@ -5,7 +5,7 @@ import pytest
 
 from jaxnigt.algorithms.core import StepMetrics
 from jaxnigt.analysis import stats, verdicts
-from jaxnigt.run import metrics as results
+from jaxnigt.run import metrics
 
 
 def _rows():
@@ -28,14 +28,14 @@ def _rows():
 
 
 def test_summarize_final_best_and_time_to_target():
-    s = results.summarize(_rows(), target=5.0)["a"]
+    s = metrics.summarize(_rows(), target=5.0)["a"]
     assert s["seeds"] == 2
     assert s["final_median_return"] == pytest.approx(5.5)
     # median curve: t=0 -> 0.5, t=10 -> 3.5, t=20 -> 5.5
     assert s["best_median_return"] == pytest.approx(5.5)
     assert s["time_to_target"] == pytest.approx(20.0)
     assert s["largest_eval_gap"] == 10.0  # evaluations at 0, 10, 20
-    assert results.summarize(_rows(), target=100.0)["a"]["time_to_target"] is None
+    assert metrics.summarize(_rows(), target=100.0)["a"]["time_to_target"] is None
 
 
 def test_median_curve_is_a_step_function_of_the_seeds():
@@ -43,39 +43,39 @@ def test_median_curve_is_a_step_function_of_the_seeds():
         0: (np.array([0.0, 10.0]), np.array([1.0, 3.0])),
         1: (np.array([5.0]), np.array([2.0])),
     }
-    xs, med = results.median_curve(seeds)
+    xs, med = metrics.median_curve(seeds)
     np.testing.assert_array_equal(xs, [0.0, 5.0, 10.0])
     # seed 1 has no value before t = 5 (NaN is ignored by the median)
     np.testing.assert_array_equal(med, [1.0, 1.5, 2.5])
-    assert results.time_to_target(xs, med, 2.0) == 10.0
+    assert metrics.time_to_target(xs, med, 2.0) == 10.0
 
 
 def test_columns_follow_step_metrics():
     fields = [f for f in StepMetrics._fields if f not in ("overflow", "nonfinite", "worker_counts")]
-    assert [c for c in results.COLUMNS if c not in (*results.ID_COLUMNS, "eval_return")] == fields
-    i = results.COLUMNS.index("eval_return")
-    assert results.COLUMNS[i - 1] == "train_return"
+    assert [c for c in metrics.COLUMNS if c not in (*metrics.ID_COLUMNS, "eval_return")] == fields
+    i = metrics.COLUMNS.index("eval_return")
+    assert metrics.COLUMNS[i - 1] == "train_return"
 
 
 def test_metric_rows_drop_inactive_steps_and_format_numbers(tmp_path):
     B, R = 2, 3
-    m = {c: np.full((B, R), 0.5, np.float32) for c in results.PER_ROUND}
+    m = {c: np.full((B, R), 0.5, np.float32) for c in metrics.PER_ROUND}
     m["round"] = np.tile(np.arange(R, dtype=np.int32), (B, 1))
     m["eval_return"][:, 1] = np.nan
     m["eval_type0"] = np.full((B, R), 1.25, np.float32)
     m["active"] = np.array([[True, True, True], [True, False, False]])
     m.update(grid=np.zeros(B), seed=np.arange(B), learning_rate=np.full(B, 0.1), eta=np.ones(B))
-    rows = results.metric_rows("x", m)
+    rows = metrics.metric_rows("x", m)
     assert [(r["seed"], r["round"]) for r in rows] == [(0, 0), (0, 1), (0, 2), (1, 0)]
     assert rows[1]["eval_return"] == "" and rows[0]["sim_time"] == "0.5"
-    results.write_csv(tmp_path / "metrics.csv", rows)
-    back = results.read_metrics(tmp_path)
+    metrics.write_csv(tmp_path / "metrics.csv", rows)
+    back = metrics.read_metrics(tmp_path)
     header = list(back[0])
-    assert header[: len(results.COLUMNS)] == list(results.COLUMNS) and header[-1] == "eval_type0"
+    assert header[: len(metrics.COLUMNS)] == list(metrics.COLUMNS) and header[-1] == "eval_type0"
     assert np.isnan(back[1]["eval_return"]) and back[3]["eval_type0"] == 1.25
-    assert results.read_metrics_raw(tmp_path / "nowhere") == []
+    assert metrics.read_metrics_raw(tmp_path / "nowhere") == []
     with pytest.raises(FileNotFoundError, match="run directory"):
-        results.read_metrics(tmp_path / "nowhere")
+        metrics.read_metrics(tmp_path / "nowhere")
 
 
 def test_group_curves_and_resample():
@@ -84,11 +84,11 @@ def test_group_curves_and_resample():
         {"algorithm": "a", "grid": 0, "seed": 0, "t": 2.0, "y": ""},
         {"algorithm": "a", "grid": 0, "seed": 0, "t": 3.0, "y": "4"},
     ]
-    curves = results.group_curves(rows, x="t", y="y")
+    curves = metrics.group_curves(rows, x="t", y="y")
     xs, ys = curves[("a", 0)][0]
     np.testing.assert_array_equal(xs, [0.0, 3.0])
-    np.testing.assert_array_equal(results.resample(xs, ys, np.array([-1.0, 0.0, 2.9, 3.0])),
-                                  [np.nan, 1.0, 1.0, 4.0])  # fmt: skip
+    resampled = metrics.resample(xs, ys, np.array([-1.0, 0.0, 2.9, 3.0]))
+    np.testing.assert_array_equal(resampled, [np.nan, 1.0, 1.0, 4.0])
 
 
 def test_worker_count_rows_sum_each_evaluation_interval():
@@ -102,13 +102,13 @@ def test_worker_count_rows_sum_each_evaluation_interval():
         "sim_time": np.arange(R, dtype=np.float32)[None] * 1.5,
     }
     m.update(grid=np.zeros(B), seed=np.zeros(B), learning_rate=np.ones(B), eta=np.ones(B))
-    rows = results.worker_count_rows("x", m)
+    rows = metrics.worker_count_rows("x", m)
     assert [(r["round"], r["sim_time"], r["w0"], r["w1"]) for r in rows] == [
         (2, "3", 5, 3),  # steps 1, 2
         (4, "6", 5, 1),  # steps 3, 4
     ]
     assert (
-        results.worker_count_rows("x", {k: v for k, v in m.items() if k != "worker_counts"}) == []
+        metrics.worker_count_rows("x", {k: v for k, v in m.items() if k != "worker_counts"}) == []
     )
 
 

@@ -2,7 +2,10 @@
 
 Pure functions of numpy arrays.  :mod:`jaxnigt.analysis` (``jaxnigt compare``),
 :mod:`jaxnigt.studies.tuning`, ``jaxnigt sweep``'s table and ``scripts/paper/second.py`` use these
-definitions and no others.
+definitions and no others.  The two that a run's own summary reports, a seed's time to a target
+(:func:`first_time`) and the method's over its seeds (:func:`median_time`), are defined below
+the run, in :mod:`jaxnigt.run.curves`, and named here: the training loop imports nothing of
+the analysis.
 
 **Curves.** A seed's evaluations ``(t_j, R_j)`` (simulated time, evaluation return) are a
 step function of simulated time: ``R_j`` holds from ``t_j`` until the next evaluation.  The
@@ -48,6 +51,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+# Defined below the run, which reports a time to a target in its summary; named here with
+# the rest of the statistics (``stats.first_time``), hence the explicit re-exports.
+from jaxnigt.run.curves import first_time as first_time
+from jaxnigt.run.curves import median_time as median_time
+
 FRACTIONS = (0.5, 0.8)
 #: The return statistics by name (``Method.statistic`` of :mod:`jaxnigt.analysis.run_data`): the
 #: average return over ``[0, B]`` and the second-half return over ``[B/2, B]``.
@@ -92,21 +100,6 @@ def average_return(xs: np.ndarray, ys: np.ndarray, budget: float) -> float:
 def second_half(xs: np.ndarray, ys: np.ndarray, budget: float) -> float:
     """The *second-half* statistic of one seed: :func:`time_average` over ``[B/2, B]``."""
     return time_average(xs, ys, budget / 2, budget)
-
-
-def first_time(xs: np.ndarray, ys: np.ndarray, target: float, budget: float = math.inf) -> float:
-    """One seed's time to ``target``: the first ``x <= budget`` with ``y >= target``
-    (``inf``: censored, not reached within the budget)."""
-    xs, ys = np.asarray(xs, np.float64), np.asarray(ys, np.float64)
-    hit = np.nonzero((ys >= target) & (xs <= budget))[0]
-    return float(np.min(xs[hit])) if hit.size else math.inf
-
-
-def median_time(times: np.ndarray) -> float:
-    """The upper median of per-seed times (``[..., seeds]``, ``inf`` = censored): the first
-    time by which more than half the seeds have reached the target."""
-    times = np.sort(np.asarray(times, np.float64), axis=-1)
-    return times[..., times.shape[-1] // 2]
 
 
 def restricted_mean_time(times: np.ndarray, budget: float) -> float:

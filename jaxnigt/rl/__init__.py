@@ -7,4 +7,6 @@
 * :mod:`~jaxnigt.rl.critic`: the value function and advantages of the actor-critic family.
 * :mod:`~jaxnigt.rl.collect`: a round's gradient, from its schedule's slots (rollouts of the
   slots that count, weighted, at the broadcast point).
+* :mod:`~jaxnigt.rl.sharding`: the mesh axis and the constraint that splits a round's slots
+  across devices (the runner's meshes, :mod:`jaxnigt.run.devices`, use that axis).
 """

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jaxnigt.cluster.schedules import RoundSchedule
 from jaxnigt.rl.estimator import policy_gradient
 from jaxnigt.rl.rollout import rollout
-from jaxnigt.run.devices import constrain_slots
+from jaxnigt.rl.sharding import constrain_slots
 
 
 def slot_keys(round_key: jax.Array, worker: jax.Array, rank: jax.Array) -> jax.Array:
@@ -27,6 +27,14 @@ def slot_keys(round_key: jax.Array, worker: jax.Array, rank: jax.Array) -> jax.A
 
     A trajectory's randomness depends only on (round, worker, the worker's k-th gradient), so
     two schedules that pick the same (worker, k) pairs roll out identical trajectories.
+
+    Args:
+      round_key: the key of the round's trajectories.
+      worker: ``[S]`` worker id of each slot.
+      rank: ``[S]`` rank of each slot among its worker's gradients (the k of its k-th).
+
+    Returns:
+      ``[S]`` keys, one per slot.
     """
     per_worker = jax.vmap(lambda w: jax.random.fold_in(round_key, w))(worker)
     return jax.vmap(jax.random.fold_in)(per_worker, rank)
@@ -49,7 +57,9 @@ def gradient_from_schedule(
     """``Σ_j w_j g_H(τ_j, θ)`` over a schedule's valid slots, plus summed rollout stats.
 
     Args:
-      task, policy, params: environment, policy and the point θ where gradients are taken.
+      task: the environment the trajectories are rolled out in.
+      policy: the policy (:mod:`jaxnigt.rl.policy`).
+      params: the point θ where the gradients are taken.
       sched: the round's :class:`RoundSchedule` (capacity S, valid slots first).
       weights: ``[S]`` aggregator weights (zero on invalid slots).
       round_key: key of this round's trajectories (see :func:`slot_keys`).
@@ -57,7 +67,7 @@ def gradient_from_schedule(
       gamma: discount (may be traced).
       chunk: static rollout batch; S <= chunk means one batch and no loop.
       mesh: optional device mesh; each rollout batch is split across it along the slot
-        axis (``jaxnigt.run.devices.constrain_slots``) and the sum becomes an all-reduce.
+        axis (:func:`jaxnigt.rl.sharding.constrain_slots`) and the sum becomes an all-reduce.
       estimator: ``(params, traj, weights) -> (grads, stats)``; default the policy-gradient
         estimator with discount ``gamma``.
 

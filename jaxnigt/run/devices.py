@@ -8,7 +8,8 @@ different program. :func:`make_mesh` builds a 1-D mesh over local devices with t
   no communication; or
 * shards each round's **trajectory slots** (``Setup.mesh``): the rollout of a round is split
   across devices and the weighted gradient sum over slots becomes a cross-device all-reduce
-  that XLA inserts (see :func:`constrain_slots`).
+  that XLA inserts (the rollouts constrain their slot axis to the mesh:
+  :func:`jaxnigt.rl.sharding.constrain_slots`, along the axis :data:`AXIS` defined there).
 
 Both give the same numbers as one device up to float reassociation of that sum.
 """
@@ -19,11 +20,21 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-AXIS = "shard"
+from jaxnigt.rl.sharding import AXIS
 
 
 def make_mesh(devices: int | None = None) -> Mesh:
-    """A 1-D mesh named ``"shard"`` over the first ``devices`` devices (default: all)."""
+    """A 1-D mesh along :data:`AXIS` (``"shard"``) over the first ``devices`` devices.
+
+    Args:
+      devices: how many of the local devices, in order; None takes them all.
+
+    Returns:
+      The mesh.
+
+    Raises:
+      ValueError: ``devices`` is more than are available.
+    """
     available = jax.devices()
     if devices is not None and devices > len(available):
         raise ValueError(f"devices: asked for {devices}, only {len(available)} available")
@@ -31,14 +42,33 @@ def make_mesh(devices: int | None = None) -> Mesh:
 
 
 def batch_sharding(mesh: Mesh | None, batch: int) -> NamedSharding | None:
-    """Sharding of arrays with a leading batch axis, or None if it does not divide evenly."""
+    """Sharding of arrays with a leading batch axis.
+
+    Args:
+      mesh: the mesh, or None (one device).
+      batch: the size of the batch axis.
+
+    Returns:
+      The sharding along :data:`AXIS`, or None without a mesh, on a one-device mesh or when
+      ``batch`` does not divide evenly across it.
+    """
     if mesh is None or mesh.size == 1 or batch % mesh.size:
         return None
     return NamedSharding(mesh, PartitionSpec(AXIS))
 
 
 def shard_batch(tree, mesh: Mesh | None, batch: int):
-    """Places every leaf's leading (batch) axis across the mesh (no-op if not divisible)."""
+    """Places every leaf's leading (batch) axis across the mesh.
+
+    Args:
+      tree: a pytree of arrays (keys included) with a leading batch axis of size ``batch``.
+      mesh: the mesh, or None (one device).
+      batch: the size of the batch axis.
+
+    Returns:
+      The tree with every leaf sharded as :func:`batch_sharding` says; ``tree`` itself when
+      that is None.
+    """
     sharding = batch_sharding(mesh, batch)
     if sharding is None:
         return tree
@@ -59,20 +89,17 @@ def shard_batch(tree, mesh: Mesh | None, batch: int):
     return jax.tree.map(global_array, tree)
 
 
-def constrain_slots(x: jax.Array, mesh: Mesh | None) -> jax.Array:
-    """Asks XLA to split a slot-axis array (leading axis) across the mesh.
-
-    Inside ``vmap`` the constraint applies to the unbatched axes, so the batch axis stays
-    replicated. Sizes that do not divide the mesh are left to XLA.
-    """
-    if mesh is None or mesh.size == 1 or x.shape[0] % mesh.size:
-        return x
-    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(AXIS)))
-
-
 def device_plan(devices: int | None, batch: int) -> tuple[Mesh | None, Mesh | None]:
-    """``(batch_mesh, slot_mesh)``: shard the batch axis if it divides the devices, else each
-    round's trajectory slots.  Returns ``(None, None)`` on a single device."""
+    """Where a run's devices go: the batch axis if it divides them, else each round's slots.
+
+    Args:
+      devices: how many local devices (None: all of them).
+      batch: the size of the batch axis (seeds × grid points).
+
+    Returns:
+      ``(batch_mesh, slot_mesh)``, at most one of them a mesh; ``(None, None)`` on a single
+      device.
+    """
     mesh = make_mesh(devices)
     if mesh.size == 1:
         return None, None
@@ -90,8 +117,12 @@ GPU_XLA_FLAGS = "--xla_gpu_triton_gemm_any=True"
 
 def gpu_present() -> bool:
     """Whether an NVIDIA GPU and JAX's CUDA plugin (CUDA 12 or 13, e.g. a site install's) are
-    there, checked without starting any JAX backend, so XLA flags can still be set. False with
-    ``JAX_PLATFORMS=cpu``, without ``nvidia-smi`` or when it lists no GPU."""
+    there, checked without starting any JAX backend, so XLA flags can still be set.
+
+    Returns:
+      False with ``JAX_PLATFORMS=cpu``, without ``nvidia-smi``, when it lists no GPU or no
+      CUDA plugin is installed; True otherwise.
+    """
     import importlib.util
     import os
     import shutil
@@ -111,8 +142,11 @@ def gpu_present() -> bool:
 
 
 def apply_gpu_flags() -> str:
-    """Sets :data:`GPU_XLA_FLAGS` on a GPU when the user did not set XLA_FLAGS; returns what
-    happened, for :func:`backend_line`."""
+    """Sets :data:`GPU_XLA_FLAGS` on a GPU when the user did not set XLA_FLAGS.
+
+    Returns:
+      What happened, in words, for :func:`backend_line`.
+    """
     import os
 
     if "XLA_FLAGS" in os.environ:
@@ -124,7 +158,14 @@ def apply_gpu_flags() -> str:
 
 
 def backend_line(flags_source: str) -> str:
-    """One line: the backend, the device kinds and count, the XLA flags in force."""
+    """One line: the backend, the device kinds and count, the XLA flags in force.
+
+    Args:
+      flags_source: where the XLA flags came from (what :func:`apply_gpu_flags` returned).
+
+    Returns:
+      The line, without a newline.
+    """
     import collections
     import os
 

@@ -4,10 +4,10 @@
 identifying ones (:data:`ID_COLUMNS`), then the logged fields of
 :class:`~jaxnigt.algorithms.core.StepMetrics` in order with ``eval_return`` after
 ``train_return`` (:data:`COLUMNS`), then ``eval_type{v}`` per environment type for
-heterogeneous runs.  Everything here works on plain numpy arrays and dicts.  The statistics
-of a curve (the time to a target of the summary) are defined once, in
-:mod:`jaxnigt.analysis.stats`, the one module of the analysis the training loop imports (it
-imports nothing of jaxnigt); the comparisons and verdicts read the files written here.
+heterogeneous runs.  Everything here works on plain numpy arrays and dicts.  The summary's
+time to a target is defined once, in :mod:`jaxnigt.run.curves`, below both the run and the
+analysis (:mod:`jaxnigt.analysis.stats` names it among its statistics); the run imports nothing
+of the analysis, whose comparisons and verdicts read the files written here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxnigt.algorithms.core import LOGGED
-from jaxnigt.analysis import stats
+from jaxnigt.run.curves import first_time, median_time
 from jaxnigt.run.run_dir import atomic_write_text
 
 __all__ = [
@@ -186,9 +186,17 @@ def median_curve(seeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.nd
 
 
 def time_to_target(xs: np.ndarray, curve: np.ndarray, target: float) -> float | None:
-    """The first ``x`` where ``curve >= target`` (None if never): one seed's time to target
-    (:func:`jaxnigt.analysis.stats.first_time`) without a budget."""
-    t = stats.first_time(xs, curve, target)
+    """One seed's time to target (:func:`jaxnigt.run.curves.first_time`) without a budget.
+
+    Args:
+      xs: the curve's x values (simulated times).
+      curve: its values, one per x.
+      target: the value to reach.
+
+    Returns:
+      The first ``x`` where ``curve >= target``; None if there is none.
+    """
+    t = first_time(xs, curve, target)
     return t if math.isfinite(t) else None
 
 
@@ -208,8 +216,17 @@ def time_reached(rows: Sequence[dict], name: str) -> float:
 def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
     """Per algorithm and grid point: final/best median eval return, time to ``target``.
 
-    The time to target is :func:`jaxnigt.analysis.stats.median_time` of the seeds' first
+    The time to target is :func:`jaxnigt.run.curves.median_time` of the seeds' first
     evaluations at or above it (None when no majority of the seeds reached it).
+
+    Args:
+      rows: the run's metrics rows (:func:`read_metrics` or :func:`metric_rows`).
+      target: the evaluation return to reach, or None for no time to target.
+
+    Returns:
+      ``{name: entry}`` with ``name`` the algorithm, or ``algorithm[grid=g]`` past grid
+      point 0, and ``entry`` its seeds, final and best median returns, learning rate, eta,
+      largest evaluation gap and, with a target, ``target_return`` and ``time_to_target``.
     """
     summary: dict[str, Any] = {}
     for (algorithm, grid), seeds in group_curves(rows, x="sim_time", y="eval_return").items():
@@ -229,8 +246,8 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
             ),
         }
         if target is not None:
-            times = [stats.first_time(x, y, target) for x, y in seeds.values()]
-            t = float(stats.median_time(np.array(times)))
+            times = [first_time(x, y, target) for x, y in seeds.values()]
+            t = float(median_time(np.array(times)))
             entry["target_return"] = target
             entry["time_to_target"] = t if math.isfinite(t) else None
         summary[algorithm if grid == 0 else f"{algorithm}[grid={grid}]"] = entry
