@@ -62,18 +62,13 @@ def match_setup(*, h, kappa, M, link="shared", noise="deterministic"):
     import numpy as np
 
     from jaxnigt.algorithms.core import Setup
-    from jaxnigt.cluster import timing
+    from jaxnigt.cluster import model
 
-    return Setup(
-        task=match_task(),
-        policy=linear_policy(),
-        tm=timing.make_time_model(len(h), h=h, kappa=kappa, noise=noise),
-        worker_types=np.arange(len(h), dtype=np.int32) % 2,
-        M=M,
-        M_init=M,
-        inflight="cancel",
-        link=link,
+    types = np.arange(len(h), dtype=np.int32) % 2
+    cluster = model.make_cluster_model(
+        len(h), h=h, kappa=kappa, noise=noise, worker_types=types, link=link
     )
+    return Setup(task=match_task(), policy=linear_policy(), cluster=cluster, M=M, M_init=M)
 
 
 # --- deterministic faults and state-independent endings ------------------------------------

@@ -135,7 +135,7 @@ def test_first_round_equals_sync_pg_step_for_any_rho():
         _, _, k_roll = jax.random.split(state0.key, 3)
         for i in range(n):
             keys = slot_keys(k_roll, jnp.full((B,), i, jnp.int32), jnp.arange(B, dtype=jnp.int32))
-            types = jnp.full((B,), setup.worker_types[i], jnp.int32)
+            types = jnp.full((B,), setup.cluster.worker_types[i], jnp.int32)
             traj = rollout(setup.task, setup.policy, z0, keys, types)
             g_i, _ = policy_gradient(setup.policy, z0, traj, jnp.full((B,), 1.0 / B), 0.99)
             theta_i = jax.tree.map(lambda t, i=i: t[i], state.extra.theta)

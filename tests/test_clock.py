@@ -4,14 +4,17 @@ closed-form times it prints (jaxnigt.cluster.theory)."""
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import dataclasses
+import inspect
 
 import jax
 import numpy as np
 import pytest
 
 from jaxnigt.cli import clock
-from jaxnigt.cluster import simulation, theory, timing
+from jaxnigt.cluster import model, simulation, theory, timing
 
 BASE = ["--n", "3", "--M", "4", "--rounds", "3", "--seed", "1"]
 
@@ -64,7 +67,7 @@ def test_theory_times():
 
 
 def test_simulation_names_the_round_rules():
-    tm = timing.make_time_model(2)
+    tm = model.make_cluster_model(2)
     with pytest.raises(ValueError, match="rennala, malenia, sync, msync"):
         simulation.simulate_rule_rounds(tm, jax.random.key(0), rule="async", M=2, rounds=1)
 
@@ -346,3 +349,35 @@ def test_an_unwritable_out_is_one_line_naming_the_path(tmp_path, capsys, monkeyp
         "jaxnigt clock: error: --out: cannot write '/sys/jaxnigt_clock.csv': "
     )
     assert list(ro.iterdir()) == []
+
+
+def test_the_flags_are_read_through_the_config_schema():
+    """The cluster's flags are a ClusterConfig checked by its own checks (an error names the
+    flag), each named choice is a flag made from its definition, and the module defines no
+    config class of its own."""
+    from jaxnigt.config import schema
+
+    parser = argparse.ArgumentParser()
+    clock._add_arguments(parser)
+    flags = {a.dest: a for a in parser._actions}
+    for choice in model.CHOICES:
+        flag = flags[choice.name]
+        assert flag.default == choice.default and flag.help.startswith("|".join(choice.values))
+        assert choice.help in flag.help and clock.CLUSTER_FLAGS[choice.name] == f"--{choice.name}"
+    assert set(clock.CLUSTER_FLAGS) == {f.name for f in dataclasses.fields(schema.ClusterConfig)}
+    classes = [
+        n.name for n in ast.walk(ast.parse(inspect.getsource(clock))) if isinstance(n, ast.ClassDef)
+    ]
+    assert classes == ["FlagError"]
+    settings, cluster = clock.validate(parser.parse_args([*BASE, "--link", "independent"]))
+    assert (cluster.n, cluster.link, cluster.inflight, cluster.allreduce) == (
+        3,
+        "independent",
+        "cancel",
+        "all",
+    )
+    assert (settings.M, settings.capacity, settings.R, settings.batch) == (4, 24, 3, 3)
+    with pytest.raises(clock.FlagError, match=r"^--allreduce: got 'some'; expected one of"):
+        clock.validate(parser.parse_args([*BASE, "--allreduce", "some"]))
+    with pytest.raises(clock.FlagError, match=r"^--capacity: got 0; expected an integer >= 1"):
+        clock.validate(parser.parse_args([*BASE, "--capacity", "0"]))

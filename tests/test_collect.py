@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt import envs
-from jaxnigt.cluster import aggregators, schedules, timing
+from jaxnigt.cluster import aggregators, model, schedules
 from jaxnigt.rl.collect import gradient_from_schedule, slot_keys
 from jaxnigt.rl.estimator import policy_gradient
 from jaxnigt.rl.policy import make_policy
@@ -27,7 +27,7 @@ def test_chunked_malenia_gradient_equals_single_batch():
     task = envs.make_heterogeneous(envs.make_env("point_mass"), "sign_flip")
     policy = make_policy(task)
     params = policy.init(jax.random.key(0))
-    tm = timing.make_time_model(2, h=[1.0, 3.0], noise="exponential")
+    tm = model.make_cluster_model(2, h=[1.0, 3.0], noise="exponential")
     types = jnp.asarray(envs.worker_types(2, 2))
     sched = schedules.malenia(tm, jax.random.key(1), 0.0, jnp.zeros(2), M=6, capacity=12)
     w = aggregators.malenia_weights(sched)

@@ -3,6 +3,7 @@ independent references (tests/reference_sim.py and tests/reference_natural.py)."
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -11,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt.cluster import events as E
-from jaxnigt.cluster.timing import make_time_model, sample_compute_times, sample_noise
+from jaxnigt.cluster import events
+from jaxnigt.cluster.model import LINK, make_cluster_model, sample_compute_times, sample_noise
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_natural as natural
@@ -24,10 +25,16 @@ except ImportError:
 NUM = 80
 
 
+def _on(tm, link):
+    """The cluster model ``tm`` with the server link ``link``."""
+    return dataclasses.replace(tm, link=link)
+
+
 @functools.partial(jax.jit, static_argnames=("link",))
 def _arrivals(tm, init_key, run_key, *, link):
-    state = E.async_init(tm, init_key, 0.5)
-    final, arr = E.async_arrivals(tm, run_key, state, NUM, link=link)
+    tm = _on(tm, link)
+    state = events.async_init(tm, init_key, 0.5)
+    final, arr = events.async_arrivals(tm, run_key, state, NUM)
     xi = jax.vmap(lambda j: sample_noise(tm, jax.random.fold_in(run_key, j), ()))(jnp.arange(NUM))
     return sample_compute_times(tm, init_key, 1)[:, 0], xi, final, arr
 
@@ -42,11 +49,11 @@ CONFIGS = [  # (n, h, noise, kappa)
 ]
 
 
-@pytest.mark.parametrize("link", E.LINKS)
+@pytest.mark.parametrize("link", LINK.values)
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"n{c[0]}-{c[2]}")
 def test_matches_both_references(config, link):
     n, h, noise, kappa = config
-    tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
+    tm = make_cluster_model(n, h=h, noise=noise, kappa=kappa)
     init_key, run_key = jax.random.split(jax.random.key(11 + n))
     first, xi, final, arr = jax.tree.map(np.asarray, _arrivals(tm, init_key, run_key, link=link))
     h_, kappa_ = np.asarray(tm.h), np.asarray(tm.kappa)
@@ -73,8 +80,9 @@ def test_matches_both_references(config, link):
 
 
 def _run(tm, link, num):
-    state = E.async_init(tm, jax.random.key(0), 0.0)
-    return jax.tree.map(np.asarray, E.async_arrivals(tm, jax.random.key(1), state, num, link=link))
+    tm = _on(tm, link)
+    state = events.async_init(tm, jax.random.key(0), 0.0)
+    return jax.tree.map(np.asarray, events.async_arrivals(tm, jax.random.key(1), state, num))
 
 
 def test_shared_link_fast_worker_waits_for_slow_exchange():
@@ -82,7 +90,7 @@ def test_shared_link_fast_worker_waits_for_slow_exchange():
     # waits for the link until 2, exchanges 2 -> 5. w0 (redispatched at 2) computes to 3 and
     # waits until 5: 5 -> 6. w1 (redispatched at 5) computes to 6.5: 6.5 -> 9.5. w0
     # (redispatched at 6) computes to 7, waits until 9.5: 9.5 -> 10.5.
-    tm = make_time_model(2, h=[1.0, 1.5], kappa=[1.0, 3.0])
+    tm = make_cluster_model(2, h=[1.0, 1.5], kappa=[1.0, 3.0])
     final, arr = _run(tm, "shared", 5)
     np.testing.assert_array_equal(arr.worker, [0, 1, 0, 1, 0])
     np.testing.assert_array_equal(arr.time, [2.0, 5.0, 6.0, 9.5, 10.5])
@@ -99,12 +107,12 @@ def test_shared_link_fast_worker_waits_for_slow_exchange():
 
 
 def test_ties_lower_worker_first():
-    tm = make_time_model(3)  # every gradient takes 1: all workers tie at every arrival
+    tm = make_cluster_model(3)  # every gradient takes 1: all workers tie at every arrival
     _, arr = _run(tm, "independent", 6)
     np.testing.assert_array_equal(arr.worker, [0, 1, 2, 0, 1, 2])
     np.testing.assert_array_equal(arr.staleness, [0, 1, 2, 2, 2, 2])
     np.testing.assert_array_equal(arr.time, [1, 1, 1, 2, 2, 2])
-    tm = make_time_model(3, kappa=0.5)  # the shared link serves the tied requests in id order
+    tm = make_cluster_model(3, kappa=0.5)  # the shared link serves the tied requests in id order
     _, arr = _run(tm, "shared", 6)
     np.testing.assert_array_equal(arr.worker, [0, 1, 2, 0, 1, 2])
     np.testing.assert_array_equal(arr.time, [1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
@@ -112,7 +120,7 @@ def test_ties_lower_worker_first():
 
 def test_shared_link_rate_bound():
     """With one link every exchange occupies it for kappa_i >= min kappa."""
-    tm = make_time_model(20, h="sqrt", noise="exponential", kappa="sqrt")
+    tm = make_cluster_model(20, h="sqrt", noise="exponential", kappa="sqrt")
     final, arr = _run(tm, "shared", 300)
     rate = 300 / float(arr.time[-1])
     assert rate <= 1.0 / float(np.min(np.asarray(tm.kappa)))
@@ -122,9 +130,9 @@ def test_shared_link_rate_bound():
 class EngineVariantsTest(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
     def test_shapes_dtypes(self):
-        tm = make_time_model(4, h="sqrt", noise="exponential", kappa="sqrt")
-        step = self.variant(functools.partial(E.async_next, link="shared"))
-        state = E.async_init(tm, jax.random.key(0), 0.0)
+        tm = make_cluster_model(4, h="sqrt", noise="exponential", kappa="sqrt")
+        step = self.variant(events.async_next)
+        state = events.async_init(tm, jax.random.key(0), 0.0)
         state, arr = step(tm, jax.random.key(1), state)
         chex.assert_shape([state.compute_end, state.dispatch_version, state.dispatch_time], (4,))
         chex.assert_rank([arr.worker, arr.time, arr.link_wait, state.link_free], 0)
@@ -133,9 +141,8 @@ class EngineVariantsTest(chex.TestCase):
 
 
 def test_bad_link():
-    tm = make_time_model(2)
-    with pytest.raises(ValueError, match="link"):
-        E.async_next(tm, jax.random.key(0), E.async_init(tm, jax.random.key(0), 0.0), link="x")
+    with pytest.raises(ValueError, match="link: got 'x'"):
+        make_cluster_model(2, link="x")
 
 
 # --- the bounded-delay rule (Ringmaster) ------------------------------------------------------
@@ -143,18 +150,19 @@ def test_bad_link():
 
 @functools.partial(jax.jit, static_argnames=("link", "stops"))
 def _bounded(tm, init_key, run_key, R, *, link, stops):
-    state = E.bounded_init(E.async_init(tm, init_key, 0.5), R)
-    final, ev = E.bounded_events(tm, run_key, state, NUM, link=link, stops=stops)
+    tm = _on(tm, link)
+    state = events.bounded_init(events.async_init(tm, init_key, 0.5), R)
+    final, ev = events.bounded_events(tm, run_key, state, NUM, stops=stops)
     xi = jax.vmap(lambda j: sample_noise(tm, jax.random.fold_in(run_key, j), ()))(jnp.arange(NUM))
     return sample_compute_times(tm, init_key, 1)[:, 0], xi, final, ev
 
 
 @pytest.mark.parametrize("stops", [False, True], ids=["discard", "stops"])
-@pytest.mark.parametrize("link", E.LINKS)
+@pytest.mark.parametrize("link", LINK.values)
 @pytest.mark.parametrize("config", CONFIGS[1:4], ids=lambda c: f"n{c[0]}-{c[2]}")
 def test_bounded_delay_matches_the_reference(config, link, stops):
     n, h, noise, kappa = config
-    tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
+    tm = make_cluster_model(n, h=h, noise=noise, kappa=kappa)
     init_key, run_key = jax.random.split(jax.random.key(5 + n))
     R = max(1, n // 2)
     first, xi, final, ev = jax.tree.map(
@@ -177,9 +185,9 @@ def test_bounded_delay_matches_the_reference(config, link, stops):
 
 
 def test_bounded_delay_above_every_delay_is_the_plain_engine():
-    tm = make_time_model(6, h="sqrt", noise="exponential", kappa="sqrt")
+    tm = make_cluster_model(6, h="sqrt", noise="exponential", kappa="sqrt")
     init_key, run_key = jax.random.split(jax.random.key(3))
-    for link in E.LINKS:
+    for link in LINK.values:
         _, _, plain_final, arr = _arrivals(tm, init_key, run_key, link=link)
         for stops in (False, True):
             _, _, final, ev = _bounded(tm, init_key, run_key, NUM + 1, link=link, stops=stops)
@@ -192,17 +200,17 @@ def test_stops_cancel_a_stale_gradient_at_once():
     """h = (1, 10), kappa 0, R = 2: worker 0 arrives at 1 and 2, and at 2 worker 1's delay
     reaches 2: with stops it is cut at t = 2 (20 % computed) and restarts from version 2
     (wasted 0.2), without them it finishes at 10 and is discarded (wasted 1)."""
-    tm = make_time_model(2, h=[1.0, 10.0])
-    state = E.bounded_init(E.async_init(tm, jax.random.key(0), 0.0), 2)
+    tm = make_cluster_model(2, h=[1.0, 10.0])
+    state = events.bounded_init(events.async_init(tm, jax.random.key(0), 0.0), 2)
     for stops, (workers, times, wasted) in {
         True: ([0, 0, 1, 0], [1, 2, 2, 3], [0, 0, 0.2, 0]),
         False: ([0, 0, 0, 0], [1, 2, 3, 4], [0] * 4),
     }.items():
-        _, ev = E.bounded_events(tm, jax.random.key(1), state, 4, stops=stops)
+        _, ev = events.bounded_events(tm, jax.random.key(1), state, 4, stops=stops)
         np.testing.assert_array_equal(ev.arrival.worker, workers)
         np.testing.assert_allclose(ev.arrival.time, times)
         np.testing.assert_allclose(ev.wasted, wasted, rtol=1e-6)
         np.testing.assert_array_equal(ev.accepted, [True, True, not stops, True])
-    _, ev = E.bounded_events(tm, jax.random.key(1), state, 11, stops=False)
+    _, ev = events.bounded_events(tm, jax.random.key(1), state, 11, stops=False)
     assert int(ev.arrival.worker[10]) == 1 and not bool(ev.accepted[10])  # at 10: discarded
     assert float(ev.wasted[10]) == 1.0 and float(ev.arrival.time[10]) == 10.0

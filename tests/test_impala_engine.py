@@ -9,7 +9,7 @@ from tasks import match_setup
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.engines.impala_engine import HISTORY
-from jaxnigt.cluster.timing import sample_compute_times, sample_noise
+from jaxnigt.cluster.model import sample_compute_times, sample_noise
 from jaxnigt.run.trainer import build_trainer
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
@@ -76,15 +76,15 @@ def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noi
     tr = build_trainer(setup, "impala", hp)
     state = tr.init(jax.random.key(0), tr.hyper())
     ex = state.extra
-    first = np.asarray(sample_compute_times(setup.tm, _first_key(state), 1)[:, 0])
+    first = np.asarray(sample_compute_times(setup.cluster, _first_key(state), 1)[:, 0])
     num = steps * block
     xi = np.asarray(
-        jax.vmap(lambda j: sample_noise(setup.tm, jax.random.fold_in(ex.time_key, j), ()))(
+        jax.vmap(lambda j: sample_noise(setup.cluster, jax.random.fold_in(ex.time_key, j), ()))(
             jnp.arange(num)
         )
     )
     arrivals = ref.simulate_async(
-        first, xi, np.asarray(setup.tm.h), np.asarray(setup.tm.kappa), 0.0
+        first, xi, np.asarray(setup.cluster.h), np.asarray(setup.cluster.kappa), 0.0
     )
     lags, versions, done, lost = expected(arrivals, n, B, learner_time, num // B, HISTORY)
     if cluster == "repeats":  # the case this cluster is for does occur
@@ -102,7 +102,7 @@ def test_batches_versions_and_lag_match_the_reference_arrivals(learner_time, noi
         assert bool(m["overflow"][s]) == any(lost[s * K : (s + 1) * K])
         block_arrivals = arrivals[s * K * B : (s + 1) * K * B]
         start = arrivals[s * K * B - 1]["time"] if s else 0.0
-        served = sum(float(setup.tm.kappa[a["worker"]]) for a in block_arrivals)
+        served = sum(float(setup.cluster.kappa[a["worker"]]) for a in block_arrivals)
         util = served / (block_arrivals[-1]["time"] - start)  # the shared link: at most 1
         np.testing.assert_allclose(m["link_util"][s], util, rtol=1e-5)
         assert m["link_util"][s] <= 1.0 + 1e-6
@@ -152,10 +152,10 @@ def test_repeated_actor_rolls_out_what_it_received_and_is_handed_its_last():
     (params = the version number) completed at times 5, 4, 3, 2; actors hold sentinel params
     100, 101, 102 (versions 6, 7, 8).  Arrivals: actor 0 at 1.5, actor 1 at 3.5, actor 0 at
     4.5 and 6.0, actor 2 at 6.5."""
-    from jaxnigt.algorithms.engines import impala_engine as ie
+    from jaxnigt.algorithms.engines import impala_engine
 
     assert HISTORY == 4
-    ex = ie.ImpalaExtra(
+    ex = impala_engine.ImpalaExtra(
         event_state=None,
         worker_params=jnp.array([100.0, 101.0, 102.0]),
         worker_version=jnp.array([6, 7, 8], jnp.int32),
@@ -166,7 +166,7 @@ def test_repeated_actor_rolls_out_what_it_received_and_is_handed_its_last():
         roll_key=None,
     )
     arr = _arrivals([0, 1, 0, 0, 2], [1.5, 3.5, 4.5, 6.0, 6.5])
-    params, lag, lost = ie._behaviour(ex, arr)
+    params, lag, lost = impala_engine._behaviour(ex, arr)
     # first arrivals roll out what the actor held; actor 0's second one what it received at
     # 1.5 (no version finished by then: older than the history keeps, so lost); its third
     # what it received at 4.5 (version 9, finished at 4)
@@ -181,10 +181,10 @@ def test_repeated_actor_rolls_out_what_it_received_and_is_handed_its_last():
         version=jnp.int32(11),
         done_at=jnp.array([8.0, 5.0, 4.0, 3.0]),
     )
-    new, lost = ie._hand_out(ex, arr, 3)
+    new, lost = impala_engine._hand_out(ex, arr, 3)
     np.testing.assert_array_equal(np.asarray(new.worker_params), [10.0, 8.0, 10.0])
     np.testing.assert_array_equal(np.asarray(new.worker_version), [10, 8, 10])
     assert not np.asarray(lost).any()
     # a last arrival before anything the history keeps is lost; a repeat is not handed out
-    _, lost = ie._hand_out(ex, _arrivals([1, 1, 2], [9.0, 2.5, 9.5]), 3)
+    _, lost = impala_engine._hand_out(ex, _arrivals([1, 1, 2], [9.0, 2.5, 9.5]), 3)
     np.testing.assert_array_equal(np.asarray(lost), [False, True, False])

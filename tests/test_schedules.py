@@ -3,6 +3,7 @@ tests/reference_sim.py (round by round) and tests/reference_natural.py (Tyurin's
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -11,9 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt.cluster import schedules as S
-from jaxnigt.cluster import simulation
-from jaxnigt.cluster.timing import make_time_model, sample_compute_times
+from jaxnigt.cluster import schedules, simulation
+from jaxnigt.cluster.model import ALLREDUCE, INFLIGHT, make_cluster_model, sample_compute_times
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_natural as natural
@@ -26,17 +26,23 @@ ROUNDS, SEEDS = 3, 4
 
 
 RULES = ("rennala", "malenia", "sync", "msync")
-MODES = [(inflight, allreduce) for inflight in S.INFLIGHT for allreduce in S.ALLREDUCE]
+MODES = [(inflight, allreduce) for inflight in INFLIGHT.values for allreduce in ALLREDUCE.values]
+
+
+def _on(tm, **choices):
+    """The cluster model ``tm`` with other named choices (a record's static fields)."""
+    return dataclasses.replace(tm, **choices)
 
 
 def _from_times(rule, tm, tau, t0, busy, *, M, capacity, per_worker, m=1, **modes):
+    tm = _on(tm, **modes)
     if rule == "msync":
-        return S.msync_from_times(tm.kappa, tau, t0, busy, m=m, **modes)
+        return schedules.msync_from_times(tm, tau, t0, busy, m=m)
     if rule == "rennala":
-        return S.rennala_from_times(tm.kappa, tau, t0, busy, M=M, **modes)
+        return schedules.rennala_from_times(tm, tau, t0, busy, M=M)
     if rule == "malenia":
-        return S.malenia_from_times(tm.kappa, tau, t0, busy, M=M, capacity=capacity, **modes)
-    return S.sync_from_times(tm.kappa, tau, t0, busy, per_worker=per_worker, **modes)
+        return schedules.malenia_from_times(tm, tau, t0, busy, M=M, capacity=capacity)
+    return schedules.sync_from_times(tm, tau, t0, busy, per_worker=per_worker)
 
 
 @functools.partial(jax.jit, static_argnames=("M", "capacity", "per_worker", "m"))
@@ -81,10 +87,10 @@ CONFIGS = [  # (n, M, h, noise, kappa)
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"n{c[0]}-{c[3]}")
 def test_matches_reference_simulator(config):
     n, M, h, noise, kappa = config
-    tm = make_time_model(n, h=h, noise=noise, kappa=kappa)
-    capacity = S.default_malenia_capacity(M, n)
-    per_worker = S.sync_batch(M, n)
-    m = S.default_msync_m(n)
+    tm = make_cluster_model(n, h=h, noise=noise, kappa=kappa)
+    capacity = schedules.default_malenia_capacity(M, n)
+    per_worker = schedules.sync_batch(M, n)
+    m = schedules.default_msync_m(n)
     keys = jax.random.split(jax.random.key(100 + n + M), SEEDS)
     taus, results = _run_all_rules(tm, keys, M=M, capacity=capacity, per_worker=per_worker, m=m)
     taus, results = jax.tree.map(np.asarray, (taus, results))
@@ -124,13 +130,13 @@ def test_matches_reference_simulator(config):
                 )
 
 
-_rennala = jax.jit(S.rennala, static_argnames=("M", "inflight"))
-_malenia = jax.jit(S.malenia, static_argnames=("M", "capacity", "inflight"))
-_sync = jax.jit(S.sync, static_argnames=("per_worker", "inflight"))
+_rennala = jax.jit(schedules.rennala, static_argnames=("M",))
+_malenia = jax.jit(schedules.malenia, static_argnames=("M", "capacity"))
+_sync = jax.jit(schedules.sync, static_argnames=("per_worker",))
 
 
 def test_rennala_hand_computed_cancel_and_discard():
-    tm = make_time_model(3, h="linear", kappa=0.5)
+    tm = make_cluster_model(3, h="linear", kappa=0.5)
     key, busy = jax.random.key(0), jnp.zeros(3)
     s = _rennala(tm, key, 0.0, busy, M=5)
     # completions: w0 at 1, 2, 3; w1 at 2; w2 at 3 -> T = 3; w1 is halfway through its 2nd.
@@ -140,20 +146,20 @@ def test_rennala_hand_computed_cancel_and_discard():
     assert float(s.t_collect_end) == 3.0 and float(s.t_end) == 3.5
     assert float(s.time_wasted) == 1.0 and float(s.traj_wasted) == 0.5
     np.testing.assert_array_equal(s.busy_until, [3.5, 3.5, 3.5])
-    d = _rennala(tm, key, 0.0, busy, M=5, inflight="discard")
+    d = _rennala(_on(tm, inflight="discard"), key, 0.0, busy, M=5)
     # w0 and w2 complete exactly at T = 3: nothing of theirs is in flight, they are free at
     # once (and take the new point at 3.5); only w1's 2nd gradient (2 -> 4) is discarded.
     np.testing.assert_array_equal(d.busy_until, [3.5, 4.0, 3.5])
     assert float(d.time_wasted) == 2.0 and float(d.traj_wasted) == 1.0
     # next round from 3.5: w0 at 4.5, 5.5, 6.5, ...; w1 (free at 4) at 6, 8; w2 at 6.5:
     # T = 6.5, the tie at 6.5 going to w0 first, then w2 (both used); w1 is in flight to 8.
-    d2 = _rennala(tm, key, d.t_end, d.busy_until, M=5, inflight="discard")
+    d2 = _rennala(_on(tm, inflight="discard"), key, d.t_end, d.busy_until, M=5)
     assert float(d2.t_collect_end) == 6.5
     np.testing.assert_array_equal(d2.counts, [3, 1, 1])
     np.testing.assert_array_equal(d2.busy_until, [7.0, 8.0, 7.0])
     assert float(d2.time_wasted) == 2.0
     # a worker still busy past T (9.5 > 6.5) never starts: no waste, busy_until unchanged.
-    d3 = _rennala(tm, key, d.t_end, jnp.array([3.5, 4.0, 9.5]), M=5, inflight="discard")
+    d3 = _rennala(_on(tm, inflight="discard"), key, d.t_end, jnp.array([3.5, 4.0, 9.5]), M=5)
     np.testing.assert_array_equal(d3.counts, [4, 1, 0])  # w0: 4.5 .. 7.5, w1: 6
     assert float(d3.t_collect_end) == 7.5
     np.testing.assert_array_equal(d3.busy_until, [8.0, 8.0, 9.5])
@@ -161,10 +167,10 @@ def test_rennala_hand_computed_cancel_and_discard():
 
 
 def test_rennala_unused_tie_at_T_is_wasted_but_free():
-    tm = make_time_model(3, h="linear", kappa=0.5)
+    tm = make_cluster_model(3, h="linear", kappa=0.5)
     key, busy = jax.random.key(0), jnp.zeros(3)
     # M = 4: (1, w0), (2, w0), (2, w1), (3, w0) -> T = 3; w2 also completes at 3, unused.
-    d = _rennala(tm, key, 0.0, busy, M=4, inflight="discard")
+    d = _rennala(_on(tm, inflight="discard"), key, 0.0, busy, M=4)
     np.testing.assert_array_equal(d.counts, [3, 1, 0])
     # w2's gradient (3 units) and w1's 2nd (2 -> 4, 2 units) are thrown away; w2 is free at T.
     assert float(d.time_wasted) == 5.0 and float(d.traj_wasted) == 2.0
@@ -176,55 +182,52 @@ def test_rennala_unused_tie_at_T_is_wasted_but_free():
 def test_discard_round_end_issue_example():
     """n = 2, h = (0.3, 11), M = 3: worker 0 delivers the 3rd gradient exactly when the
     collection ends and takes the new point at once: rounds of 0.9, 25 rounds end at 22.5."""
-    tm = make_time_model(2, h=[0.3, 11.0])
+    tm = make_cluster_model(2, h=[0.3, 11.0])
     res = simulation.simulate_rule_rounds(
-        tm, jax.random.key(0), rule="rennala", M=3, rounds=25, inflight="discard"
+        _on(tm, inflight="discard"), jax.random.key(0), rule="rennala", M=3, rounds=25
     )
     np.testing.assert_allclose(np.diff(np.asarray(res["t_end"]), prepend=0.0), 0.9, rtol=1e-5)
     np.testing.assert_allclose(res["t_end"][-1], 22.5, rtol=1e-6)
     np.testing.assert_array_equal(res["counts"], [[3, 0]] * 25)
 
 
-_rennala_c = jax.jit(S.rennala, static_argnames=("M", "inflight", "allreduce"))
-
-
 def test_allreduce_contributors_hand_computed():
-    tm = make_time_model(3, h="linear", kappa=[0.5, 1.0, 4.0])
+    tm = make_cluster_model(3, h="linear", kappa=[0.5, 1.0, 4.0])
     key, busy = jax.random.key(0), jnp.zeros(3)
     # M = 2: (1, w0), (2, w0) -> T = 2 (w1's completion at 2 loses the tie): P = {w0}.
-    s = _rennala_c(tm, key, 0.0, busy, M=2, allreduce="contributors")
+    s = _rennala(_on(tm, allreduce="contributors"), key, 0.0, busy, M=2)
     np.testing.assert_array_equal(s.counts, [2, 0, 0])
     assert float(s.comm_time) == 0.5 and float(s.t_end) == 2.5
     # w1 gets the point at 2 + max(0.5, 1.0), w2 at 2 + 4.
     np.testing.assert_array_equal(s.busy_until, [2.5, 3.0, 6.0])
     # next round from 2.5: w0 at 3.5, 4.5 -> T = 4.5; w1 starts at 3, w2 at 6.
-    s2 = _rennala_c(tm, key, s.t_end, s.busy_until, M=2, allreduce="contributors")
+    s2 = _rennala(_on(tm, allreduce="contributors"), key, s.t_end, s.busy_until, M=2)
     assert float(s2.t_collect_end) == 4.5 and float(s2.t_end) == 5.0
     assert float(s2.time_wasted) == 1.5  # w1 from 3 to 4.5; w2 never started
     # with "all" the AllReduce waits for the slowest link: rounds of 2 + 4.
-    a = _rennala_c(tm, key, 0.0, busy, M=2, allreduce="all")
+    a = _rennala(_on(tm, allreduce="all"), key, 0.0, busy, M=2)
     assert float(a.comm_time) == 4.0 and float(a.t_end) == 6.0
     np.testing.assert_array_equal(a.busy_until, [6.0, 6.0, 6.0])
     # every worker contributes to a sync round: the two modes agree.
-    b = S.sync_batch(2, 3)
-    for mode in S.ALLREDUCE:
-        y = _sync_c(tm, key, 0.0, busy, per_worker=b, allreduce=mode)
+    b = schedules.sync_batch(2, 3)
+    for mode in ALLREDUCE.values:
+        y = _sync(_on(tm, allreduce=mode), key, 0.0, busy, per_worker=b)
         assert float(y.t_end) == 3.0 + 4.0
-
-
-_sync_c = jax.jit(S.sync, static_argnames=("per_worker", "inflight", "allreduce"))
 
 
 @jax.jit
 def _rennala_deterministic(tm):
     busy = jnp.zeros(tm.n)
-    return [S.rennala(tm, jax.random.key(1), 0.0, busy, M=m).t_collect_end for m in (1, 3, 8, 25)]
+    return [
+        schedules.rennala(tm, jax.random.key(1), 0.0, busy, M=m).t_collect_end
+        for m in (1, 3, 8, 25)
+    ]
 
 
 def test_rennala_deterministic_mth_smallest_and_theory_bound():
     h = np.array([0.7, 1.0, 1.3, 2.0, 3.5])
     for M, T in zip(
-        (1, 3, 8, 25), _rennala_deterministic(make_time_model(h.size, h=h)), strict=True
+        (1, 3, 8, 25), _rennala_deterministic(make_cluster_model(h.size, h=h)), strict=True
     ):
         grid = np.sort((np.arange(1, M + 1)[None, :] * h[:, None]).ravel())
         np.testing.assert_allclose(T, grid[M - 1], rtol=1e-6)
@@ -238,7 +241,9 @@ def _b_at(times, t):
 
 
 def _rule(b, n, M):
-    return b.min() >= 1 and np.sum(1.0 / np.maximum(b, 1)) <= n * n / M * (1 + S.MALENIA_RTOL)
+    return b.min() >= 1 and np.sum(1.0 / np.maximum(b, 1)) <= n * n / M * (
+        1 + schedules.MALENIA_RTOL
+    )
 
 
 def test_malenia_rule_holds_at_T_and_not_before():
@@ -253,9 +258,10 @@ def test_malenia_rule_holds_at_T_and_not_before():
         h * rng.exponential(size=(n, cap + 1)),
     ]
     taus = np.stack(taus).astype(np.float32)
+    free = make_cluster_model(n)  # kappa = 0
     fn = jax.jit(
         jax.vmap(
-            lambda t: S.malenia_from_times(jnp.zeros(n), t, 0.0, jnp.zeros(n), M=M, capacity=cap)
+            lambda t: schedules.malenia_from_times(free, t, 0.0, jnp.zeros(n), M=M, capacity=cap)
         )
     )
     scheds = jax.tree.map(np.asarray, fn(taus))
@@ -274,7 +280,7 @@ def test_malenia_rule_holds_at_T_and_not_before():
 
 
 def test_malenia_overflow():
-    tm = make_time_model(2, h=[1.0, 10.0])
+    tm = make_cluster_model(2, h=[1.0, 10.0])
     busy = jnp.zeros(2)
     # 1/b_0 + 1/b_1 <= 4/50 first holds at T = 140 with b = (140, 14): capacity 140 suffices
     ok = _malenia(tm, jax.random.key(0), 0.0, busy, M=50, capacity=140)
@@ -283,22 +289,31 @@ def test_malenia_overflow():
     assert float(ok.t_collect_end) == 140.0
     # ... one fewer cannot reach it (the rule never holds within capacity).
     assert bool(_malenia(tm, jax.random.key(0), 0.0, busy, M=50, capacity=139).overflow)
-    assert S.default_malenia_capacity(50, 2) >= 140
+    assert schedules.default_malenia_capacity(50, 2) >= 140
 
 
 def test_sync_deterministic():
-    tm = make_time_model(4, h="linear", kappa=[0.1, 0.2, 0.3, 0.4])
-    s = _sync(tm, jax.random.key(0), 2.0, jnp.zeros(4), per_worker=S.sync_batch(10, 4, S.MATCH_M))
+    tm = make_cluster_model(4, h="linear", kappa=[0.1, 0.2, 0.3, 0.4])
+    s = _sync(
+        tm,
+        jax.random.key(0),
+        2.0,
+        jnp.zeros(4),
+        per_worker=schedules.sync_batch(10, 4, schedules.MATCH_M),
+    )
     np.testing.assert_array_equal(s.counts, [3, 3, 3, 3])
     np.testing.assert_allclose(s.t_collect_end, 2.0 + 12.0)
     np.testing.assert_allclose(s.t_end, 14.4)
     assert float(s.time_wasted) == 0.0 and int(s.num_slots) == 12 and bool(s.slot_valid.all())
     # the paper's Sync NIGT: one per worker; match_M: Rennala's M spread over the workers
-    assert S.sync_batch(10, 4) == 1 and S.sync_batch(10, 4, 5) == 5
-    assert S.sync_batch(10, 4, S.MATCH_M) == 3 and S.sync_batch(3, 10, S.MATCH_M) == 1
+    assert schedules.sync_batch(10, 4) == 1 and schedules.sync_batch(10, 4, 5) == 5
+    assert (
+        schedules.sync_batch(10, 4, schedules.MATCH_M) == 3
+        and schedules.sync_batch(3, 10, schedules.MATCH_M) == 1
+    )
     for bad in (0, "half"):
         with pytest.raises(ValueError, match="match_M"):
-            S.sync_batch(10, 4, bad)
+            schedules.sync_batch(10, 4, bad)
 
 
 N, M_, CAP, B = 6, 9, 12, 2
@@ -306,9 +321,9 @@ N, M_, CAP, B = 6, 9, 12, 2
 
 def _all(tm, key, t0, busy):
     return (
-        S.rennala(tm, key, t0, busy, M=M_),
-        S.malenia(tm, key, t0, busy, M=M_, capacity=CAP),
-        S.sync(tm, key, t0, busy, per_worker=B),
+        schedules.rennala(tm, key, t0, busy, M=M_),
+        schedules.malenia(tm, key, t0, busy, M=M_, capacity=CAP),
+        schedules.sync(tm, key, t0, busy, per_worker=B),
     )
 
 
@@ -329,13 +344,13 @@ def _check_shapes(s, size):
 class RennalaVariantsTest(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
     def test_shapes_dtypes(self):
-        tm = make_time_model(N, h="sqrt", noise="exponential", kappa="sqrt")
-        fn = self.variant(lambda tm, k, t0, b: S.rennala(tm, k, t0, b, M=M_))
+        tm = make_cluster_model(N, h="sqrt", noise="exponential", kappa="sqrt")
+        fn = self.variant(lambda tm, k, t0, b: schedules.rennala(tm, k, t0, b, M=M_))
         _check_shapes(fn(tm, jax.random.key(0), jnp.float32(1.0), jnp.zeros(N)), M_)
 
 
 def test_all_rules_shapes_vmap_over_keys_and_from_times():
-    tm = make_time_model(N, h="sqrt", noise="lognormal:0.7", kappa="sqrt")
+    tm = make_cluster_model(N, h="sqrt", noise="lognormal:0.7", kappa="sqrt")
     keys = jax.random.split(jax.random.key(7), 3)
     busy = jnp.zeros(N)
     batched = jax.jit(jax.vmap(lambda k: _all(tm, k, 1.0, busy)))(keys)
@@ -354,10 +369,12 @@ def _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, filler=None):
     """``rennala_from_times`` on a full ``[n, M + 1]`` matrix assembled from the lazy draws
     of ``rennala(tm, key, ...)``: column 0 and the candidate rows as drawn, every other entry
     from ``filler`` (default: zeros, the entries most likely to steal a slot)."""
-    first, rows, tau_rows = S.sample_rennala_times(tm, key, S.start_offsets(t0, busy), M=M)
+    first, rows, tau_rows = schedules.sample_rennala_times(
+        tm, key, schedules.start_offsets(t0, busy), M=M
+    )
     full = jnp.zeros((tm.n, M + 1)) if filler is None else filler
     full = full.at[:, 0].set(first).at[rows].set(tau_rows)
-    return S.rennala_from_times(tm.kappa, full, t0, busy, M=M, inflight=inflight)
+    return schedules.rennala_from_times(_on(tm, inflight=inflight), full, t0, busy, M=M)
 
 
 @pytest.mark.parametrize(
@@ -370,17 +387,19 @@ def _rennala_from_lazy_draws(tm, key, t0, busy, M, inflight, filler=None):
         (30, 4, "decreasing", "lognormal:1.0"),
     ],
 )
-@pytest.mark.parametrize("inflight", S.INFLIGHT)
+@pytest.mark.parametrize("inflight", INFLIGHT.values)
 def test_rennala_draws_only_what_the_round_can_use(n, M, h, noise, inflight):
     """``rennala`` draws every worker's first compute time and M more only for the min(n, M)
     workers with the earliest first completion; any values in the rest of the matrix (zeros,
     or random) give the same round through the full-matrix ``rennala_from_times``."""
-    tm = make_time_model(n, h=h, noise=noise, kappa="sqrt")
+    tm = make_cluster_model(n, h=h, noise=noise, kappa="sqrt")
     key = jax.random.key(n * 7 + M)
     busy = jax.random.uniform(jax.random.key(1), (n,), maxval=3.0)  # staggered starts
     t0 = 1.0
-    got = S.rennala(tm, key, t0, busy, M=M, inflight=inflight)
-    first, rows, tau_rows = S.sample_rennala_times(tm, key, S.start_offsets(t0, busy), M=M)
+    got = schedules.rennala(_on(tm, inflight=inflight), key, t0, busy, M=M)
+    first, rows, tau_rows = schedules.sample_rennala_times(
+        tm, key, schedules.start_offsets(t0, busy), M=M
+    )
     chex.assert_shape(first, (n,))
     chex.assert_shape(rows, (min(n, M),))
     chex.assert_shape(tau_rows, (min(n, M), M + 1))
@@ -394,21 +413,22 @@ def test_rennala_draws_only_what_the_round_can_use(n, M, h, noise, inflight):
 
 
 def test_bad_static_arguments():
-    tm = make_time_model(2)
+    tm = make_cluster_model(2)
     with pytest.raises(ValueError, match="M"):
-        S.rennala(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=0)
-    with pytest.raises(ValueError, match="inflight"):
-        S.rennala(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=2, inflight="keep")
+        schedules.rennala(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=0)
     with pytest.raises(ValueError, match="capacity"):
-        S.malenia(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=2, capacity=0)
+        schedules.malenia(tm, jax.random.key(0), 0.0, jnp.zeros(2), M=2, capacity=0)
+    # a model's choices are checked when it is built: a round never sees a bad one
+    with pytest.raises(ValueError, match="inflight"):
+        _on(tm, inflight="keep")
     with pytest.raises(ValueError, match="allreduce"):
-        S.sync(tm, jax.random.key(0), 0.0, jnp.zeros(2), per_worker=1, allreduce="some")
+        make_cluster_model(2, allreduce="some")
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="checks the CPU lowering")
 def test_rennala_top_k_is_not_lowered_to_a_full_sort():
-    tm = make_time_model(64, noise="exponential")
-    fn = jax.jit(lambda k: S.rennala(tm, k, 0.0, jnp.zeros(64), M=8).t_collect_end)
+    tm = make_cluster_model(64, noise="exponential")
+    fn = jax.jit(lambda k: schedules.rennala(tm, k, 0.0, jnp.zeros(64), M=8).t_collect_end)
     hlo = fn.lower(jax.random.key(0)).compile().as_text()
     # Two TopK custom calls (first completions, then candidates); the only sort is the one
     # of the M = 8 candidate ids, never one over the n or n * M completion times.
@@ -421,16 +441,16 @@ def test_rennala_lazy_draws_have_the_full_draws_distribution():
     """The round time T of the lazy draws matches T from all n * (M + 1) times drawn at once
     (two-sample comparison of means and quantiles over 4,000 rounds each)."""
     n, M, reps = 50, 5, 4000
-    tm = make_time_model(n, h="sqrt", noise="exponential")
+    tm = make_cluster_model(n, h="sqrt", noise="exponential")
     busy = jnp.zeros(n)
 
     @jax.jit
     def both(keys):
-        lazy = jax.vmap(lambda k: S.rennala(tm, k, 0.0, busy, M=M).t_collect_end)(keys)
+        lazy = jax.vmap(lambda k: schedules.rennala(tm, k, 0.0, busy, M=M).t_collect_end)(keys)
         full = jax.vmap(
             lambda k: (
-                S.rennala_from_times(
-                    tm.kappa, sample_compute_times(tm, k, M + 1), 0.0, busy, M=M
+                schedules.rennala_from_times(
+                    tm, sample_compute_times(tm, k, M + 1), 0.0, busy, M=M
                 ).t_collect_end
             )
         )(keys)
@@ -473,8 +493,10 @@ def _tau_of_rennala(tm, key, res, M):
 
     @functools.cache
     def draws(v):
-        off = S.start_offsets(res["t_start"][v], jnp.asarray(busy_before[v], jnp.float32))
-        first, rows, tau_rows = S.sample_rennala_times(tm, jax.random.fold_in(key, v), off, M=M)
+        off = schedules.start_offsets(res["t_start"][v], jnp.asarray(busy_before[v], jnp.float32))
+        first, rows, tau_rows = schedules.sample_rennala_times(
+            tm, jax.random.fold_in(key, v), off, M=M
+        )
         return np.asarray(first), np.asarray(rows).tolist(), np.asarray(tau_rows)
 
     def tau_of(v, w, k):
@@ -491,20 +513,20 @@ def _tau_of_rennala(tm, key, res, M):
 def test_discard_matches_natural_simulator(config):
     rule, n, M, h, noise, seed = config
     rounds = 8
-    tm = make_time_model(n, h=h, noise=noise)
+    tm = make_cluster_model(n, h=h, noise=noise, inflight="discard")
     key = jax.random.key(seed)
-    cap = S.default_malenia_capacity(M, n)
+    cap = schedules.default_malenia_capacity(M, n)
     # one round more than compared: the simulator begins gradients of the next point too
-    res = simulation.simulate_rule_rounds(
-        tm, key, rule=rule, M=M, rounds=rounds + 1, inflight="discard", capacity=cap
-    )
+    res = simulation.simulate_rule_rounds(tm, key, rule=rule, M=M, rounds=rounds + 1, capacity=cap)
     res = jax.tree.map(np.asarray, res)
     assert not res["overflow"].any()
     if rule == "rennala":
         tau_of = _tau_of_rennala(tm, key, res, M)
     else:
-        taus = [np.asarray(sample_compute_times(tm, jax.random.fold_in(key, v), cap + 1))
-                for v in range(rounds + 1)]  # fmt: skip
+        taus = [
+            np.asarray(sample_compute_times(tm, jax.random.fold_in(key, v), cap + 1))
+            for v in range(rounds + 1)
+        ]
         tau_of = lambda v, w, k: float(taus[v][w, k])
     expected = natural.discard_rounds(rule, n, rounds, tau_of, M=M)
     for v, e in enumerate(expected):

@@ -97,10 +97,12 @@ def test_options_resolve_and_refuse_a_block_that_is_not_whole_batches():
     base = config_lib.HParams(M=1)
     opts = seed_engine.SeedOptions.resolve(setup, base)
     assert (opts.batch, opts.block, opts.versions) == (3, 3, 8)
-    assert opts.message == (1.0, 2.0, 3.0)  # unscaled κ: the step exchange costs κ_i
+    # unscaled κ: the step exchange costs κ_i
+    np.testing.assert_array_equal(seed_engine.message_times(setup.cluster, opts), [1, 2, 3])
     hp = dataclasses.replace(base, seed_batch=2, async_block=6, seed_message_time=0.25)
     opts = seed_engine.SeedOptions.resolve(setup, hp)
-    assert (opts.batch, opts.block, opts.message) == (2, 6, (0.25,) * 3)
+    assert (opts.batch, opts.block, opts.message_time) == (2, 6, 0.25)
+    np.testing.assert_array_equal(seed_engine.message_times(setup.cluster, opts), [0.25] * 3)
     with pytest.raises(ValueError, match=r"async_block \(5\) must be a multiple of .*seed_batch"):
         seed_engine.SeedOptions.resolve(setup, dataclasses.replace(hp, async_block=5))
 
@@ -112,8 +114,12 @@ def test_scaled_exchanges_cost_the_message_size_instead_of_the_parameter_count()
     )
     tr = make_trainer(cfg, "seed_rl")
     d, o, a = tr.dim, tr.setup.policy.obs_size, tr.setup.policy.action_size
-    np.testing.assert_allclose(np.asarray(tr.setup.tm.kappa), d**0.25, rtol=1e-6)
-    np.testing.assert_allclose(seed_engine.message_times(tr.setup), (o + a) ** 0.25, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(tr.setup.cluster.kappa), d**0.25, rtol=1e-6)
+    np.testing.assert_allclose(tr.setup.cluster.message, (o + a) ** 0.25, rtol=1e-6)
+    opts = seed_engine.SeedOptions.resolve(tr.setup, tr.hparams)
+    np.testing.assert_array_equal(
+        seed_engine.message_times(tr.setup.cluster, opts), tr.setup.cluster.message
+    )
 
 
 def test_its_options_are_read_only_by_seed_rl():

@@ -2,6 +2,7 @@
 event simulation of tests/reference_sim.py (random small clusters, both links), and a
 hand-computed case where the learner updates while an actor is mid-trajectory."""
 
+import dataclasses
 import functools
 
 import chex
@@ -10,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt.cluster import step_clock, timing
+from jaxnigt.cluster import model, step_clock
 
 try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
     from tests import reference_sim as ref
@@ -24,14 +25,15 @@ def compute_times(tm, key, trajectories: int) -> np.ndarray:
 
     def one(w, k):
         k_wk = jax.random.fold_in(jax.random.fold_in(key, w), k)
-        return timing.sample_worker_compute_time(tm, k_wk, w)
+        return model.sample_worker_compute_time(tm, k_wk, w)
 
     ks = jnp.arange(trajectories)
     return np.asarray(jax.vmap(lambda w: jax.vmap(lambda k: one(w, k))(ks))(jnp.arange(tm.n)))
 
 
 @functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates", "history", "link"))
-def simulate(tm, message, inference, key, learner_time, **kw):
+def simulate(tm, message, inference, key, learner_time, *, link, **kw):
+    tm = dataclasses.replace(tm, link=link)
     return step_clock.simulate(tm, message, inference, key, learner_time=learner_time, **kw)
 
 
@@ -45,21 +47,29 @@ def test_matches_the_reference_event_simulation(n, horizon, batch, updates, link
     rng = np.random.default_rng(n * 100 + horizon * 10 + batch)
     for draw in range(3):
         h = rng.uniform(0.5, 3.0, n)
-        tm = timing.make_time_model(n, h=h.tolist(), noise="exponential")
+        tm = model.make_cluster_model(n, h=h.tolist(), noise="exponential")
         message = rng.uniform(0.0, 0.4, n).astype(np.float32)
         inference = np.float32(rng.uniform(0.0, 0.1) * (draw > 0))
         learner_time = np.float32(rng.uniform(0.0, 2.0) * (draw != 1))
         key = jax.random.key(draw)
         state, batches, done = simulate(
-            tm, jnp.asarray(message), inference, key, learner_time,
-            horizon=horizon, batch=batch, updates=updates, history=updates + 1, link=link,
-        )  # fmt: skip
+            tm,
+            jnp.asarray(message),
+            inference,
+            key,
+            learner_time,
+            horizon=horizon,
+            batch=batch,
+            updates=updates,
+            history=updates + 1,
+            link=link,
+        )
         chex.assert_shape(batches.versions, (updates, batch, horizon))
         K = 2 + updates * batch  # enough trajectories for any worker
+        times = compute_times(tm, key, K)
         want, want_done, totals = ref.simulate_steps(
-            compute_times(tm, key, K), message, inference, horizon, batch, updates,
-            learner_time, link,
-        )  # fmt: skip
+            times, message, inference, horizon, batch, updates, learner_time, link
+        )
         msg = f"draw {draw}"
         np.testing.assert_array_equal(
             np.asarray(batches.worker), [[c["worker"] for c in b] for b in want], msg
@@ -83,17 +93,17 @@ def hand_cluster():
     """Two actors, H = 4, no exchange or inference time, B = 1, learner time 0. Actor 0's
     steps take 1/4 (its trajectories end at 1, 2, 3, ...), actor 1's 0.55 (its first ends at
     2.2): updates complete at 1 and 2, while actor 1 is mid-trajectory."""
-    tm = timing.make_time_model(2, h=[1.0, 2.2])
+    tm = model.make_cluster_model(2, h=[1.0, 2.2])
     return tm, jnp.zeros((2,), jnp.float32)
 
 
 @pytest.mark.parametrize("link", ["shared", "independent"])
 def test_updates_mid_trajectory_give_each_step_its_version(link):
     tm, message = hand_cluster()
+    key = jax.random.key(0)
     state, b, done = simulate(
-        tm, message, 0.0, jax.random.key(0), 0.0,
-        horizon=4, batch=1, updates=4, history=4, link=link,
-    )  # fmt: skip
+        tm, message, 0.0, key, 0.0, horizon=4, batch=1, updates=4, history=4, link=link
+    )
     np.testing.assert_array_equal(np.asarray(b.worker)[:, 0], [0, 0, 1, 0])
     np.testing.assert_array_equal(np.asarray(b.traj)[:, 0], [0, 1, 0, 2])
     np.testing.assert_allclose(np.asarray(b.time)[:, 0], [1.0, 2.0, 2.2, 3.0], rtol=1e-6)
@@ -111,14 +121,14 @@ def test_shared_link_serializes_the_step_exchanges():
     """Two identical actors whose exchanges take as long as their steps' compute: on one
     shared link each step waits for the other's exchange; with independent links they
     overlap."""
-    tm = timing.make_time_model(2, h=[1.0, 1.0])  # H = 2: each step computes 0.5
+    tm = model.make_cluster_model(2, h=[1.0, 1.0])  # H = 2: each step computes 0.5
     message = jnp.full((2,), 0.5, jnp.float32)
     ends = {}
     for link in ("shared", "independent"):
+        key = jax.random.key(0)
         state, b, _ = simulate(
-            tm, message, 0.0, jax.random.key(0), 0.0,
-            horizon=2, batch=2, updates=1, history=1, link=link,
-        )  # fmt: skip
+            tm, message, 0.0, key, 0.0, horizon=2, batch=2, updates=1, history=1, link=link
+        )
         ends[link] = np.asarray(b.time)[0]
         chex.assert_trees_all_close(float(state.link_busy), 2.0)
     # independent: 0.5 + 0.5, then 0.5 + 0.5 -> both end at 2.0
@@ -130,16 +140,13 @@ def test_shared_link_serializes_the_step_exchanges():
 
 def test_served_version_counts_updates_done_by_then():
     done_at = jnp.array([3.0, 2.0, 1.0, -jnp.inf], jnp.float32)  # versions 7, 6, 5 done
-    got = [int(step_clock.served_version(jnp.float32(t), jnp.int32(7), done_at)) for t in
-           (0.5, 1.0, 2.5, 3.0, 9.0)]  # fmt: skip
+    times = (0.5, 1.0, 2.5, 3.0, 9.0)
+    got = [int(step_clock.served_version(jnp.float32(t), jnp.int32(7), done_at)) for t in times]
     assert got == [4, 5, 6, 7, 7]
 
 
 def test_unknown_link_is_refused():
-    tm, message = hand_cluster()
+    tm, _ = hand_cluster()
     allowed = r"link: got 'fast'; expected one of \['shared', 'independent'\]"
     with pytest.raises(ValueError, match=allowed):
-        step_clock.next_batch(
-            tm, message, 0.0, jax.random.key(0), step_clock.init(tm, jax.random.key(0), 2),
-            1, jnp.int32(0), jnp.full((1,), -jnp.inf), link="fast",
-        )  # fmt: skip
+        dataclasses.replace(tm, link="fast")

@@ -1,4 +1,5 @@
-"""Tests for jaxnigt.cluster.timing."""
+"""Tests for jaxnigt.cluster.timing (profiles, noise) and jaxnigt.cluster.model (the cluster
+model's record, its builders and its draws)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxnigt.cluster import timing
-from jaxnigt.cluster.timing import (
-    make_time_model,
-    parse_noise,
-    profile_values,
-    sample_compute_times,
-)
+from jaxnigt.cluster import model, timing
+from jaxnigt.cluster.model import make_cluster_model, sample_compute_times
+from jaxnigt.cluster.timing import parse_noise, profile_values
 
 
 def test_profiles_are_one_based():
@@ -75,23 +72,94 @@ def test_parse_noise_errors(spec):
         parse_noise(spec)
 
 
-def test_make_time_model_scaling_and_validation():
-    tm = make_time_model(4, h="sqrt", kappa="linear", scale_by_dim=True, dim=16)
-    chex.assert_shape([tm.h, tm.kappa], (4,))
-    chex.assert_type([tm.h, tm.kappa, tm.noise_params], jnp.float32)
+def test_make_cluster_model_scaling_and_validation():
+    tm = make_cluster_model(4, h="sqrt", kappa="linear", scale_by_dim=True, dim=16)
+    chex.assert_shape([tm.h, tm.kappa, tm.message, tm.worker_types], (4,))
+    chex.assert_type([tm.h, tm.kappa, tm.message, tm.noise_params], jnp.float32)
+    chex.assert_type(tm.worker_types, jnp.int32)
     np.testing.assert_allclose(tm.kappa, 2.0 * np.arange(1, 5), rtol=1e-6)
+    np.testing.assert_array_equal(tm.message, tm.kappa)  # a step message costs a vector's
     assert tm.n == 4 and tm.noise == "deterministic"
-    per_step = make_time_model(2, h=[0.5, 1.0], per_step=True, horizon=50)
+    assert (tm.inflight, tm.link, tm.allreduce) == ("cancel", "shared", "all")
+    per_step = make_cluster_model(2, h=[0.5, 1.0], per_step=True, horizon=50)
     np.testing.assert_allclose(per_step.h, [25.0, 50.0])
-    np.testing.assert_allclose(make_time_model(3).kappa, 0.0)
-    np.testing.assert_allclose(make_time_model(2, noise="uniform:0.5:2").noise_params, [0.5, 2, 0])
-    assert len(jax.tree.leaves(tm)) == 3  # noise kind is static
+    np.testing.assert_allclose(make_cluster_model(3).kappa, 0.0)
+    uniform = make_cluster_model(2, noise="uniform:0.5:2")
+    np.testing.assert_allclose(uniform.noise_params, [0.5, 2, 0])
+    # every per-worker array and the noise's parameters are data; the choices are static
+    assert len(jax.tree.leaves(tm)) == 5
     with pytest.raises(ValueError, match="dim"):
-        make_time_model(2, scale_by_dim=True)
+        make_cluster_model(2, scale_by_dim=True)
     with pytest.raises(ValueError, match="horizon"):
-        make_time_model(2, per_step=True)
+        make_cluster_model(2, per_step=True)
     with pytest.raises(ValueError, match="noise"):
-        make_time_model(2, noise="cauchy")
+        make_cluster_model(2, noise="cauchy")
+
+
+def test_the_named_choices_are_static_fields_checked_on_construction():
+    discard = make_cluster_model(3, inflight="discard", link="independent")
+    assert (discard.inflight, discard.link, discard.allreduce) == ("discard", "independent", "all")
+    leaves, tree = jax.tree.flatten(discard)
+    assert tree != jax.tree.structure(make_cluster_model(3))  # another program
+    assert jax.tree.unflatten(tree, leaves).inflight == "discard"
+    for choice in model.CHOICES:
+        assert choice.default == choice.values[0]
+        assert getattr(make_cluster_model(2), choice.name) == choice.default
+        with pytest.raises(ValueError, match=rf"{choice.name}: got 'x'; expected one of"):
+            make_cluster_model(2, **{choice.name: "x"})
+    with pytest.raises(TypeError):
+        make_cluster_model(2, inflights="cancel")
+
+
+def test_message_times_scale_with_the_message_size_instead_of_d():
+    """κ_i d^{1/4} for a vector; a step message of size o + a costs κ_i (o + a)^{1/4}."""
+    scaled = make_cluster_model(2, kappa=[1.0, 2.0], scale_by_dim=True, dim=81, message_size=16)
+    np.testing.assert_allclose(scaled.kappa, [3.0, 6.0], rtol=1e-6)
+    np.testing.assert_allclose(scaled.message, [2.0, 4.0], rtol=1e-6)
+    unscaled = make_cluster_model(2, kappa=[1.0, 2.0], message_size=16)
+    np.testing.assert_array_equal(unscaled.message, unscaled.kappa)
+    given = make_cluster_model(2, kappa=1.0, message="0.5,0.25")
+    np.testing.assert_allclose(given.message, [0.5, 0.25])
+
+
+def test_from_config_reads_every_key_and_choice():
+    from jaxnigt.config import schema
+
+    section = schema.ClusterConfig(
+        n=3, h="linear", kappa=0.5, inflight="discard", link="independent"
+    )
+    built = model.from_config(section, worker_types=np.array([0, 1, 0]))
+    np.testing.assert_allclose(built.h, [1, 2, 3])
+    np.testing.assert_array_equal(built.worker_types, [0, 1, 0])
+    assert (built.inflight, built.link, built.allreduce) == ("discard", "independent", "all")
+
+
+def test_noise_kinds_are_one_table():
+    assert timing.NOISES == tuple(timing.NOISE_KINDS)
+    assert timing.NOISE_FORMS == (
+        "deterministic",
+        "exponential",
+        "lognormal:SIGMA",
+        "uniform:LOW:HIGH",
+        "straggler:P:FACTOR",
+    )
+    assert timing.NOISE_TEXT.endswith("uniform:LOW:HIGH or straggler:P:FACTOR")
+
+
+def test_a_profile_name_or_number_is_checked_without_its_n_values(monkeypatch):
+    real = timing.profile_values
+
+    def small(spec, n, **kw):
+        assert n <= 10, n
+        return real(spec, n, **kw)
+
+    monkeypatch.setattr(timing, "profile_values", small)
+    for spec in ("sqrt", 0.5, "0.5", " 2 "):
+        timing.check_profile(spec, 10**9)
+    with pytest.raises(ValueError, match="must be > 0"):
+        timing.check_profile("-1", 10**9)
+    with pytest.raises(ValueError, match="unknown h profile"):
+        timing.check_profile("fast", 10**9)
 
 
 _sample = jax.jit(sample_compute_times, static_argnums=2)
@@ -108,7 +176,7 @@ _sample = jax.jit(sample_compute_times, static_argnums=2)
     ],
 )
 def test_sample_compute_times_moments(noise, mean):
-    tm = make_time_model(2, h=[1.0, 3.0], noise=noise)
+    tm = make_cluster_model(2, h=[1.0, 3.0], noise=noise)
     tau = _sample(tm, jax.random.key(0), 20_000)
     chex.assert_shape(tau, (2, 20_000))
     chex.assert_type(tau, jnp.float32)
@@ -123,7 +191,7 @@ def test_sample_compute_times_moments(noise, mean):
 
 
 def test_sampling_is_keyed_traced_and_vmappable():
-    tm = make_time_model(3, h="linear", noise="lognormal:0.3")
+    tm = make_cluster_model(3, h="linear", noise="lognormal:0.3")
     k0, k1 = jax.random.key(0), jax.random.key(1)
     chex.assert_trees_all_equal(_sample(tm, k0, 5), _sample(tm, k0, 5))
     assert not np.allclose(_sample(tm, k0, 5), _sample(tm, k1, 5))
@@ -135,10 +203,10 @@ def test_sampling_is_keyed_traced_and_vmappable():
         return sample_compute_times(tm, key, 4)
 
     f(tm, k0)
-    f(make_time_model(3, h="sqrt", noise="lognormal:1.3"), k0)  # new values, same kind
+    f(make_cluster_model(3, h="sqrt", noise="lognormal:1.3"), k0)  # new values, same kind
     assert len(traces) == 1
     batched = jax.vmap(lambda k: sample_compute_times(tm, k, 4))(jax.random.split(k0, 6))
     chex.assert_shape(batched, (6, 3, 4))
-    one = timing.sample_worker_compute_time(tm, k1, jnp.int32(2))
+    one = model.sample_worker_compute_time(tm, k1, jnp.int32(2))
     chex.assert_rank(one, 0)
-    np.testing.assert_allclose(one, 3.0 * timing.sample_noise(tm, k1, ()), rtol=1e-6)
+    np.testing.assert_allclose(one, 3.0 * model.sample_noise(tm, k1, ()), rtol=1e-6)

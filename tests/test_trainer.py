@@ -142,7 +142,7 @@ def test_dim_is_the_policy_d_that_scales_kappa():
     state = jax.eval_shape(tr.init, jax.random.key(0), tr.hyper())
     assert num_params(state.params) > tr.dim  # policy + critic
     assert num_params(state.params["policy"]) == tr.dim
-    np.testing.assert_allclose(tr.setup.tm.kappa, tr.dim**0.25, rtol=1e-6)
+    np.testing.assert_allclose(tr.setup.cluster.kappa, tr.dim**0.25, rtol=1e-6)
 
 
 def test_make_task_lanes_default_and_override():
@@ -169,12 +169,12 @@ def test_eval_every_time_is_steps_of_simulated_time(trainer):
 
 
 def test_runner_chunks_follow_every_time(trainer):
-    from jaxnigt.run import loop as runner
+    from jaxnigt.run import loop
 
     _, step_time = trainer.clock(16)
     sets = [f"eval.every_time={3 * step_time}", f"budget={7 * step_time}", "seeds=1"]
     cfg = config_lib.from_dict(config_lib.apply_overrides(_RAW, sets))
-    out = runner.run_algorithm(cfg, trainer.name, trainer=trainer, progress=False, log=lambda _: 0)
+    out = loop.run_algorithm(cfg, trainer.name, trainer=trainer, progress=False, log=lambda _: 0)
     times, evaluated = out["sim_time"][0], out["evaluated"][0]
     every = 3 * step_time
     # time 0, then the end of the first round that reaches each multiple of every_time
@@ -221,3 +221,19 @@ def test_programs_take_the_per_worker_arrays_as_arguments(trainer):
         plain(init(keys, hyper)), plain(jax.jit(jax.vmap(tr.init))(keys, hyper))
     )
     assert tr.clock(3) == tr.clock(3)  # cached program, same clock
+
+
+@pytest.mark.parametrize("algorithm", ["seed_rl", "impala", "admm_pg"])
+def test_every_engine_reads_its_per_worker_arrays_from_the_record(algorithm):
+    """The cluster model is the one place per-worker arrays live: no constant of a traced
+    step has the n = 37 workers' length, for the engines the test above does not build
+    (central inference's per-step message times included)."""
+    n = 37
+    cluster = {**_RAW["cluster"], "n": n, "scale_by_dim": True}
+    raw = {**_RAW, "cluster": cluster, "algorithms": [algorithm]}
+    tr = make_trainer(config_lib.from_dict(raw), algorithm)
+    init = tr.program(lambda t, k, h: jax.vmap(t.init)(k, h))
+    state = jax.eval_shape(init.jitted, init.cluster, _keys([0]), tr.hyper(batch=1))
+    step = tr.program(lambda t, s: jax.vmap(lambda x: t.run_chunk(x, 1))(s))
+    jaxpr = jax.make_jaxpr(step.jitted)(step.cluster, state)
+    assert not [c.shape for c in _consts(jaxpr) if n in np.shape(c)]

@@ -35,10 +35,39 @@ def update(hparams) -> updates.Update:
     )
 
 
-def estimator(model, params, traj, weights, hyper, *, per_slot_params=False, behaviour=None,
-              behaviour_log_prob=None):  # fmt: skip
-    """The actor-critic loss's gradient (:func:`jaxnigt.rl.critic.actor_critic_gradient`)."""
+def estimator(
+    model,
+    params,
+    traj,
+    weights,
+    hyper,
+    *,
+    per_slot_params=False,
+    behaviour=None,
+    behaviour_log_prob=None,
+):
+    """The actor-critic loss's gradient (:func:`jaxnigt.rl.critic.actor_critic_gradient`).
+
+    Args:
+      model: the :class:`~jaxnigt.rl.critic.ActorCritic`.
+      params: its parameters (per slot with ``per_slot_params``).
+      traj: the trajectories.
+      weights: ``[S]`` each trajectory's weight.
+      hyper: the traced hyperparameters (the loss's coefficients, γ, λ).
+      per_slot_params: ``params`` has a leading slot axis.
+      behaviour: the behaviour parameters of each trajectory (V-trace), or None.
+      behaviour_log_prob: ``[S, H]`` each step's behaviour log-probability, or None.
+
+    Returns:
+      ``(grads, stats)``.
+    """
     return actor_critic_gradient(
-        model, params, traj, weights, hyper, per_slot_params=per_slot_params,
-        behaviour=behaviour, behaviour_log_prob=behaviour_log_prob,
-    )  # fmt: skip
+        model,
+        params,
+        traj,
+        weights,
+        hyper,
+        per_slot_params=per_slot_params,
+        behaviour=behaviour,
+        behaviour_log_prob=behaviour_log_prob,
+    )

@@ -86,19 +86,22 @@ TRAITS = core.Traits(options=KEYS)
 
 
 def make(setup: Setup, hparams: Any) -> Algorithm:
-    """``admm_pg`` with K, B and the default ρ from ``hparams``."""
+    """``admm_pg`` with K, B and the default ρ from ``hparams``.
+
+    Args:
+      setup: the run's setup.
+      hparams: the config's hyperparameters.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     opts = AdmmOptions.resolve(setup, hparams)
-    schedule = functools.partial(
-        schedules.sync,
-        per_worker=opts.local_steps * opts.local_batch,
-        inflight=setup.inflight,
-        allreduce=setup.allreduce,
-    )
+    schedule = functools.partial(schedules.sync, per_worker=opts.local_steps * opts.local_batch)
     return Algorithm(
         init=functools.partial(admm_init, setup, opts),
         step=functools.partial(admm_step, setup, opts),
         eval_params=updates.held_params,
-        simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.tm),
+        simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.cluster),
         traits=TRAITS,
     )
 
@@ -168,7 +171,7 @@ def _local_step(setup: Setup, opts: AdmmOptions, state: TrainState, k_roll, thet
     alpha, gamma, rho = (state.hyper[name] for name in ("learning_rate", "gamma", "rho"))
     worker = jnp.repeat(jnp.arange(n, dtype=jnp.int32), B)  # slot s = i·B + b
     rank = jnp.tile(jnp.arange(B, dtype=jnp.int32), n)
-    types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
+    types = setup.cluster.worker_types[worker]
     weights = jnp.full((n * B,), 1.0 / B, jnp.float32)
     keys = slot_keys(k_roll, worker, k * B + rank)
     at = jax.tree.map(lambda t: jnp.repeat(t, B, axis=0), theta)
@@ -186,13 +189,11 @@ def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState, budget: jax.Ar
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
     sched = schedules.sync(
-        setup.tm,
+        setup.cluster,
         k_sched,
         state.counters.time,
         state.busy_until,
         per_worker=opts.local_steps * opts.local_batch,
-        inflight=setup.inflight,
-        allreduce=setup.allreduce,
     )
     local = functools.partial(_local_step, setup, opts, state, k_roll)
     ks = jnp.arange(opts.local_steps, dtype=jnp.int32)

@@ -20,11 +20,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from jaxnigt.cluster import schedules
-from jaxnigt.cluster.timing import TimeModel
+from jaxnigt.cluster.model import ClusterModel
 
 # Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
 # HParams hold the Python values; these are what the compiled program sees).
@@ -45,25 +44,9 @@ def reinforce(policy, params, traj, weights, hyper: TracedHParams, *, per_slot_p
     )
 
 
-class Cluster(NamedTuple):
-    """The per-worker arrays of a run: what grows with n.
-
-    The runner passes them to its jitted programs as arguments (:meth:`Setup.with_cluster`),
-    so compile time does not grow with the number of workers (closed-over arrays would be
-    embedded in the program as constants, and XLA folds expressions of them at compile time).
-
-    Attributes:
-      tm: the :class:`~jaxnigt.cluster.timing.TimeModel` (``[n]`` compute and communication times).
-      worker_types: ``[n]`` int32 environment type of each worker.
-    """
-
-    tm: TimeModel
-    worker_types: jax.Array
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Setup:
-    """Everything static about one algorithm's run (closed over by the jitted step).
+    """Everything about one algorithm's run that its steps close over, and its cluster.
 
     Compared and hashed by identity (``eq=False``): it holds arrays, and jit caches the step
     per Setup object.
@@ -71,64 +54,62 @@ class Setup:
     Attributes:
       task: the ``TaskEnv``.
       policy: the ``GaussianPolicy``.
-      tm: the cluster's ``TimeModel``: concrete arrays, or inside a program built with
-        :meth:`with_cluster` that program's arguments (tracers).
-      worker_types: ``[n]`` int32 environment type of each worker (numpy, or as ``tm``).
-      M: gradients per round; M_init: gradients of round 0.
-      inflight: ``cancel`` or ``discard``: unfinished work at a round's end.
-      allreduce: ``all`` or ``contributors``: who takes part in a round's AllReduce.
-      link: ``shared`` or ``independent``: the server link of the exchanges.
+      cluster: the cluster model (:class:`~jaxnigt.cluster.model.ClusterModel`): its
+        per-worker arrays (compute and communication times, message times, worker types) and
+        its named choices (in-flight work, the AllReduce, the server link). Concrete arrays,
+        or inside a program built with :meth:`with_cluster` that program's arguments
+        (tracers): the runner passes the record to its jitted programs as an argument, so
+        compile time does not grow with the number of workers (closed-over arrays would be
+        embedded in the program as constants, and XLA folds expressions of them at compile
+        time).
+      M: gradients per round.
+      M_init: gradients of round 0.
       mesh: optional device mesh over which each round's trajectory slots are split
         (``jaxnigt.run.devices``); None keeps everything on one device.
-      kappa_dim: the d whose d^{1/4} scales ``tm.kappa`` (``cluster.scale_by_dim``), or
-        None when κ is unscaled (engines that send messages of another size rescale it).
-      host_tm: the concrete time model behind a traced ``tm`` (set by :meth:`with_cluster`;
-        None when ``tm`` is concrete): what a factory reads on the host while it builds an
-        algorithm (option defaults such as the asynchronous wave), via :attr:`host_time_model`.
+      host: the concrete record behind a traced ``cluster`` (set by :meth:`with_cluster`;
+        None when ``cluster`` is concrete): what a factory reads on the host while it builds
+        an algorithm (option defaults such as the asynchronous wave), via
+        :attr:`host_cluster`.
 
-    ``inflight``, ``allreduce`` and ``link`` are the cluster model (docs/cluster_model.md):
-    every engine receives it and its algorithms' :attr:`Traits.cluster_options` name the options
-    that change them. What only one engine reads (the synchronous batch, Malenia's capacity, the
-    asynchronous block, IMPALA's learner, ADMM's local steps, the actor-critic losses) is that
-    engine's options, resolved from the config's hyperparameters by the engine
-    (:attr:`Traits.options` lists the keys).
+    Every engine receives the cluster model whole; its algorithms'
+    :attr:`Traits.cluster_options` name the choices that change them. What only one engine
+    reads (the synchronous batch, Malenia's capacity, the asynchronous block, IMPALA's
+    learner, ADMM's local steps, the actor-critic losses) is that engine's options, resolved
+    from the config's hyperparameters by the engine (:attr:`Traits.options` lists the keys).
     """
 
     task: Any
     policy: Any
-    tm: TimeModel
-    worker_types: np.ndarray
+    cluster: ClusterModel
     M: int
     M_init: int
-    inflight: str = "cancel"
-    allreduce: str = "all"
-    link: str = "shared"
     mesh: Any = None
-    kappa_dim: int | None = None
-    host_tm: TimeModel | None = None
+    host: ClusterModel | None = None
 
     @property
     def n(self) -> int:
-        return int(self.worker_types.shape[0])
+        """The number of workers."""
+        return int(self.cluster.n)
 
     @property
-    def host_time_model(self) -> TimeModel:
-        """The concrete time model (``tm`` itself outside a program built on :attr:`cluster`)."""
-        return self.tm if self.host_tm is None else self.host_tm
+    def host_cluster(self) -> ClusterModel:
+        """The concrete cluster model (``cluster`` itself outside a program built on it)."""
+        return self.cluster if self.host is None else self.host
 
-    @property
-    def cluster(self) -> Cluster:
-        """The per-worker arrays, to pass to a jitted program as an argument."""
-        return Cluster(self.tm, jnp.asarray(self.worker_types, jnp.int32))
+    def with_cluster(self, cluster: ClusterModel) -> Setup:
+        """This setup on another record of the same cluster.
 
-    def with_cluster(self, cluster: Cluster) -> Setup:
-        """This setup on ``cluster`` (typically a jitted program's traced arguments)."""
-        return dataclasses.replace(
-            self, tm=cluster.tm, worker_types=cluster.worker_types, host_tm=self.host_time_model
-        )
+        Args:
+          cluster: typically a jitted program's traced argument.
+
+        Returns:
+          The setup with ``cluster`` and, as :attr:`host`, the concrete record.
+        """
+        return dataclasses.replace(self, cluster=cluster, host=self.host_cluster)
 
     @property
     def horizon(self) -> int:
+        """The trajectory length H."""
         return int(self.task.horizon)
 
 
@@ -224,9 +205,11 @@ class Traits(NamedTuple):
     it) and its built :class:`Algorithm` carries the same value.
 
     Attributes:
-      cluster_options: the ``cluster:`` options (docs/cluster_model.md: ``inflight``, ``link``,
-        ``allreduce``) whose value changes this algorithm's runs; under every other option
-        its runs are the same (a model variant retunes only the algorithms it affects).
+      cluster_options: the named choices of the cluster model
+        (:data:`jaxnigt.cluster.model.CHOICES`, the ``cluster:`` keys of docs/cluster_model.md:
+        ``inflight``, ``link``, ``allreduce``) whose value changes this algorithm's runs;
+        under every other choice its runs are the same (a model variant retunes only the
+        algorithms it affects).
       tuned_shapes: the shape-changing hyperparameters the tuning protocol tunes for it
         (docs/results.md: ``M`` = ``M_init`` for Rennala's and Malenia's collections), each value
         its own compiled program.
@@ -301,7 +284,19 @@ AlgorithmFactory = Callable[[Setup, Any], Algorithm]
 def initial_state(
     setup: Setup, params: Any, opt_state: Any, key: jax.Array, hyper: TracedHParams, extra=()
 ) -> TrainState:
-    """A run's state at simulated time 0: no steps, zero counters, idle workers."""
+    """A run's state at simulated time 0: no steps, zero counters, idle workers.
+
+    Args:
+      setup: the run's setup (its number of workers).
+      params: the held params.
+      opt_state: the optimizer's state.
+      key: the state's key.
+      hyper: the traced hyperparameters.
+      extra: the engine's state.
+
+    Returns:
+      The :class:`TrainState`.
+    """
     zero = jnp.zeros([], jnp.float32)
     return TrainState(
         params=params,
@@ -426,10 +421,17 @@ def mean_return(sum_return: jax.Array, count: jax.Array) -> jax.Array:
     return sum_return / jnp.maximum(count, 1.0)
 
 
-def simulate_rounds(schedule: Callable, tm: TimeModel, key: jax.Array, steps: int):
-    """``(trajectories, end_time)`` ``[steps]`` of consecutive rounds of ``schedule`` (a
-    ``(tm, key, t0, busy_until) -> RoundSchedule``) from time 0, round r keyed
-    ``fold_in(key, r)``."""
+def simulate_rounds(schedule: Callable, model: ClusterModel, key: jax.Array, steps: int):
+    """Consecutive rounds of a schedule from time 0, without rollouts.
 
-    s = schedules.run_rounds(schedule, tm, key, steps)
+    Args:
+      schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
+      model: the cluster model.
+      key: round r is keyed ``fold_in(key, r)``.
+      steps: static number of rounds.
+
+    Returns:
+      ``(trajectories, end_time)``, each ``[steps]``.
+    """
+    s = schedules.run_rounds(schedule, model, key, steps)
     return s.num_slots, s.t_end

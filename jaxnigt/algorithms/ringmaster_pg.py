@@ -54,11 +54,18 @@ TRAITS = async_engine.TRAITS.reading(*KEYS)._replace(tuned_shapes=("ringmaster_R
 
 
 def rule(options: RingmasterOptions) -> async_engine.EventRule:
-    """The bounded-delay event rule of these options."""
+    """The bounded-delay event rule of these options.
 
-    def next_exchange(tm, time_key, state: events.BoundedState, link: str):
+    Args:
+      options: the threshold R and whether gradients are stopped.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.engines.async_engine.EventRule`.
+    """
+
+    def next_exchange(model, time_key, state: events.BoundedState):
         key = jax.random.fold_in(time_key, state.events)
-        return events.bounded_next(tm, key, state, link=link, stops=options.stops)
+        return events.bounded_next(model, key, state, stops=options.stops)
 
     return async_engine.EventRule(
         init=lambda clock: events.bounded_init(clock, options.R),
@@ -70,7 +77,15 @@ def rule(options: RingmasterOptions) -> async_engine.EventRule:
 
 
 def make(setup: Setup, hparams) -> Algorithm:
-    """Ringmaster policy-gradient SGD on ``setup`` with the config's ``hparams``."""
+    """Ringmaster policy-gradient SGD.
+
+    Args:
+      setup: the run's setup.
+      hparams: the config's hyperparameters.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     options = RingmasterOptions.resolve(setup, hparams)
     return async_engine.make(
         setup,

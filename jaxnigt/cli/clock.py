@@ -45,10 +45,14 @@ trajectory, in completion order::
 step was served with), and a summary of trajectories and messages per time unit, the lag
 over steps and the link's utilisation.
 
-This module is the command only: it parses and validates the flags and calls
-:func:`jaxnigt.cluster.simulation.simulate_rule_rounds` or
-:func:`jaxnigt.cluster.simulation.simulate_async`; :mod:`jaxnigt.cli.clock_output` writes the
-CSV and the summary (theory values from :mod:`jaxnigt.cluster.theory`).
+This module is the command only: it reads the flags through the config's own schema and
+checks (the cluster's flags are a :class:`~jaxnigt.config.schema.ClusterConfig`, the rule's
+sizes the :class:`~jaxnigt.config.schema.HParams` keys of the same meaning, each named by its
+flag in an error), builds the cluster model (:func:`jaxnigt.cluster.model.from_config`) and
+passes it whole to :mod:`jaxnigt.cluster.simulation`; :mod:`jaxnigt.cli.clock_output` writes
+the CSV and the summary (theory values from :mod:`jaxnigt.cluster.theory`).  The named
+choices' flags (``--inflight``, ``--link``, ``--allreduce``) come from
+:data:`jaxnigt.cluster.model.CHOICES`, as the config's keys do.
 
 Every flag is validated before anything is computed; a bad flag prints one line to stderr
 naming the flag and the allowed values, exits with status 2 and writes nothing.  The CSV is
@@ -62,29 +66,42 @@ Example::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
+from typing import Any
 
 import jax
 import numpy as np
 
-from jaxnigt.cli import clock_output as output
-from jaxnigt.cluster import events, schedules, timing
-from jaxnigt.cluster.options import check_choice
-from jaxnigt.cluster.simulation import (
-    ROUND_RULES,
-    simulate_async,
-    simulate_ringmaster,
-    simulate_rule_rounds,
-    simulate_seed,
-)
-from jaxnigt.cluster.timing import TimeModel
-from jaxnigt.config import checks
+from jaxnigt.cli import clock_output
+from jaxnigt.cluster import model, schedules, simulation, timing
+from jaxnigt.config import checks, schema
 from jaxnigt.run import sizing
 
-RULES = (*ROUND_RULES, "async", "ringmaster", "seed")
+RULES = (*simulation.ROUND_RULES, "async", "ringmaster", "seed")
 DEFAULT_OUT = "clock.csv"
+
+#: The flag of each ``cluster:`` key (:class:`~jaxnigt.config.schema.ClusterConfig`).
+CLUSTER_FLAGS = {
+    "n": "--n",
+    "h": "--h",
+    "noise": "--noise",
+    "kappa": "--kappa",
+    "scale_by_dim": "--dim",
+    "per_step": "--per-step",
+    **{choice.name: f"--{choice.name}" for choice in model.CHOICES},
+}
+#: The flag of each ``hparams:`` key the rules read (:class:`~jaxnigt.config.schema.HParams`).
+HPARAM_FLAGS = {
+    "M": "--M",
+    "malenia_capacity": "--capacity",
+    "per_worker_batch": "--per-worker",
+    "ringmaster_R": "--R",
+    "ringmaster_stops": "--stops",
+    "seed_batch": "--batch",
+    "seed_learner_time": "--learner-time",
+    "seed_inference_time": "--inference-time",
+}
 
 
 class FlagError(ValueError):
@@ -95,51 +112,6 @@ class FlagError(ValueError):
         self.flag = flag
 
 
-@dataclasses.dataclass(frozen=True)
-class ClockConfig:
-    """Validated ``clock`` options.
-
-    Attributes:
-      n: number of workers.
-      M: batch size of the rule.
-      rule: one of :data:`RULES`.
-      inflight: ``cancel`` or ``discard``.
-      rounds: number of rounds.
-      seed: PRNG seed.
-      capacity: Malenia per-worker capacity.
-      per_worker: synchronous per-worker batch.
-      out: CSV path.
-      noise: noise kind (for the summary).
-      allreduce: who takes part in a round's AllReduce (round rules).
-      link: the server link of ``--rule async`` and ``--rule seed``.
-      horizon: steps per trajectory (``--rule seed``; also ``--per-step``).
-      batch: trajectories per learner update (``--rule seed``).
-      message: each worker's step exchange time (``--rule seed``).
-      inference_time, learner_time: ``--rule seed``'s per-step and per-update times.
-      R, stops: ``--rule ringmaster``'s delay threshold and calculation stops.
-    """
-
-    n: int
-    M: int
-    rule: str
-    inflight: str
-    rounds: int
-    seed: int
-    capacity: int
-    per_worker: int
-    out: str
-    noise: str
-    allreduce: str = "all"
-    link: str = "shared"
-    horizon: int | None = None
-    batch: int = 1
-    message: tuple[float, ...] = ()
-    inference_time: float = 0.0
-    learner_time: float = 0.0
-    R: int = 1
-    stops: bool = False
-
-
 def _int(flag: str, raw, minimum: int | None = 1) -> int:
     try:
         return checks.integer_text(flag, raw, minimum)
@@ -147,57 +119,91 @@ def _int(flag: str, raw, minimum: int | None = 1) -> int:
         raise FlagError(flag, str(e).removeprefix(f"{flag}: ")) from None
 
 
-def _per_worker(raw: str) -> int | str:
-    """``--per-worker``: an integer >= 1 or ``match_M`` (Rennala's M spread over n)."""
-    return raw if raw == schedules.MATCH_M else _int("--per-worker", raw)
+def _scalar(raw: Any) -> Any:
+    """A flag's text as the value a config file would give: an integer, a number, or the
+    text itself (``sqrt``, ``1,2,3``, ``match_M``)."""
+    if not isinstance(raw, str):
+        return raw
+    for parse in (int, float):
+        try:
+            return parse(raw.strip())
+        except ValueError:
+            pass
+    return raw
 
 
-def _time(flag: str, raw) -> float:
+def _section(cls: type, flags: dict[str, str], values: dict[str, Any]) -> Any:
+    """A config section from flag values, validated by the section's own checks.
+
+    Args:
+      cls: the section's dataclass.
+      flags: the flag of each key.
+      values: each key's value as the flag gave it (text, or a bool).
+
+    Returns:
+      The section (keys not given take their defaults).
+
+    Raises:
+      FlagError: naming the flag.
+    """
+    raw = {key: _scalar(value) for key, value in values.items()}
     try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not (np.isfinite(value) and value >= 0):
-        raise FlagError(flag, f"got {raw!r}; expected a finite number >= 0")
-    return value
+        return checks.parse_dataclass(cls, raw, "", name=lambda key: flags.get(key, key))
+    except checks.ConfigError as e:
+        flag, message = str(e).split(": ", 1)
+        raise FlagError(flag, message) from None
 
 
-def _seed_options(args, n: int, kappa: np.ndarray, horizon: int | None) -> dict:
-    """``--rule seed``'s options (and the check that it has a horizon)."""
+def _cluster(args: argparse.Namespace, n: int) -> Any:
+    """The ``cluster:`` section of the flags (:class:`~jaxnigt.config.schema.ClusterConfig`)."""
+    values = {"n": n, "h": args.h, "noise": args.noise, "kappa": args.kappa}
+    values |= {"scale_by_dim": args.dim is not None, "per_step": bool(args.per_step)}
+    values |= {choice.name: getattr(args, choice.name) for choice in model.CHOICES}
+    return _section(schema.ClusterConfig, CLUSTER_FLAGS, values)
+
+
+def _hparams(args: argparse.Namespace) -> Any:
+    """The rules' sizes (:class:`~jaxnigt.config.schema.HParams`), from the flags."""
+    values = {
+        "M": args.M,
+        "malenia_capacity": args.capacity,
+        "per_worker_batch": args.per_worker,
+        "ringmaster_R": args.R,
+        "ringmaster_stops": bool(args.stops),
+        "seed_batch": args.batch,
+        "seed_learner_time": args.learner_time,
+        "seed_inference_time": args.inference_time,
+    }
+    return _section(schema.HParams, HPARAM_FLAGS, values)
+
+
+def _message(args: argparse.Namespace, n: int, cluster: Any) -> np.ndarray | None:
+    """``--rule seed``'s step exchange times: ``--message-time``, else each worker's κ_i
+    (unscaled by ``--dim``) times ``--message-size`` ^ (1/4)."""
     if args.rule != "seed":
-        return {}
-    if horizon is None:
-        raise FlagError("--horizon", "required with --rule seed: an integer >= 1")
-    batch = n if args.batch is None else _int("--batch", args.batch)
+        return None
     if args.message_time is not None:
         try:
-            message = timing.profile_values(args.message_time, n, name="message time",
-                                            allow_zero=True)  # fmt: skip
+            return timing.profile_values(args.message_time, n, name="message time", allow_zero=True)
         except ValueError as e:
             raise FlagError(
                 "--message-time", f"{e}; allowed: a number or {n} values >= 0"
             ) from None
-    else:
-        size = 1 if args.message_size is None else _int("--message-size", args.message_size)
-        message = kappa * float(size) ** 0.25
-    return {
-        "batch": batch,
-        "message": tuple(float(m) for m in message),
-        "inference_time": _time("--inference-time", args.inference_time),
-        "learner_time": _time("--learner-time", args.learner_time),
-    }
+    size = 1 if args.message_size is None else _int("--message-size", args.message_size)
+    kappa = timing.profile_values(cluster.kappa, n, name="kappa", allow_zero=True)
+    return kappa * float(size) ** 0.25
 
 
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
     try:
-        return check_choice(flag, raw, allowed)
+        return model.check_choice(flag, raw, allowed)
     except ValueError as e:
         raise FlagError(flag, str(e).removeprefix(f"{flag}: ")) from None
 
 
 def _check_size(n: int, rounds: int, rule: str) -> None:
     """``--n`` too large for this machine's memory (:mod:`jaxnigt.run.sizing`) is a flag error."""
-    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=rule in ROUND_RULES)
+    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=rule in simulation.ROUND_RULES)
     try:
         sizing.check(f"the {rule} clock of {rounds:,} rows", needed, n, name="n")
     except sizing.SizeError as e:
@@ -205,137 +211,144 @@ def _check_size(n: int, rounds: int, rule: str) -> None:
         raise FlagError("--n", f"got {reason}") from None
 
 
-def _profiles(args: argparse.Namespace, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``--h`` and ``--kappa`` as ``[n]`` values."""
-    allowed_profiles = f"{'|'.join(timing.PROFILES)} or {n} comma-separated values"
-    try:
-        h = timing.profile_values(args.h, n, name="h")
-    except ValueError as e:
-        raise FlagError("--h", f"{e}; allowed: {allowed_profiles} > 0") from None
-    try:
-        kappa = timing.profile_values(args.kappa, n, name="kappa", allow_zero=True)
-    except ValueError as e:
-        raise FlagError("--kappa", f"{e}; allowed: {allowed_profiles} >= 0") from None
-    return h, kappa
-
-
-def validate(args: argparse.Namespace) -> tuple[ClockConfig, TimeModel]:
-    """Validates every flag (before any computation); raises :class:`FlagError`."""
-    n = _int("--n", args.n)
-    M = _int("--M", args.M)
-    rounds = _int("--rounds", args.rounds)
-    seed = _int("--seed", args.seed, minimum=0)
-    rule = _choice("--rule", args.rule, RULES)
-    _check_size(n, rounds, rule)  # before anything of size n is built
-    if rule == "msync" and M > n:
-        raise FlagError("--M", f"got {M}; --rule msync waits for m = M <= n = {n} workers")
-    inflight = _choice("--inflight", args.inflight, schedules.INFLIGHT)
-    allreduce = _choice("--allreduce", args.allreduce, schedules.ALLREDUCE)
-    link = _choice("--link", args.link, events.LINKS)
-    h, kappa = _profiles(args, n)
-    try:
-        kind, _ = timing.parse_noise(args.noise)
-    except ValueError as e:
-        raise FlagError("--noise", str(e)) from None
-    dim = None if args.dim is None else _int("--dim", args.dim)
-    horizon = None if args.horizon is None else _int("--horizon", args.horizon)
-    if args.per_step and horizon is None:
-        raise FlagError("--horizon", "required with --per-step: an integer >= 1")
-    capacity = (
-        schedules.default_malenia_capacity(M, n)
-        if args.capacity is None
-        else _int("--capacity", args.capacity)
-    )
-    per_worker = schedules.sync_batch(M, n, _per_worker(args.per_worker))
-    central = _seed_options(args, n, kappa, horizon)
-    R = n if args.R is None else _int("--R", args.R)
-    if args.stops and rule != "ringmaster":
-        raise FlagError("--stops", "only with --rule ringmaster")
-    out = DEFAULT_OUT if args.out is None else str(args.out)
+def _out(raw: Any) -> str:
+    """``--out``: a file path in an existing, writable directory."""
+    out = DEFAULT_OUT if raw is None else str(raw)
     parent = os.path.dirname(os.path.abspath(out))
     if not out or os.path.isdir(out) or not os.path.isdir(parent):
         raise FlagError("--out", f"expected a file path in an existing directory, got {out!r}")
     if not os.access(parent, os.W_OK):
         raise FlagError("--out", f"cannot write {out!r}: its directory {parent!r} is not writable")
-    tm = timing.make_time_model(
-        n,
-        h=h,
-        noise=args.noise,
-        kappa=kappa,
-        scale_by_dim=dim is not None,
-        dim=dim,
-        per_step=bool(args.per_step),
+    return out
+
+
+def _settings(args: argparse.Namespace, n: int, hp: Any) -> argparse.Namespace:
+    """The rule's settings: the flags that are not the cluster's, checked, with their
+    defaults resolved (``--capacity`` 6M, ``--R`` and ``--batch`` n, ...)."""
+    if args.rule == "msync" and hp.M > n:
+        raise FlagError("--M", f"got {hp.M}; --rule msync waits for m = M <= n = {n} workers")
+    horizon = None if args.horizon is None else _int("--horizon", args.horizon)
+    if args.per_step and horizon is None:
+        raise FlagError("--horizon", "required with --per-step: an integer >= 1")
+    if args.rule == "seed" and horizon is None:
+        raise FlagError("--horizon", "required with --rule seed: an integer >= 1")
+    if args.stops and args.rule != "ringmaster":
+        raise FlagError("--stops", "only with --rule ringmaster")
+    return argparse.Namespace(
+        rule=args.rule,
+        M=hp.M,
+        capacity=hp.malenia_capacity or schedules.default_malenia_capacity(hp.M, n),
+        per_worker=schedules.sync_batch(hp.M, n, hp.per_worker_batch),
+        R=hp.ringmaster_R or n,
+        stops=hp.ringmaster_stops,
         horizon=horizon,
+        batch=hp.seed_batch or n,
+        inference_time=hp.seed_inference_time,
+        learner_time=hp.seed_learner_time,
     )
-    cfg = ClockConfig(
-        n, M, rule, inflight, rounds, seed, capacity, per_worker, out, kind, allreduce,
-        link, horizon, **central, R=R, stops=bool(args.stops),
-    )  # fmt: skip
-    return cfg, tm
+
+
+def validate(args: argparse.Namespace) -> tuple[argparse.Namespace, model.ClusterModel]:
+    """Validates every flag before any computation.
+
+    Args:
+      args: the parsed flags (text).
+
+    Returns:
+      ``(settings, cluster)``: the rule's settings (``rule``, ``rounds``, ``seed``, ``out``,
+      its sizes) and the cluster model.
+
+    Raises:
+      FlagError: naming the first bad flag.
+    """
+    n = _int("--n", args.n)
+    rounds = _int("--rounds", args.rounds)
+    seed = _int("--seed", args.seed, minimum=0)
+    rule = _choice("--rule", args.rule, RULES)
+    _check_size(n, rounds, rule)  # before anything of size n is built
+    cluster = _cluster(args, n)
+    settings = _settings(args, n, _hparams(args))
+    dim = None if args.dim is None else _int("--dim", args.dim)
+    message = _message(args, n, cluster)
+    settings.rounds, settings.seed, settings.out = rounds, seed, _out(args.out)
+    built = model.from_config(cluster, dim=dim, horizon=settings.horizon, message=message)
+    return settings, built
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs the ``clock`` command; returns the exit status (2 on a bad flag)."""
+    """Runs the ``clock`` command.
+
+    Args:
+      args: the parsed flags.
+
+    Returns:
+      The exit status (2 on a bad flag or an unwritable ``--out``).
+    """
     try:
-        cfg, tm = validate(args)
+        settings, cluster = validate(args)
     except FlagError as e:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
     try:
-        status = _simulate(cfg, tm)
+        status = _simulate(settings, cluster)
     except OSError as e:  # the CSV is written atomically: nothing is left behind
-        if e.filename != cfg.out:  # not the CSV's write (it names its file)
+        if e.filename != settings.out:  # not the CSV's write (it names its file)
             raise
         reason = e.strerror or str(e)
-        print(f"jaxnigt clock: error: --out: cannot write {cfg.out!r}: {reason}", file=sys.stderr)
+        print(
+            f"jaxnigt clock: error: --out: cannot write {settings.out!r}: {reason}",
+            file=sys.stderr,
+        )
         return 2
     if args.out is None:
-        print(f"[jaxnigt] wrote {os.path.abspath(cfg.out)} (the default --out)")
+        print(f"[jaxnigt] wrote {os.path.abspath(settings.out)} (the default --out)")
     return status
 
 
-def _simulate(cfg: ClockConfig, tm: TimeModel) -> int:
-    """Simulates ``cfg``'s rule, writes its CSV and prints its summary."""
-    key = jax.random.key(cfg.seed)
-    if cfg.rule == "seed":
-        final, batches, _ = simulate_seed(
-            tm, key, np.asarray(cfg.message, np.float32), horizon=cfg.horizon,
-            batch=cfg.batch, updates=cfg.rounds, inference=cfg.inference_time,
-            learner_time=cfg.learner_time, link=cfg.link,
-        )  # fmt: skip
+def _simulate(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
+    """Simulates the settings' rule on ``cluster``, writes its CSV and prints its summary."""
+    key = jax.random.key(settings.seed)
+    if settings.rule == "seed":
+        final, batches, _ = simulation.simulate_seed(
+            cluster,
+            key,
+            horizon=settings.horizon,
+            batch=settings.batch,
+            updates=settings.rounds,
+            inference=settings.inference_time,
+            learner_time=settings.learner_time,
+        )
         final, batches = jax.tree.map(np.asarray, (final, batches))
-        lines, lag = output.seed_rows(batches)
-        output.write_lines(cfg.out, lines)
-        print(output.seed_summary(cfg, final, batches, lag))
+        lines, lag = clock_output.seed_rows(batches)
+        clock_output.write_lines(settings.out, lines)
+        print(clock_output.seed_summary(settings, cluster, final, batches, lag))
         return 0
-    if cfg.rule == "ringmaster":
-        final, ev = simulate_ringmaster(
-            tm, key, arrivals=cfg.rounds, R=cfg.R, link=cfg.link, stops=cfg.stops
+    if settings.rule == "ringmaster":
+        final, ev = simulation.simulate_ringmaster(
+            cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
         )
         final, ev = jax.tree.map(np.asarray, (final, ev))
-        output.write_ringmaster_csv(cfg.out, ev)
-        print(output.ringmaster_summary(cfg, final, ev))
+        clock_output.write_ringmaster_csv(settings.out, ev)
+        print(clock_output.ringmaster_summary(settings, cluster, final, ev))
         return 0
-    if cfg.rule == "async":
-        final, arr = simulate_async(tm, key, arrivals=cfg.rounds, link=cfg.link)
+    if settings.rule == "async":
+        final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
         final, arr = jax.tree.map(np.asarray, (final, arr))
-        output.write_async_csv(cfg.out, arr)
-        print(output.async_summary(cfg, tm, final, arr))
+        clock_output.write_async_csv(settings.out, arr)
+        print(clock_output.async_summary(settings, cluster, final, arr))
         return 0
-    res = simulate_rule_rounds(
-        tm,
+    res = simulation.simulate_rule_rounds(
+        cluster,
         key,
-        rule=cfg.rule,
-        M=cfg.M,
-        rounds=cfg.rounds,
-        inflight=cfg.inflight,
-        capacity=cfg.capacity,
-        per_worker=cfg.per_worker,
-        allreduce=cfg.allreduce,
+        rule=settings.rule,
+        M=settings.M,
+        rounds=settings.rounds,
+        capacity=settings.capacity,
+        per_worker=settings.per_worker,
     )
     res = jax.tree.map(np.asarray, res)
-    output.write_csv(cfg.out, res, cfg.n)
-    print(output.summary(cfg, tm, res))
+    clock_output.write_csv(settings.out, res, cluster.n)
+    print(clock_output.summary(settings, cluster, res))
     return 0
 
 
@@ -351,35 +364,26 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     # Values are parsed as strings and validated in `validate`, so every bad value gets one
     # uniform error line naming the flag and the allowed values.
     p.add_argument("--n", default="10", help="number of workers (>= 1)")
-    p.add_argument("--h", default="equal", help="equal|sqrt|linear|decreasing or n values")
-    p.add_argument(
-        "--noise",
-        default="deterministic",
-        help="deterministic|exponential|lognormal:SIGMA|uniform:LOW:HIGH|straggler:P:FACTOR",
-    )
+    profiles = "|".join(timing.PROFILES)
+    p.add_argument("--h", default="equal", help=f"{profiles} or n values")
+    p.add_argument("--noise", default="deterministic", help="|".join(timing.NOISE_FORMS))
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
     p.add_argument("--M", default="50", help="batch size (>= 1; msync: m <= n)")
-    p.add_argument(
-        "--rule", default="rennala", help="rennala|malenia|sync|msync|async|ringmaster|seed"
-    )
-    p.add_argument("--inflight", default="cancel", help="cancel|discard (round rules)")
-    p.add_argument(
-        "--allreduce", default="all", help="all|contributors: who joins a round's AllReduce"
-    )
-    p.add_argument(
-        "--link", default="shared",
-        help="shared|independent (server link: async, ringmaster and seed)",
-    )  # fmt: skip
+    p.add_argument("--rule", default="rennala", help="|".join(RULES))
+    for choice in model.CHOICES:
+        help_text = f"{'|'.join(choice.values)}: {choice.help}"
+        p.add_argument(f"--{choice.name}", default=choice.default, help=help_text)
     p.add_argument("--R", default=None, help="ringmaster: delay threshold R (>= 1; default n)")
     p.add_argument(
         "--stops", action="store_true", help="ringmaster: cancel a gradient when its delay is R"
     )
     p.add_argument(
-        "--rounds", default="10",
+        "--rounds",
+        default="10",
         help="rounds (arrivals with --rule async, exchanges with --rule ringmaster, learner "
         "updates with --rule seed) (>= 1)",
-    )  # fmt: skip
+    )
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
     p.add_argument("--out", default=None, help=f"CSV output path (default ./{DEFAULT_OUT})")
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
@@ -390,13 +394,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--batch", default=None, help="seed: trajectories per learner update (n)")
     p.add_argument(
-        "--message-time", default=None,
+        "--message-time",
+        default=None,
         help="seed: step exchange time, a number or n values (default: kappa)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--message-size", default=None,
+        "--message-size",
+        default=None,
         help="seed: the default step exchange costs kappa * SIZE^(1/4) (o + a)",
-    )  # fmt: skip
+    )
     p.add_argument("--inference-time", default="0", help="seed: learner inference per step")
     p.add_argument("--learner-time", default="0", help="seed: time of one learner update")
     p.error = _one_line_error(p)  # type: ignore[method-assign]
@@ -404,7 +410,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Registers the ``clock`` subcommand on an argparse subparsers object."""
+    """Registers the ``clock`` subcommand.
+
+    Args:
+      subparsers: an argparse subparsers object.
+
+    Returns:
+      The subcommand's parser.
+    """
     p = subparsers.add_parser(
         "clock",
         help="simulate the cluster's clock (rounds, async arrivals or per-step exchanges) and "
@@ -416,7 +429,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point (``python -m jaxnigt.cli.clock``), used by tests."""
+    """Standalone entry point (``python -m jaxnigt.cli.clock``), used by tests.
+
+    Args:
+      argv: the flags (default ``sys.argv[1:]``).
+
+    Returns:
+      The exit status.
+    """
     p = argparse.ArgumentParser(prog="jaxnigt clock", description=__doc__.split("\n\n")[0])
     _add_arguments(p)
     return run(p.parse_args(argv))

@@ -1,6 +1,10 @@
 """``jaxnigt clock``'s output: the CSV of each rule (one row per round, arrival or
 trajectory, written atomically) and its one-line summary (:mod:`jaxnigt.cli.clock` validates
-the flags and runs the simulation; ``cfg`` below is its validated ``ClockConfig``).
+the flags and runs the simulation).
+
+The summaries take the rule's settings (``settings``: ``rule``, ``rounds``, ``out`` and the
+rule's sizes, as :func:`jaxnigt.cli.clock.validate` returns them) and the cluster model
+(``cluster``: the number of workers, their times and the named choices).
 """
 
 from __future__ import annotations
@@ -9,17 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from jaxnigt.cluster import events
-from jaxnigt.cluster.theory import rennala_theory_time, shared_link_rate_bound
-from jaxnigt.cluster.timing import TimeModel
+from jaxnigt.cluster import events, theory
+from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
 
 def write_lines(path: str, lines: list[str]) -> None:
+    """Writes ``lines`` to ``path`` atomically, one per line."""
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def write_csv(path: str, res: dict[str, np.ndarray], n: int) -> None:
+    """The round rules' CSV: one row per round of ``res`` (``simulate_rule_rounds``)."""
     header = ["round", "t_start", "t_collect_end", "t_end", "grads_used", "time_wasted", "comms"]
     header += [f"b_{i}" for i in range(n)]
     lines = [",".join(header)]
@@ -44,6 +49,7 @@ ASYNC_COLUMNS = (
 
 
 def write_async_csv(path: str, arr: events.Arrival) -> None:
+    """``--rule async``'s CSV: one row per arrival."""
     lines = [",".join(ASYNC_COLUMNS)]
     for j in range(arr.worker.shape[0]):
         times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
@@ -54,6 +60,7 @@ def write_async_csv(path: str, arr: events.Arrival) -> None:
 
 
 def write_ringmaster_csv(path: str, ev: events.Event) -> None:
+    """``--rule ringmaster``'s CSV: one row per exchange."""
     arr = ev.arrival
     lines = [",".join((*ASYNC_COLUMNS, "accepted", "wasted"))]
     for j in range(arr.worker.shape[0]):
@@ -65,14 +72,16 @@ def write_ringmaster_csv(path: str, ev: events.Event) -> None:
     write_lines(path, lines)
 
 
-def ringmaster_summary(cfg: Any, final, ev: events.Event) -> str:
+def ringmaster_summary(settings: Any, cluster: ClusterModel, final, ev: events.Event) -> str:
+    """``--rule ringmaster``'s summary line."""
     elapsed = float(ev.arrival.time[-1])  # the run starts at 0
     accepted = ev.accepted.astype(bool)
     refused = ~accepted & (ev.wasted >= 1.0)  # a whole gradient: discarded (or stopped late)
     delays = ev.arrival.staleness[accepted]
     parts = [
-        f"clock: rule=ringmaster n={cfg.n} R={cfg.R} stops={str(cfg.stops).lower()}",
-        f"link={cfg.link} exchanges={cfg.rounds}",
+        f"clock: rule=ringmaster n={cluster.n} R={settings.R}",
+        f"stops={str(settings.stops).lower()}",
+        f"link={cluster.link} exchanges={settings.rounds}",
         f"t_end={elapsed:.6g}",
         f"updates={int(accepted.sum())}",
         f"updates_per_time={accepted.sum() / max(elapsed, 1e-30):.6g}",
@@ -81,20 +90,22 @@ def ringmaster_summary(cfg: Any, final, ev: events.Event) -> str:
         f"wasted_trajectories={float(ev.wasted.sum()):.6g}",
         f"mean_delay={float(delays.mean()) if delays.size else float('nan'):.6g}",
         f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
-        f"-> {cfg.out}",
+        f"-> {settings.out}",
     ]
     return " ".join(parts)
 
 
-def summary(cfg: Any, tm: TimeModel, res: dict[str, np.ndarray]) -> str:
+def summary(settings: Any, cluster: ClusterModel, res: dict[str, np.ndarray]) -> str:
+    """The round rules' summary line (with Rennala's theory value for deterministic times)."""
     round_time = res["t_end"] - res["t_start"]
     collect = res["t_collect_end"] - res["t_start"]
     total = float(res["t_end"][-1] - res["t_start"][0])
-    util = float(np.sum(res["time_used"])) / max(cfg.n * total, 1e-30)
+    util = float(np.sum(res["time_used"])) / max(cluster.n * total, 1e-30)
     parts = [
-        f"clock: rule={cfg.rule} n={cfg.n} M={cfg.M} inflight={cfg.inflight}",
-        f"allreduce={cfg.allreduce}",
-        f"rounds={cfg.rounds}",
+        f"clock: rule={settings.rule} n={cluster.n} M={settings.M}",
+        f"inflight={cluster.inflight}",
+        f"allreduce={cluster.allreduce}",
+        f"rounds={settings.rounds}",
         f"mean_round_time={np.mean(round_time):.6g}",
         f"mean_collect={np.mean(collect):.6g}",
         f"grads/round={np.mean(res['grads_used']):.6g}",
@@ -102,30 +113,31 @@ def summary(cfg: Any, tm: TimeModel, res: dict[str, np.ndarray]) -> str:
         f"utilisation={util:.4f}",
         f"comms={int(np.sum(res['comms']))}",
     ]
-    if cfg.rule == "malenia":
+    if settings.rule == "malenia":
         parts.append(f"overflow_rounds={int(np.sum(res['overflow']))}")
-    if cfg.rule == "rennala" and cfg.noise == "deterministic":
-        theory = rennala_theory_time(np.asarray(tm.h), cfg.M)
-        parts.append(f"theory_collect={theory:.6g} (kappa ignored)")
-    parts.append(f"-> {cfg.out}")
+    if settings.rule == "rennala" and cluster.noise == "deterministic":
+        collect = theory.rennala_theory_time(np.asarray(cluster.h), settings.M)
+        parts.append(f"theory_collect={collect:.6g} (kappa ignored)")
+    parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
 
-def async_summary(cfg: Any, tm: TimeModel, final, arr: events.Arrival) -> str:
+def async_summary(settings: Any, cluster: ClusterModel, final, arr: events.Arrival) -> str:
+    """``--rule async``'s summary line (with the shared link's bound on the arrival rate)."""
     elapsed = float(arr.time[-1])  # the run starts at 0
     parts = [
-        f"clock: rule=async n={cfg.n} link={cfg.link} arrivals={cfg.rounds}",
+        f"clock: rule=async n={cluster.n} link={cluster.link} arrivals={settings.rounds}",
         f"t_end={elapsed:.6g}",
-        f"arrivals_per_time={cfg.rounds / max(elapsed, 1e-30):.6g}",
+        f"arrivals_per_time={settings.rounds / max(elapsed, 1e-30):.6g}",
         f"mean_staleness={float(np.mean(arr.staleness)):.6g}",
         f"max_staleness={int(np.max(arr.staleness))}",
         f"mean_link_wait={float(np.mean(arr.link_wait)):.6g}",
         f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
     ]
-    bound = shared_link_rate_bound(np.asarray(tm.kappa))
-    if cfg.link == "shared" and np.isfinite(bound):
+    bound = theory.shared_link_rate_bound(np.asarray(cluster.kappa))
+    if cluster.link == "shared" and np.isfinite(bound):
         parts.append(f"(shared-link bound 1/min_kappa={bound:.6g})")
-    parts.append(f"-> {cfg.out}")
+    parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
 
@@ -147,19 +159,21 @@ def seed_rows(batches) -> tuple[list[str], np.ndarray]:
     return lines, lag
 
 
-def seed_summary(cfg: Any, final, batches, lag: np.ndarray) -> str:
+def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.ndarray) -> str:
+    """``--rule seed``'s summary line."""
     elapsed = float(final.time)  # the run starts at 0
     trajectories = batches.worker.size
     rate = lambda x: f"{x / max(elapsed, 1e-30):.6g}"
     parts = [
-        f"clock: rule=seed n={cfg.n} link={cfg.link} H={cfg.horizon} batch={cfg.batch}",
-        f"updates={cfg.rounds}",
+        f"clock: rule=seed n={cluster.n} link={cluster.link} H={settings.horizon}",
+        f"batch={settings.batch}",
+        f"updates={settings.rounds}",
         f"t_end={elapsed:.6g}",
         f"trajectories_per_time={rate(trajectories)}",
         f"messages_per_time={rate(float(final.messages))}",
         f"mean_lag={float(lag.mean()):.6g}",
         f"max_lag={int(lag.max())}",
         f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
-        f"-> {cfg.out}",
+        f"-> {settings.out}",
     ]
     return " ".join(parts)

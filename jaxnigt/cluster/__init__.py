@@ -1,8 +1,11 @@
 """The simulated cluster: when each worker's gradient is done and what a round or an arrival
 collects (core dependencies only: jax, numpy).
 
-* :mod:`~jaxnigt.cluster.timing`: the time model (compute-time profiles h_i, noise,
-  communication times κ_i).
+* :mod:`~jaxnigt.cluster.model`: the cluster model as one value, a
+  :class:`~jaxnigt.cluster.model.ClusterModel` record (per-worker arrays and the named
+  choices), built once and passed whole to everything below; the draws of compute times.
+* :mod:`~jaxnigt.cluster.timing`: the time model's specs (compute-time profiles h_i, noise
+  kinds, communication-time profiles κ_i).
 * :mod:`~jaxnigt.cluster.schedules`: one round of each collection rule (Rennala, Malenia,
   synchronous, m-synchronous) with its compute times drawn;
   :mod:`~jaxnigt.cluster.round_kernels` the same rules on given times, and

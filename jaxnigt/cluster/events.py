@@ -6,7 +6,7 @@ Each worker loops: it holds the server point it was dispatched with, computes on
 (``tau = h_i * xi``), then exchanges it with the server (``kappa_i``: gradient up, new point
 down).  The server updates on every arrival, in arrival order, and the worker starts its next
 gradient at once with the new point.  The time of an arrival depends on the server link
-(``link``, a static string):
+(the cluster model's ``link`` choice, :class:`~jaxnigt.cluster.model.ClusterModel`):
 
 * ``shared`` (default) -- the server has one link, so exchanges are served one at a time,
   first come first served in the order of compute completion (ties: lower worker id); an
@@ -36,8 +36,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxnigt.cluster.options import LINKS, check_choice
-from jaxnigt.cluster.timing import TimeModel, sample_compute_times, sample_worker_compute_time
+from jaxnigt.cluster.model import ClusterModel, sample_compute_times, sample_worker_compute_time
 
 
 class AsyncState(NamedTuple):
@@ -92,14 +91,21 @@ class Arrival(NamedTuple):
     link_wait: jax.Array
 
 
-def async_init(tm: TimeModel, key: jax.Array, t0: jax.typing.ArrayLike) -> AsyncState:
+def async_init(model: ClusterModel, key: jax.Array, t0: jax.typing.ArrayLike) -> AsyncState:
     """Dispatches every worker at ``t0`` with version 0 (for free).
 
-    ``key`` draws the first compute time of each worker (``sample_compute_times(tm, key, 1)``).
+    Args:
+      model: the cluster model.
+      key: draws the first compute time of each worker (``sample_compute_times(model, key,
+        1)``).
+      t0: ``[]`` the start.
+
+    Returns:
+      The engine's state.
     """
     t0 = jnp.asarray(t0, jnp.float32)
-    tau = sample_compute_times(tm, key, 1)[:, 0]
-    n = tm.n
+    tau = sample_compute_times(model, key, 1)[:, 0]
+    n = model.n
     return AsyncState(
         compute_end=t0 + tau,
         dispatch_version=jnp.zeros((n,), jnp.int32),
@@ -113,38 +119,51 @@ def async_init(tm: TimeModel, key: jax.Array, t0: jax.typing.ArrayLike) -> Async
     )
 
 
-def next_exchange(
-    tm: TimeModel, state: AsyncState, link: str
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(worker, start, arrival)`` of the next exchange to finish under ``link``."""
-    check_choice("link", link, LINKS)
-    if link == "shared":
+def next_exchange(model: ClusterModel, state: AsyncState) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The next exchange to finish on the model's server link.
+
+    Args:
+      model: the cluster model (``kappa`` and ``link``).
+      state: the engine's state.
+
+    Returns:
+      ``(worker, start, arrival)`` of that exchange.
+    """
+    if model.link == "shared":
         w = jnp.argmin(state.compute_end).astype(jnp.int32)
         start = jnp.maximum(state.link_free, state.compute_end[w])
     else:
-        w = jnp.argmin(state.compute_end + tm.kappa).astype(jnp.int32)
+        w = jnp.argmin(state.compute_end + model.kappa).astype(jnp.int32)
         start = state.compute_end[w]
-    return w, start, start + tm.kappa[w]
+    return w, start, start + model.kappa[w]
 
 
 def async_next(
-    tm: TimeModel, key: jax.Array, state: AsyncState, *, link: str = "shared"
+    model: ClusterModel, key: jax.Array, state: AsyncState
 ) -> tuple[AsyncState, Arrival]:
     """Processes the next arrival and re-dispatches that worker.
 
     The server version increments; the worker is re-dispatched at the arrival time ``t``
-    with the new version and finishes computing at ``t + tau`` where ``tau = h_i * xi`` and
-    ``xi`` is drawn from ``key`` (callers pass ``fold_in(run_key, state.version)``).  Each
-    arrival is one vector exchange (one communication; no AllReduce).
+    with the new version and finishes computing at ``t + tau`` where ``tau = h_i * xi``.
+    Each arrival is one vector exchange (one communication; no AllReduce).
+
+    Args:
+      model: the cluster model.
+      key: draws the re-dispatched worker's ``xi`` (callers pass ``fold_in(run_key,
+        state.version)``).
+      state: the engine's state.
+
+    Returns:
+      ``(state, arrival)``: the state after the arrival and its :class:`Arrival`.
     """
-    return _exchange(tm, key, state, link, 1)
+    return _exchange(model, key, state, 1)
 
 
-def _exchange(tm: TimeModel, key: jax.Array, state: AsyncState, link: str, updates):
+def _exchange(model: ClusterModel, key: jax.Array, state: AsyncState, updates):
     """The next exchange on the link: its :class:`Arrival`, the server version advanced by
     ``updates`` (1, or 0 for an exchange that is not a server update) and the worker
     re-dispatched at its end with the version after it."""
-    w, start, t = next_exchange(tm, state, link)
+    w, start, t = next_exchange(model, state)
     arrival = Arrival(
         worker=w,
         time=t,
@@ -157,7 +176,7 @@ def _exchange(tm: TimeModel, key: jax.Array, state: AsyncState, link: str, updat
         link_wait=start - state.compute_end[w],
     )
     version = state.version + updates
-    tau = sample_worker_compute_time(tm, key, w)
+    tau = sample_worker_compute_time(model, key, w)
     new_state = AsyncState(
         compute_end=state.compute_end.at[w].set(t + tau),
         dispatch_version=state.dispatch_version.at[w].set(version),
@@ -166,37 +185,51 @@ def _exchange(tm: TimeModel, key: jax.Array, state: AsyncState, link: str, updat
         time=t,
         compute_time=state.compute_time.at[w].set(tau),
         dispatch_time=state.dispatch_time.at[w].set(t),
-        link_free=t if link == "shared" else state.link_free,
-        link_busy=state.link_busy + tm.kappa[w],
+        link_free=t if model.link == "shared" else state.link_free,
+        link_busy=state.link_busy + model.kappa[w],
     )
     return new_state, arrival
 
 
 def async_arrivals(
-    tm: TimeModel, run_key: jax.Array, state: AsyncState, num: int, *, link: str = "shared"
+    model: ClusterModel, run_key: jax.Array, state: AsyncState, num: int
 ) -> tuple[AsyncState, Arrival]:
-    """Runs ``num`` (static) arrivals with keys ``fold_in(run_key, version)``.
+    """Runs ``num`` arrivals with keys ``fold_in(run_key, version)``.
 
-    Returns the final state and the stacked :class:`Arrival` records (leading axis ``num``).
+    Args:
+      model: the cluster model.
+      run_key: the key the arrivals' draws are folded from.
+      state: the engine's state.
+      num: static number of arrivals.
+
+    Returns:
+      The final state and the stacked :class:`Arrival` records (leading axis ``num``).
     """
 
     def step(s, _):
-        return async_next(tm, jax.random.fold_in(run_key, s.version), s, link=link)
+        return async_next(model, jax.random.fold_in(run_key, s.version), s)
 
     return lax.scan(step, state, None, length=int(num))
 
 
-def arrival_blocks(
-    tm: TimeModel, key: jax.Array, blocks: int, size: int, *, link: str = "shared"
-) -> Arrival:
-    """The arrivals of ``blocks`` consecutive blocks of ``size`` from time 0 (both static),
-    stacked ``[blocks, size]``: every worker starts at time 0 with key ``fold_in(key, 0)``,
-    block b draws with ``fold_in(key, 1 + b)``. The asynchronous engines' clocks alone
-    (``Algorithm.simulate_clock``), without rollouts."""
-    state = async_init(tm, jax.random.fold_in(key, 0), 0.0)
+def arrival_blocks(model: ClusterModel, key: jax.Array, blocks: int, size: int) -> Arrival:
+    """The arrivals of consecutive blocks from time 0: the asynchronous engines' clocks alone
+    (``Algorithm.simulate_clock``), without rollouts.
+
+    Args:
+      model: the cluster model.
+      key: every worker starts at time 0 with key ``fold_in(key, 0)``, block b draws with
+        ``fold_in(key, 1 + b)``.
+      blocks: static number of blocks.
+      size: static arrivals per block.
+
+    Returns:
+      The arrivals stacked ``[blocks, size]``.
+    """
+    state = async_init(model, jax.random.fold_in(key, 0), 0.0)
 
     def block(s, b):
-        return async_arrivals(tm, jax.random.fold_in(key, 1 + b), s, size, link=link)
+        return async_arrivals(model, jax.random.fold_in(key, 1 + b), s, size)
 
     return lax.scan(block, state, jnp.arange(blocks))[1]
 
@@ -246,8 +279,15 @@ class BoundedState(NamedTuple):
 
 
 def bounded_init(clock: AsyncState, R: jax.typing.ArrayLike) -> BoundedState:
-    """The bounded-delay rule's state with threshold ``R`` (>= 1) from the engine's initial
-    one (nothing cancelled)."""
+    """The bounded-delay rule's state from the engine's initial one (nothing cancelled).
+
+    Args:
+      clock: the engine's initial state.
+      R: the delay threshold (>= 1).
+
+    Returns:
+      The rule's state.
+    """
     n = clock.compute_end.shape[0]
     return BoundedState(
         clock=clock,
@@ -260,12 +300,7 @@ def bounded_init(clock: AsyncState, R: jax.typing.ArrayLike) -> BoundedState:
 
 
 def bounded_next(
-    tm: TimeModel,
-    key: jax.Array,
-    state: BoundedState,
-    *,
-    link: str = "shared",
-    stops: bool = False,
+    model: ClusterModel, key: jax.Array, state: BoundedState, *, stops: bool = False
 ) -> tuple[BoundedState, Event]:
     """The next exchange of Ringmaster ASGD (Maranjyan, Tyurin & Richtárik, 2025).
 
@@ -282,17 +317,24 @@ def bounded_next(
     other on a shared link; it starts computing when that exchange ends.  A worker already
     waiting for the link, or in its exchange, keeps its place and only fetches the point.
 
-    ``key`` draws the restarted worker's compute time (callers pass ``fold_in(run_key,
-    state.events)``: with ``R`` above every delay this is :func:`async_next` exactly, key for
-    key).
+    Args:
+      model: the cluster model.
+      key: draws the restarted worker's compute time (callers pass ``fold_in(run_key,
+        state.events)``: with ``R`` above every delay this is :func:`async_next` exactly, key
+        for key).
+      state: the rule's state.
+      stops: the variant with calculation stops (static).
+
+    Returns:
+      ``(state, event)``: the state after the exchange and its :class:`Event`.
     """
     R = state.R
     s = state.clock
-    w = next_exchange(tm, s, link)[0]
+    w = next_exchange(model, s)[0]
     cancelled = state.cancelled[w]
     accepted = ~cancelled & (s.version - s.dispatch_version[w] < R)
     wasted = jnp.where(cancelled, state.done[w], jnp.where(accepted, 0.0, 1.0))
-    clock, arrival = _exchange(tm, key, s, link, accepted.astype(jnp.int32))
+    clock, arrival = _exchange(model, key, s, accepted.astype(jnp.int32))
     events = state.events + 1
     new = state._replace(
         clock=clock,
@@ -323,20 +365,23 @@ def _cancel_stale(state: BoundedState, t: jax.Array, R) -> BoundedState:
 
 
 def bounded_events(
-    tm: TimeModel,
-    run_key: jax.Array,
-    state: BoundedState,
-    num: int,
-    *,
-    link: str = "shared",
-    stops: bool = False,
+    model: ClusterModel, run_key: jax.Array, state: BoundedState, num: int, *, stops: bool = False
 ) -> tuple[BoundedState, Event]:
-    """Runs ``num`` (static) exchanges of :func:`bounded_next` with keys
-    ``fold_in(run_key, events)``; returns the final state and the stacked :class:`Event`
-    records (leading axis ``num``)."""
+    """Runs exchanges of :func:`bounded_next` with keys ``fold_in(run_key, events)``.
+
+    Args:
+      model: the cluster model.
+      run_key: the key the exchanges' draws are folded from.
+      state: the rule's state.
+      num: static number of exchanges.
+      stops: the variant with calculation stops (static).
+
+    Returns:
+      The final state and the stacked :class:`Event` records (leading axis ``num``).
+    """
 
     def step(s, _):
         key = jax.random.fold_in(run_key, s.events)
-        return bounded_next(tm, key, s, link=link, stops=stops)
+        return bounded_next(model, key, s, stops=stops)
 
     return lax.scan(step, state, None, length=int(num))

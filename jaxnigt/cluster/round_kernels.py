@@ -1,7 +1,9 @@
 """The collection rules on given compute times: one round of Rennala, Malenia or sync.
 
-Each ``*_from_times`` function takes an explicit ``[n, K]`` matrix ``tau`` of compute times
-(worker ``i``'s ``k``-th gradient of the round takes ``tau[i, k]``), decides which
+Each ``*_from_times`` function takes the cluster model (:class:`~jaxnigt.cluster.model.
+ClusterModel`: its ``kappa`` and the ``inflight`` and ``allreduce`` choices) and an explicit
+``[n, K]`` matrix ``tau`` of compute times (worker ``i``'s ``k``-th gradient of the round takes
+``tau[i, k]``), decides which
 completions count and when collection ends (a :class:`~jaxnigt.cluster.rounds.Collection`), and
 hands that to :func:`jaxnigt.cluster.rounds.finish_round`, whose conventions (start, end,
 AllReduce, in-flight work) every rule shares.  :mod:`jaxnigt.cluster.schedules` draws the times and
@@ -21,11 +23,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.cluster.rounds import (
     Collection,
     RoundSchedule,
     WorkerTimes,
-    check_modes,
     check_static,
     finish_round,
     sequential_cumsum,
@@ -65,7 +67,7 @@ def rennala_candidates(first_end: jax.Array, M: int) -> jax.Array:
 
 
 def rennala_round(
-    kappa: jax.Array,
+    model: ClusterModel,
     t0: jax.Array,
     busy_until: jax.Array,
     first: jax.Array,
@@ -73,12 +75,21 @@ def rennala_round(
     tau_rows: jax.Array,
     *,
     M: int,
-    inflight: str,
-    allreduce: str,
 ) -> RoundSchedule:
-    """Rennala round from every worker's first compute time ``first`` ``[n]`` and the full
-    compute times ``tau_rows`` ``[m, M + 1]`` of the candidate workers ``rows``
-    (:func:`rennala_candidates`, increasing ids)."""
+    """Rennala round from the compute times of its candidate workers alone.
+
+    Args:
+      model: the cluster model.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      first: ``[n]`` every worker's first compute time.
+      rows: ``[m]`` the candidate workers (:func:`rennala_candidates`, increasing ids).
+      tau_rows: ``[m, M + 1]`` their full compute times.
+      M: static batch size.
+
+    Returns:
+      The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+    """
     n, m = first.shape[0], rows.shape[0]
     off = start_offsets(t0, busy_until)
     cum_rows = sequential_cumsum(tau_rows)
@@ -108,18 +119,16 @@ def rennala_round(
         slot_valid=jnp.ones((M,), bool),
         overflow=jnp.bool_(False),
     )
-    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
+    return finish_round(model, t0, busy_until, work, coll)
 
 
 def rennala_from_times(
-    kappa: jax.Array,
+    model: ClusterModel,
     tau: jax.Array,
     t0: jax.typing.ArrayLike,
     busy_until: jax.Array,
     *,
     M: int,
-    inflight: str = "cancel",
-    allreduce: str = "all",
 ) -> RoundSchedule:
     """Rennala round from sampled compute times ``tau`` ``[n, K >= M + 1]``.
 
@@ -127,9 +136,21 @@ def rennala_from_times(
     id, then lower ``k``).  Only the ``min(n, M)`` workers with the earliest first completion
     can contribute (:func:`rennala_candidates`), so the cost is one ``top_k`` over ``n``
     first completions and one over ``M * min(n, M)`` candidates.
+
+    Args:
+      model: the cluster model.
+      tau: ``[n, K]`` compute times.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      M: static batch size.
+
+    Returns:
+      The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Raises:
+      ValueError: ``M`` is no size or ``tau`` has too few columns.
     """
     M = check_static("M", M)
-    check_modes(inflight, allreduce)
     if tau.shape[1] < M + 1:
         raise ValueError(
             f"rennala (M + 1) needs {M + 1} compute times per worker, got {tau.shape[1]}"
@@ -137,29 +158,17 @@ def rennala_from_times(
     t0 = jnp.asarray(t0, jnp.float32)
     tau = tau[:, : M + 1].astype(jnp.float32)
     rows = rennala_candidates(start_offsets(t0, busy_until) + tau[:, 0], M)
-    return rennala_round(
-        kappa,
-        t0,
-        busy_until,
-        tau[:, 0],
-        rows,
-        tau[rows],
-        M=M,
-        inflight=inflight,
-        allreduce=allreduce,
-    )
+    return rennala_round(model, t0, busy_until, tau[:, 0], rows, tau[rows], M=M)
 
 
 def malenia_from_times(
-    kappa: jax.Array,
+    model: ClusterModel,
     tau: jax.Array,
     t0: jax.typing.ArrayLike,
     busy_until: jax.Array,
     *,
     M: int,
     capacity: int,
-    inflight: str = "cancel",
-    allreduce: str = "all",
 ) -> RoundSchedule:
     """Malenia round from sampled compute times ``tau`` ``[n, K >= capacity + 1]``.
 
@@ -175,10 +184,23 @@ def malenia_from_times(
     Cost: one stable sort of the ``n * capacity`` completion times (to order the slots by
     completion time) plus ``O(log(n capacity))`` passes of ``O(n capacity)`` comparisons.  The
     sort dominates on CPU (about 1.3 s at ``n = 10,000``, ``capacity = 300``).
+
+    Args:
+      model: the cluster model.
+      tau: ``[n, K]`` compute times.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      M: static batch size.
+      capacity: static most gradients per worker.
+
+    Returns:
+      The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Raises:
+      ValueError: a size is not an integer >= 1 or ``tau`` has too few columns.
     """
     M = check_static("M", M)
     cap = check_static("capacity", capacity)
-    check_modes(inflight, allreduce)
     t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
     comp = off[:, None] + cum
     used = comp[:, :cap]
@@ -197,7 +219,7 @@ def malenia_from_times(
         overflow=(hi >= events.shape[0]) | jnp.any(comp[:, cap] <= t_rel),
     )
     work = worker_times(off, tau, cum, counts)
-    return finish_round(kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce)
+    return finish_round(model, t0, busy_until, work, coll)
 
 
 def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
@@ -224,22 +246,34 @@ def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
 
 
 def msync_from_times(
-    kappa: jax.Array,
+    model: ClusterModel,
     tau: jax.Array,
     t0: jax.typing.ArrayLike,
     busy_until: jax.Array,
     *,
     m: int,
-    inflight: str = "cancel",
-    allreduce: str = "all",
 ) -> RoundSchedule:
-    """m-synchronous round (Begunov & Tyurin, 2026) from ``tau`` ``[n, K >= 1]``: every
-    worker computes one gradient at the round's point; ``T`` is the ``m``-th earliest
+    """m-synchronous round (Begunov & Tyurin, 2026) from ``tau`` ``[n, K >= 1]``.
+
+    Every worker computes one gradient at the round's point; ``T`` is the ``m``-th earliest
     completion (ties: lower worker id), those ``m`` count and the others' gradients are in
-    flight at ``T`` (cancelled or discarded, ``inflight``); a worker that delivered waits
-    for the new point.  ``m = n`` is the synchronous round with one gradient per worker."""
+    flight at ``T`` (cancelled or discarded: ``model.inflight``); a worker that delivered
+    waits for the new point.  ``m = n`` is the synchronous round with one gradient per worker.
+
+    Args:
+      model: the cluster model.
+      tau: ``[n, K]`` compute times.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      m: static number of workers the round waits for.
+
+    Returns:
+      The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Raises:
+      ValueError: ``m`` is not an integer in ``[1, n]``.
+    """
     m = check_static("m", m)
-    check_modes(inflight, allreduce)
     n = tau.shape[0]
     if m > n:
         raise ValueError(f"msync needs m <= n, got m = {m} with n = {n}")
@@ -257,27 +291,37 @@ def msync_from_times(
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)
-    return finish_round(
-        kappa, t0, busy_until, work, coll, inflight=inflight, allreduce=allreduce,
-        may_continue=counts == 0,
-    )  # fmt: skip
+    return finish_round(model, t0, busy_until, work, coll, may_continue=counts == 0)
 
 
 def sync_from_times(
-    kappa: jax.Array,
+    model: ClusterModel,
     tau: jax.Array,
     t0: jax.typing.ArrayLike,
     busy_until: jax.Array,
     *,
     per_worker: int,
-    inflight: str = "cancel",
-    allreduce: str = "all",
 ) -> RoundSchedule:
-    """Synchronous round from ``tau`` ``[n, K >= per_worker]``: every worker computes
-    ``b = per_worker`` gradients; ``T`` is the slowest worker's ``b``-th completion.  Every
-    worker contributes, so ``allreduce`` makes no difference; nothing is ever in flight."""
+    """Synchronous round from ``tau`` ``[n, K >= per_worker]``.
+
+    Every worker computes ``b = per_worker`` gradients; ``T`` is the slowest worker's
+    ``b``-th completion.  Every worker contributes, so ``allreduce`` makes no difference;
+    nothing is ever in flight.
+
+    Args:
+      model: the cluster model.
+      tau: ``[n, K]`` compute times.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      per_worker: static gradients per worker.
+
+    Returns:
+      The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Raises:
+      ValueError: ``per_worker`` is no size or ``tau`` has too few columns.
+    """
     b = check_static("per_worker", per_worker)
-    check_modes(inflight, allreduce)
     n = tau.shape[0]
     t0, tau, off, cum = _prologue("sync (per_worker)", tau, b, t0, busy_until)
     flat = (off[:, None] + cum).reshape(-1)
@@ -292,13 +336,4 @@ def sync_from_times(
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)
-    return finish_round(
-        kappa,
-        t0,
-        busy_until,
-        work,
-        coll,
-        inflight=inflight,
-        allreduce=allreduce,
-        has_inflight=False,
-    )
+    return finish_round(model, t0, busy_until, work, coll, has_inflight=False)

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxnigt.cluster.options import ALLREDUCE, INFLIGHT, check_choice
+from jaxnigt.cluster.model import ClusterModel
 
 
 class RoundSchedule(NamedTuple):
@@ -123,17 +123,21 @@ class WorkerTimes(NamedTuple):
 
 
 def check_static(name: str, value: int) -> int:
-    """``value`` as an int; raises ValueError unless it is an integer >= 1 (a static size)."""
+    """A static size.
+
+    Args:
+      name: what the size is (named in the error).
+      value: the size given.
+
+    Returns:
+      ``value`` as an int.
+
+    Raises:
+      ValueError: ``value`` is not an integer >= 1.
+    """
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
-
-
-def check_modes(inflight: str, allreduce: str) -> None:
-    """Raises ValueError unless ``inflight`` is in :data:`INFLIGHT` and ``allreduce`` in
-    :data:`ALLREDUCE`."""
-    check_choice("inflight", inflight, INFLIGHT)
-    check_choice("allreduce", allreduce, ALLREDUCE)
 
 
 def sequential_cumsum(tau: jax.Array) -> jax.Array:
@@ -169,13 +173,22 @@ def worker_times(off: jax.Array, tau: jax.Array, cum: jax.Array, counts: jax.Arr
 
 
 def allreduce_times(
-    kappa: jax.Array, counts: jax.Array, t_collect_end: jax.Array, allreduce: str
+    model: ClusterModel, counts: jax.Array, t_collect_end: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """``(kappa_P, ready)``: the AllReduce's cost and ``[n]`` when each worker has the new
-    point (``t_collect_end + kappa_P``, or ``+ max(kappa_P, kappa_i)`` for a worker outside
-    the AllReduce's participants P)."""
-    kappa = jnp.asarray(kappa, jnp.float32)
-    if allreduce == "all":
+    """The AllReduce after a collection that ends at ``t_collect_end``.
+
+    Args:
+      model: the cluster model (``kappa``; ``allreduce`` names the participants P).
+      counts: ``[n]`` gradients each worker contributed.
+      t_collect_end: ``[]`` the end of the collection.
+
+    Returns:
+      ``(kappa_P, ready)``: the AllReduce's cost and ``[n]`` when each worker has the new
+      point (``t_collect_end + kappa_P``, or ``+ max(kappa_P, kappa_i)`` for a worker outside
+      P).
+    """
+    kappa = jnp.asarray(model.kappa, jnp.float32)
+    if model.allreduce == "all":
         kappa_p = jnp.max(kappa)
         return kappa_p, jnp.full(kappa.shape, t_collect_end + kappa_p)
     inside = counts >= 1
@@ -184,26 +197,11 @@ def allreduce_times(
     return kappa_p, t_collect_end + ready
 
 
-def finish_round(
-    kappa: jax.Array,
-    t0: jax.Array,
-    busy_until: jax.Array,
-    work: WorkerTimes,
-    coll: Collection,
-    *,
-    inflight: str,
-    allreduce: str,
-    has_inflight: bool = True,
-    may_continue: jax.Array | None = None,
-) -> RoundSchedule:
-    """Timing, waste and readiness bookkeeping shared by every round schedule.
-
-    A worker whose next gradient began before ``T`` has it in flight; ``may_continue``
-    (``[n]`` bool) limits that to the workers that go on computing after their used
-    gradients (the m-synchronous round: a worker that delivered its one gradient waits)."""
-    t_rel = coll.t_rel
-    t_collect_end = t0 + t_rel
-    comm_time, ready = allreduce_times(kappa, coll.counts, t_collect_end, allreduce)
+def _in_flight(
+    inflight: str, t0, busy_until, work: WorkerTimes, t_rel, ready, has_inflight, may_continue
+):
+    """``(wasted time, wasted trajectories, busy_until)`` of each worker, its gradient in
+    flight at ``T`` cancelled or discarded (``inflight``; see :func:`finish_round`)."""
     started = work.off < t_rel
     last = work.off + work.done  # the worker's last used completion (or its start)
     # In flight: its next gradient began strictly before T (a worker whose completion is
@@ -215,13 +213,46 @@ def finish_round(
         wasted = jnp.where(busy, t_rel - last, 0.0)
         safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)
         frac = jnp.where(busy & (work.tau_next > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
-        new_busy = ready
-    else:
-        wasted = jnp.where(busy, work.tau_next, 0.0)
-        frac = busy.astype(jnp.float32)
-        free = jnp.where(started, t0 + last, jnp.asarray(busy_until, jnp.float32))
-        free = jnp.where(busy, t0 + (work.off + work.cum_next), free)
-        new_busy = jnp.maximum(ready, free)
+        return wasted, frac, ready
+    wasted = jnp.where(busy, work.tau_next, 0.0)
+    frac = busy.astype(jnp.float32)
+    free = jnp.where(started, t0 + last, jnp.asarray(busy_until, jnp.float32))
+    free = jnp.where(busy, t0 + (work.off + work.cum_next), free)
+    return wasted, frac, jnp.maximum(ready, free)
+
+
+def finish_round(
+    model: ClusterModel,
+    t0: jax.Array,
+    busy_until: jax.Array,
+    work: WorkerTimes,
+    coll: Collection,
+    *,
+    has_inflight: bool = True,
+    may_continue: jax.Array | None = None,
+) -> RoundSchedule:
+    """Timing, waste and readiness bookkeeping shared by every round schedule.
+
+    Args:
+      model: the cluster model (``kappa``, ``inflight``, ``allreduce``).
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker was free to start the round's work.
+      work: the workers' times of the round (:func:`worker_times`).
+      coll: what the rule decided.
+      has_inflight: the rule leaves work in flight at ``T`` (False: the synchronous round).
+      may_continue: ``[n]`` bool, the workers that go on computing after their used
+        gradients (the m-synchronous round: a worker that delivered its one gradient waits);
+        None: every worker. A worker whose next gradient began before ``T`` has it in flight.
+
+    Returns:
+      The round's :class:`RoundSchedule`.
+    """
+    t_rel = coll.t_rel
+    t_collect_end = t0 + t_rel
+    comm_time, ready = allreduce_times(model, coll.counts, t_collect_end)
+    wasted, frac, new_busy = _in_flight(
+        model.inflight, t0, busy_until, work, t_rel, ready, has_inflight, may_continue
+    )
     return RoundSchedule(
         slot_worker=coll.slot_worker.astype(jnp.int32),
         slot_rank=coll.slot_rank.astype(jnp.int32),

@@ -9,6 +9,9 @@ engine's arrivals, from time 0.
 :func:`simulate_seed` central inference's per-step clock (SEED RL,
 :mod:`jaxnigt.cluster.step_clock`).  ``jaxnigt clock`` (:mod:`jaxnigt.cli.clock`) is the command
 around these; :mod:`jaxnigt.cluster.theory` gives the closed-form values to compare them with.
+Each takes the cluster model whole (:class:`~jaxnigt.cluster.model.ClusterModel`): its named
+choices (in-flight work, the AllReduce, the server link) are static fields of it, so a program
+is compiled once per choice.
 
 (An algorithm's own clock, the trajectories and end time of each of its steps, is its
 ``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
@@ -21,52 +24,45 @@ import functools
 import jax
 
 from jaxnigt.cluster import events, schedules, step_clock
-from jaxnigt.cluster.timing import TimeModel
+from jaxnigt.cluster.model import ClusterModel
 
 ROUND_RULES = ("rennala", "malenia", "sync", "msync")
 
 
-def _rule(rule: str, tm: TimeModel, M: int, capacity, per_worker, modes: dict):
-    """The round function ``(tm, key, t0, busy_until) -> RoundSchedule`` of ``rule``."""
+def _rule(rule: str, model: ClusterModel, M: int, capacity, per_worker):
+    """The round function ``(model, key, t0, busy_until) -> RoundSchedule`` of ``rule``."""
     if rule == "rennala":
-        return functools.partial(schedules.rennala, M=M, **modes)
+        return functools.partial(schedules.rennala, M=M)
     if rule == "malenia":
-        cap = schedules.default_malenia_capacity(M, tm.n) if capacity is None else capacity
-        return functools.partial(schedules.malenia, M=M, capacity=cap, **modes)
+        cap = schedules.default_malenia_capacity(M, model.n) if capacity is None else capacity
+        return functools.partial(schedules.malenia, M=M, capacity=cap)
     if rule == "sync":
-        b = schedules.sync_batch(M, tm.n, per_worker)
-        return functools.partial(schedules.sync, per_worker=b, **modes)
+        b = schedules.sync_batch(M, model.n, per_worker)
+        return functools.partial(schedules.sync, per_worker=b)
     if rule == "msync":  # M is m: the workers a round waits for
-        return functools.partial(schedules.msync, m=M, **modes)
+        return functools.partial(schedules.msync, m=M)
     raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=("rule", "M", "rounds", "inflight", "capacity", "per_worker", "allreduce"),
-)
+@functools.partial(jax.jit, static_argnames=("rule", "M", "rounds", "capacity", "per_worker"))
 def simulate_rule_rounds(
-    tm: TimeModel,
+    model: ClusterModel,
     key: jax.Array,
     *,
     rule: str,
     M: int,
     rounds: int,
-    inflight: str = "cancel",
     capacity: int | None = None,
     per_worker: int | str = 1,
-    allreduce: str = "all",
 ) -> dict[str, jax.Array]:
     """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
 
     Args:
-      tm: the cluster's time model.
+      model: the cluster model (its ``inflight`` and ``allreduce`` end the rounds).
       key: PRNG key of the whole run.
       rule: one of :data:`ROUND_RULES`.
       M: the rule's batch size (``msync``: m, the workers a round waits for).
       rounds: number of rounds (static).
-      inflight, allreduce: the round modes (:data:`jaxnigt.cluster.schedules.INFLIGHT`,
-        :data:`jaxnigt.cluster.schedules.ALLREDUCE`).
       capacity: Malenia's per-worker capacity (default
         :func:`~jaxnigt.cluster.schedules.default_malenia_capacity`).
       per_worker: the synchronous batch per worker, or ``match_M``
@@ -77,10 +73,12 @@ def simulate_rule_rounds(
       ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``, ``traj_wasted``,
       ``time_used``, ``comms``, ``overflow``, ``counts`` ``[rounds, n]`` and ``busy_until``
       ``[rounds, n]`` (when each worker is free after the round).
+
+    Raises:
+      ValueError: ``rule`` is not a round rule.
     """
-    modes = {"inflight": inflight, "allreduce": allreduce}
-    fn = _rule(rule, tm, M, capacity, per_worker, modes)
-    s = schedules.run_rounds(fn, tm, key, rounds)
+    fn = _rule(rule, model, M, capacity, per_worker)
+    s = schedules.run_rounds(fn, model, key, rounds)
     return {
         "t_start": s.t_start,
         "t_collect_end": s.t_collect_end,
@@ -96,58 +94,91 @@ def simulate_rule_rounds(
     }
 
 
-@functools.partial(jax.jit, static_argnames=("arrivals", "link"))
+@functools.partial(jax.jit, static_argnames=("arrivals",))
 def simulate_async(
-    tm: TimeModel, key: jax.Array, *, arrivals: int, link: str = "shared"
+    model: ClusterModel, key: jax.Array, *, arrivals: int
 ) -> tuple[events.AsyncState, events.Arrival]:
-    """``arrivals`` arrivals of the per-arrival engine from time 0.
+    """Arrivals of the per-arrival engine from time 0 on the model's server link.
 
-    Every worker's first compute time comes from ``fold_in(key, 0)`` and arrival ``j``'s
-    redispatch from ``fold_in(fold_in(key, 1), j)``.  Returns the final engine state and the
-    stacked :class:`~jaxnigt.cluster.events.Arrival` records.
+    Args:
+      model: the cluster model.
+      key: every worker's first compute time comes from ``fold_in(key, 0)`` and arrival
+        ``j``'s redispatch from ``fold_in(fold_in(key, 1), j)``.
+      arrivals: number of arrivals (static).
+
+    Returns:
+      The final engine state and the stacked :class:`~jaxnigt.cluster.events.Arrival`
+      records.
     """
-    state = events.async_init(tm, jax.random.fold_in(key, 0), 0.0)
-    return events.async_arrivals(tm, jax.random.fold_in(key, 1), state, arrivals, link=link)
+    state = events.async_init(model, jax.random.fold_in(key, 0), 0.0)
+    return events.async_arrivals(model, jax.random.fold_in(key, 1), state, arrivals)
 
 
-@functools.partial(jax.jit, static_argnames=("arrivals", "link", "stops"))
+@functools.partial(jax.jit, static_argnames=("arrivals", "stops"))
 def simulate_ringmaster(
-    tm: TimeModel,
+    model: ClusterModel,
     key: jax.Array,
     *,
     arrivals: int,
     R: jax.typing.ArrayLike,
-    link: str = "shared",
     stops: bool = False,
 ) -> tuple[events.BoundedState, events.Event]:
-    """``arrivals`` exchanges of Ringmaster's bounded-delay rule from time 0
-    (:func:`jaxnigt.cluster.events.bounded_next`), keyed as :func:`simulate_async` (the first
-    compute times from ``fold_in(key, 0)``, exchange ``e``'s redispatch from
-    ``fold_in(fold_in(key, 1), e)``): with ``R`` above every delay, the same arrivals."""
-    state = events.bounded_init(events.async_init(tm, jax.random.fold_in(key, 0), 0.0), R)
+    """Exchanges of Ringmaster's bounded-delay rule from time 0
+    (:func:`jaxnigt.cluster.events.bounded_next`): with ``R`` above every delay, the arrivals
+    of :func:`simulate_async`.
+
+    Args:
+      model: the cluster model.
+      key: keyed as :func:`simulate_async` (the first compute times from ``fold_in(key, 0)``,
+        exchange ``e``'s redispatch from ``fold_in(fold_in(key, 1), e)``).
+      arrivals: number of exchanges (static).
+      R: the delay threshold.
+      stops: the variant with calculation stops (static).
+
+    Returns:
+      The final rule state and the stacked :class:`~jaxnigt.cluster.events.Event` records.
+    """
+    state = events.bounded_init(events.async_init(model, jax.random.fold_in(key, 0), 0.0), R)
     run_key = jax.random.fold_in(key, 1)
-    return events.bounded_events(tm, run_key, state, arrivals, link=link, stops=stops)
+    return events.bounded_events(model, run_key, state, arrivals, stops=stops)
 
 
-@functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates", "link"))
+@functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates"))
 def simulate_seed(
-    tm: TimeModel,
+    model: ClusterModel,
     key: jax.Array,
-    message: jax.Array,
     *,
     horizon: int,
     batch: int,
     updates: int,
     inference: jax.typing.ArrayLike = 0.0,
     learner_time: jax.typing.ArrayLike = 0.0,
-    link: str = "shared",
 ):
-    """``updates`` learner batches of central inference's per-step clock from time 0
-    (:func:`jaxnigt.cluster.step_clock.simulate`, compute times from ``key``; ``message``
-    ``[n]`` the step exchange times).  Returns the final clock, the batches stacked
-    ``[updates, ...]`` (their steps' versions exact: every update's done time is kept) and
-    each update's completion ``[updates]``."""
+    """Learner batches of central inference's per-step clock from time 0
+    (:func:`jaxnigt.cluster.step_clock.simulate`), every step's exchange taking the model's
+    ``message`` time.
+
+    Args:
+      model: the cluster model.
+      key: the key of the compute times.
+      horizon: steps per trajectory (static).
+      batch: trajectories per learner update (static).
+      updates: learner updates (static).
+      inference: the learner's inference time per step.
+      learner_time: the time of one learner update.
+
+    Returns:
+      The final clock, the batches stacked ``[updates, ...]`` (their steps' versions exact:
+      every update's done time is kept) and each update's completion ``[updates]``.
+    """
     return step_clock.simulate(
-        tm, message, inference, key, horizon=horizon, batch=batch, updates=updates,
-        learner_time=learner_time, history=updates, link=link,
-    )  # fmt: skip
+        model,
+        model.message,
+        inference,
+        key,
+        horizon=horizon,
+        batch=batch,
+        updates=updates,
+        learner_time=learner_time,
+        history=updates,
+    )

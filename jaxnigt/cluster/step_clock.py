@@ -13,7 +13,7 @@ the per-step time), spread evenly over its H steps.  Step ``j`` of a trajectory:
 * its compute share ends at ``request = end of step j-1 + tau/H`` (the trajectory's start
   for ``j = 0``; a trajectory starts when the previous one ends);
 * its exchange (observation up, action down) takes ``m_i`` (the message time) on the server
-  link (``link``, as in :mod:`jaxnigt.cluster.events`):
+  link (the cluster model's ``link``, as in :mod:`jaxnigt.cluster.events`):
 
   - ``shared``: the learner's link serves exchanges one at a time, first come first served
     in the order of the requests (ties: lower worker id):
@@ -43,8 +43,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster.options import LINKS, check_choice
-from jaxnigt.cluster.timing import TimeModel, sample_worker_compute_time
+from jaxnigt.cluster.model import ClusterModel, sample_worker_compute_time
 
 
 class ClockState(NamedTuple):
@@ -89,16 +88,25 @@ class Batch(NamedTuple):
     versions: jax.Array
 
 
-def _share(tm: TimeModel, time_key: jax.Array, worker, traj, horizon: int) -> jax.Array:
+def _share(model: ClusterModel, time_key: jax.Array, worker, traj, horizon: int) -> jax.Array:
     key = jax.random.fold_in(jax.random.fold_in(time_key, worker), traj)
-    return sample_worker_compute_time(tm, key, worker) / horizon
+    return sample_worker_compute_time(model, key, worker) / horizon
 
 
-def init(tm: TimeModel, time_key: jax.Array, horizon: int) -> ClockState:
-    """Every actor starts its trajectory 0 at time 0."""
-    n = tm.n
+def init(model: ClusterModel, time_key: jax.Array, horizon: int) -> ClockState:
+    """Every actor starts its trajectory 0 at time 0.
+
+    Args:
+      model: the cluster model.
+      time_key: the key of the compute times.
+      horizon: steps per trajectory (static).
+
+    Returns:
+      The clock.
+    """
+    n = model.n
     workers = jnp.arange(n, dtype=jnp.int32)
-    share = jax.vmap(lambda w: _share(tm, time_key, w, 0, horizon))(workers)
+    share = jax.vmap(lambda w: _share(model, time_key, w, 0, horizon))(workers)
     zero = jnp.float32(0.0)
     return ClockState(
         request=share,
@@ -120,7 +128,7 @@ def served_version(served: jax.Array, version: jax.Array, done_at: jax.Array) ->
 
 
 def next_batch(
-    tm: TimeModel,
+    model: ClusterModel,
     message: jax.Array,
     inference: jax.typing.ArrayLike,
     time_key: jax.Array,
@@ -128,14 +136,13 @@ def next_batch(
     batch: int,
     version: jax.Array,
     done_at: jax.Array,
-    *,
-    link: str = "shared",
 ) -> tuple[ClockState, Batch]:
     """Serves steps, one at a time, until ``batch`` (static) more trajectories completed.
 
     Args:
-      tm: the time model (compute times).
-      message: ``[n]`` float32 each actor's exchange time per step.
+      model: the cluster model (compute times and the server ``link``).
+      message: ``[n]`` float32 each actor's exchange time per step (the model's ``message``,
+        or the engine's own).
       inference: the learner's inference time per step.
       time_key: the key of the compute times (see the module docstring).
       state: the clock.
@@ -143,9 +150,10 @@ def next_batch(
       version: the learner's updates done so far.
       done_at: ``[R]`` when its newest kept updates completed (newest first; ``-inf`` for
         updates that never happened): a step's version is :func:`served_version`.
-      link: ``shared`` or ``independent``.
+
+    Returns:
+      ``(state, batch)``: the clock after them and the :class:`Batch` that completed.
     """
-    check_choice("link", link, LINKS)
     horizon = state.versions.shape[1]
     inference = jnp.asarray(inference, jnp.float32)
     empty = Batch(
@@ -155,16 +163,16 @@ def next_batch(
         versions=jnp.zeros((batch, horizon), jnp.int32),
     )
     serve = functools.partial(
-        _serve, tm, message, inference, time_key, version, done_at, link, batch, horizon
+        _serve, model, message, inference, time_key, version, done_at, batch, horizon
     )
     state, out, _ = jax.lax.while_loop(lambda c: c[2] < batch, serve, (state, empty, jnp.int32(0)))
     return state, out
 
 
-def _serve(tm, message, inference, time_key, version, done_at, link, batch, horizon, carry):
+def _serve(model, message, inference, time_key, version, done_at, batch, horizon, carry):
     """One event: the next step served (see the module docstring)."""
     s, out, count = carry
-    if link == "shared":
+    if model.link == "shared":
         w = jnp.argmin(s.request).astype(jnp.int32)
         served = jnp.maximum(s.link_free, s.request[w]) + message[w]
     else:
@@ -181,14 +189,14 @@ def _serve(tm, message, inference, time_key, version, done_at, link, batch, hori
         Batch(worker=w, traj=s.traj[w], time=end, versions=versions[w]),
     )
     traj = s.traj[w] + last.astype(jnp.int32)
-    share = jnp.where(last, _share(tm, time_key, w, traj, horizon), s.share[w])
+    share = jnp.where(last, _share(model, time_key, w, traj, horizon), s.share[w])
     s = ClockState(
         request=s.request.at[w].set(end + share),
         step=s.step.at[w].set(jnp.where(last, 0, j + 1)),
         traj=s.traj.at[w].set(traj),
         share=s.share.at[w].set(share),
         versions=versions,
-        link_free=served if link == "shared" else s.link_free,
+        link_free=served if model.link == "shared" else s.link_free,
         link_busy=s.link_busy + message[w],
         messages=s.messages + 1.0,
         time=end,
@@ -197,14 +205,22 @@ def _serve(tm, message, inference, time_key, version, done_at, link, batch, hori
 
 
 def update_done(previous: jax.Array, batch: Batch, learner_time) -> jax.Array:
-    """When the learner's update on ``batch`` completes: it starts when the learner is free
-    (its previous update done) and the batch's last trajectory is in, and takes
-    ``learner_time``."""
+    """When the learner's update on a batch completes: it starts when the learner is free
+    and the batch's last trajectory is in, and takes ``learner_time``.
+
+    Args:
+      previous: ``[]`` when the learner's previous update completed.
+      batch: the batch.
+      learner_time: the time of one update.
+
+    Returns:
+      ``[]`` the update's completion.
+    """
     return jnp.maximum(previous, batch.time[-1]) + learner_time
 
 
 def simulate(
-    tm: TimeModel,
+    model: ClusterModel,
     message: jax.Array,
     inference: jax.typing.ArrayLike,
     key: jax.Array,
@@ -214,21 +230,34 @@ def simulate(
     updates: int,
     learner_time: jax.typing.ArrayLike = 0.0,
     history: int = 1,
-    link: str = "shared",
 ) -> tuple[ClockState, Batch, jax.Array]:
-    """The clock alone for ``updates`` learner batches (static) from time 0, with compute times
-    from ``key``: the final clock, the batches stacked ``[updates, ...]`` and each update's
-    completion ``[updates]``.  Versions are exact while no step lags ``history`` or more
-    updates behind (the learner keeps that many done times)."""
-    state = init(tm, key, horizon)
+    """The clock alone for learner batches from time 0.
+
+    Versions are exact while no step lags ``history`` or more updates behind (the learner
+    keeps that many done times).
+
+    Args:
+      model: the cluster model (compute times and the server ``link``).
+      message: ``[n]`` each actor's exchange time per step.
+      inference: the learner's inference time per step.
+      key: the key of the compute times.
+      horizon: steps per trajectory (static).
+      batch: trajectories per learner update (static).
+      updates: learner updates (static).
+      learner_time: the time of one update.
+      history: the done times the learner keeps (static).
+
+    Returns:
+      The final clock, the batches stacked ``[updates, ...]`` and each update's completion
+      ``[updates]``.
+    """
+    state = init(model, key, horizon)
     done_at = jnp.full((history,), -jnp.inf, jnp.float32)
     learner_time = jnp.asarray(learner_time, jnp.float32)
 
     def one(carry, version):
         state, done_at = carry
-        state, b = next_batch(
-            tm, message, inference, key, state, batch, version, done_at, link=link
-        )
+        state, b = next_batch(model, message, inference, key, state, batch, version, done_at)
         done = update_done(done_at[0], b, learner_time)
         done_at = jnp.concatenate([done[None], done_at[:-1]])  # newest first
         return (state, done_at), (b, done)

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from jaxnigt.cluster.options import check_choice
+from jaxnigt.cluster.model import check_choice
 
 Check = Callable[[str, Any, dict], Any]
 
@@ -171,15 +171,38 @@ def _default(f: dataclasses.Field, base: Any) -> Any:
     return f.default
 
 
-def parse_dataclass(cls: type, raw: Any, path: str, base: Any = None) -> Any:
-    """An instance of the config dataclass ``cls`` from the mapping ``raw`` at ``path``: every
-    field validated by its own check (``field.metadata["check"]``; absent fields take the
-    default, or ``base``'s value; a dataclass-valued field is parsed the same way). Any
-    error is a :class:`ConfigError` naming the field."""
+def parse_dataclass(
+    cls: type,
+    raw: Any,
+    path: str,
+    base: Any = None,
+    *,
+    name: Callable[[str], str] | None = None,
+) -> Any:
+    """An instance of the config dataclass ``cls`` from a mapping.
+
+    Every field is validated by its own check (``field.metadata["check"]``); absent fields
+    take the default, or ``base``'s value; a dataclass-valued field is parsed the same way.
+
+    Args:
+      cls: the dataclass (a config section).
+      raw: the mapping of its fields (None: every field absent).
+      path: where the section is (``cluster``; ``""`` for the top level).
+      base: the instance whose values absent fields take (default: the defaults).
+      name: how an error names a field (default ``path.field``): ``jaxnigt clock`` names
+        its flag instead.
+
+    Returns:
+      The instance.
+
+    Raises:
+      ConfigError: naming the field, the value and what is allowed.
+    """
     given = _section(path or "config", raw, cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         where = f"{path}.{f.name}" if path else f.name
+        where = name(f.name) if name is not None else where
         if dataclasses.is_dataclass(f.default_factory):
             if f.name in given and given[f.name] is None:
                 raise empty_section(where, f.default_factory)

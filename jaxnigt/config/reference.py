@@ -17,7 +17,7 @@ import typing
 from typing import Any
 
 from jaxnigt.algorithms import NAMES as BUILTIN
-from jaxnigt.config import checks, schema
+from jaxnigt.config import checks, schema, text
 
 #: The sections of a config, in page order: (key, dataclass).
 SECTIONS = (
@@ -92,7 +92,7 @@ def _default(field: dataclasses.Field) -> str:
             return "(section)"
     else:
         return "(required)"
-    return "null" if value is None else f"`{schema.plain(value)!r}`".replace("'", "")
+    return "null" if value is None else f"`{text.plain(value)!r}`".replace("'", "")
 
 
 def _type(cls: type, field: dataclasses.Field) -> str:
@@ -115,13 +115,19 @@ def rows(prefix: str, cls: type) -> list[dict[str, Any]]:
     for f in dataclasses.fields(cls):
         key = f"{prefix}.{f.name}" if prefix else f.name
         if f.name not in docs:
-            raise MissingDoc(f"{cls.__name__}.{f.name} ({key}) has no entry in the "
-                             f"Attributes: of {cls.__name__}'s docstring")  # fmt: skip
+            where = f"{cls.__name__}.{f.name} ({key})"
+            doc = f"the Attributes: of {cls.__name__}'s docstring"
+            raise MissingDoc(f"{where} has no entry in {doc}")
         doc = docs[f.name]
         if _default(f) == "(section)":
             doc = f"the `{f.name}` section (below)"
-        row = {"key": key, "type": _type(cls, f), "default": _default(f),
-               "allowed": REGISTRIES.get(key) or allowed(f), "doc": doc}  # fmt: skip
+        row = {
+            "key": key,
+            "type": _type(cls, f),
+            "default": _default(f),
+            "allowed": REGISTRIES.get(key) or allowed(f),
+            "doc": doc,
+        }
         if prefix == "hparams":  # the library's own algorithms (a registered one may read more)
             row["readers"] = tuple(a for a in readers(f.name) if a in BUILTIN)
         out.append(row)
@@ -134,13 +140,15 @@ def traits_rows() -> list[str]:
     shapes the tuning protocol tunes (from each algorithm's ``Traits``)."""
     from jaxnigt.algorithms import traits
 
-    rows = ["| algorithm | cluster options | its own `hparams` keys | step sizes | tuned shapes |",
-            "|---|---|---|---|---|"]  # fmt: skip
+    rows = [
+        "| algorithm | cluster options | its own `hparams` keys | step sizes | tuned shapes |",
+        "|---|---|---|---|---|",
+    ]
     code = lambda xs: ", ".join(f"`{x}`" for x in xs) or "–"
     for name in BUILTIN:
         t = traits(name)
-        rows.append(f"| `{name}` | {code(t.cluster_options)} | {code(t.options)} "
-                    f"| {code(t.step_sizes)} | {code(t.tuned_shapes)} |")  # fmt: skip
+        cells = (t.cluster_options, t.options, t.step_sizes, t.tuned_shapes)
+        rows.append(f"| `{name}` | " + " | ".join(code(c) for c in cells) + " |")
     return rows
 
 
@@ -187,14 +195,20 @@ def markdown() -> str:
         for r in rows(prefix, cls):
             cells = [f"`{r['key']}`", r["type"], r["default"], _cell(r["allowed"]), _cell(r["doc"])]
             if "readers" in r:
-                cells.append("every algorithm" if set(r["readers"]) == every
-                             else ", ".join(f"`{a}`" for a in r["readers"]) or "–")  # fmt: skip
+                readers = ", ".join(f"`{a}`" for a in r["readers"]) or "–"
+                cells.append("every algorithm" if set(r["readers"]) == every else readers)
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Which algorithm reads what", "",
-              "The common keys (`learning_rate`, `eta`, `M`, `M_init`, `gamma`) are accepted "
-              "by every algorithm; the step sizes its update reads, and beyond the common keys, "
-              "from its `Traits`:", "", *traits_rows(), ""]  # fmt: skip
+    lines += [
+        "## Which algorithm reads what",
+        "",
+        "The common keys (`learning_rate`, `eta`, `M`, `M_init`, `gamma`) are accepted by every "
+        "algorithm; the step sizes its update reads, and beyond the common keys, from its "
+        "`Traits`:",
+        "",
+        *traits_rows(),
+        "",
+    ]
     return "\n".join(lines)
 
 

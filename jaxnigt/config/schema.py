@@ -27,7 +27,13 @@ asynchronous block, the actor-critic family's settings) and a ``sweep:`` section
 Every value is checked when loaded; a bad value raises :class:`ConfigError` whose message
 names the field, the bad value and what is allowed.  The loader is derived from the
 dataclasses: every field carries its default and one validator (``metadata["check"]``), so a
-default lives in exactly one place.
+default lives in exactly one place.  The cluster model's named choices are written once, in
+:data:`jaxnigt.cluster.model.CHOICES`: :class:`ClusterConfig` takes a field per choice from
+there (its default, its check and its documentation), and ``jaxnigt clock`` reads its flags
+through :class:`ClusterConfig` and these checks.
+
+This module needs no YAML (``jaxnigt clock`` runs on the core install); reading and writing
+text is :mod:`jaxnigt.config.text`.
 """
 
 from __future__ import annotations
@@ -37,20 +43,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxnigt import algorithms as registry
-from jaxnigt.cluster import timing
-from jaxnigt.cluster.events import LINKS
-from jaxnigt.cluster.schedules import ALLREDUCE, INFLIGHT, MATCH_M
+from jaxnigt import algorithms
+from jaxnigt.cluster import model, timing
+from jaxnigt.cluster.schedules import MATCH_M
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
-from jaxnigt.config.text import (  # noqa: F401  (re-exported: the config API reads and writes text)
-    OverrideError,
-    apply_overrides,
-    dump,
-    parse_override,
-    plain,
-    read_yaml,
-)
 
 ON_NONFINITE = ("stop", "mark")
 HETEROGENEOUS = ("sign_flip",)
@@ -76,14 +73,10 @@ def _env_names() -> list[str]:
     return envs.list_envs()
 
 
-PROFILE_TEXT = "a profile name (equal, sqrt, linear, decreasing), a number or a list of n numbers"
-NOISE_TEXT = "deterministic, exponential, lognormal:SIGMA, uniform:LOW:HIGH or straggler:P:FACTOR"
-
-
 def _profile(*, positive: bool) -> Check:
     def check(path, v, ctx):
         if isinstance(v, bool) or not isinstance(v, list | tuple | str | int | float):
-            raise ConfigError(f"{path}: got {v!r}; expected {PROFILE_TEXT}")
+            raise ConfigError(f"{path}: got {v!r}; expected {timing.PROFILE_TEXT}")
         if isinstance(v, list | tuple):
             v = tuple(_float()(f"{path}[{i}]", x, ctx) for i, x in enumerate(v))
         elif not isinstance(v, str):
@@ -99,7 +92,7 @@ def _profile(*, positive: bool) -> Check:
 
 def _noise(path, v, ctx):
     if not isinstance(v, str):
-        raise ConfigError(f"{path}: got {v!r}; expected {NOISE_TEXT}")
+        raise ConfigError(f"{path}: got {v!r}; expected {timing.NOISE_TEXT}")
     try:
         timing.parse_noise(v)
     except ValueError as e:
@@ -121,7 +114,7 @@ def _batch(path, v, ctx):
 def _algorithms(path, v, ctx):
     if isinstance(v, str):
         v = [v]
-    v = _list(_choice(registry.names), what=str(list(registry.names())))(path, v, ctx)
+    v = _list(_choice(algorithms.names), what=str(list(algorithms.names())))(path, v, ctx)
     if len(set(v)) != len(v):
         raise ConfigError(f"{path}: got {list(v)}; expected no duplicates")
     return v
@@ -130,6 +123,21 @@ def _algorithms(path, v, ctx):
 def _opt(check: Check, default=None, **kw) -> Any:
     """A dataclass field with ``default`` and the validator ``check``."""
     return field(default=default, metadata={"check": check}, **kw)
+
+
+def _with_choices(cls: type) -> type:
+    """``cls`` (a frozen config dataclass) made again with one more field per named choice of
+    the cluster model (:data:`jaxnigt.cluster.model.CHOICES`) after its own: a string whose
+    default, check and ``Attributes:`` entry are the choice's, so that each choice, its
+    values and its help are written once."""
+    own = [(f.name, f.type, _opt(f.metadata["check"], f.default)) for f in dataclasses.fields(cls)]
+    named = [(c.name, str, _opt(_choice(c.values), c.default)) for c in model.CHOICES]
+    entries = "".join(f"      {c.name}: {c.help}.\n" for c in model.CHOICES)
+    doc = f"{cls.__doc__.rstrip()}\n{entries}    "
+    namespace = {"__doc__": doc, "__module__": cls.__module__}
+    return dataclasses.make_dataclass(
+        cls.__name__, [*own, *named], frozen=True, namespace=namespace
+    )
 
 
 # ------------------------------------------------------------------------------ sections
@@ -161,24 +169,21 @@ class EnvConfig:
     lanes: float | None = _opt(_optional(_float(0.0, 1.0)))
 
 
+@_with_choices
 @dataclass(frozen=True)
 class ClusterConfig:
-    """Simulated cluster (docs/cluster_model.md).
+    """Simulated cluster (docs/cluster_model.md), from which a run's cluster model is built;
+    the keys after ``per_step`` are the model's named choices.
 
     Attributes:
       n: number of workers.
-      h: compute-time profile (``equal``, ``sqrt``, ``linear``, ``decreasing``), a number,
-        or a list of n positive values.
-      noise: ``deterministic``, ``exponential``, ``lognormal:SIGMA``, ``uniform:LOW:HIGH``,
-        ``straggler:P:FACTOR``.
-      kappa: communication-time profile, number or list (>= 0).
+      h: compute time per gradient of each worker: a profile (a name of
+        ``jaxnigt.cluster.timing.PROFILES``), a number, or a list of n positive values.
+      noise: the compute times' multiplicative noise: a kind of
+        ``jaxnigt.cluster.timing.NOISE_KINDS`` with its parameters (``lognormal:0.5``).
+      kappa: time of one vector exchange of each worker: a profile, number or list (>= 0).
       scale_by_dim: multiply κ by d^{1/4} (d = number of policy parameters).
       per_step: h is per environment step (a trajectory costs H·h_i).
-      inflight: ``cancel`` or ``discard`` handling of unfinished work at a round's end.
-      link: the server link of the asynchronous methods: ``shared`` (one link, exchanges
-        served one at a time, first come first served) or ``independent`` (exchanges overlap).
-      allreduce: who takes part in a round's AllReduce: ``all`` workers (cost max_i κ_i) or
-        the ``contributors`` (b_i ≥ 1; the others receive the point over their own link).
     """
 
     n: int = _opt(_int(1), 10)
@@ -187,9 +192,6 @@ class ClusterConfig:
     kappa: Any = _opt(_profile(positive=False), 0.0)
     scale_by_dim: bool = _opt(_bool, False)
     per_step: bool = _opt(_bool, False)
-    inflight: str = _opt(_choice(INFLIGHT), "cancel")
-    link: str = _opt(_choice(LINKS), "shared")
-    allreduce: str = _opt(_choice(ALLREDUCE), "all")
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ class HParams:
       async_block: arrivals processed per logged step of the asynchronous methods
         (default n).
       async_wave: the asynchronous methods roll out at most this many ready arrivals as one
-        batch (default: from the cluster's times, see ``async_engine.default_wave``; 1
+        batch (default: from the cluster's times, see ``waves.default_wave``; 1
         rolls out one arrival at a time; every value gives the same results).
       admm_rho: ``admm_pg``'s penalty ρ > 0 of the augmented Lagrangian
         J_i(θ_i) − λ_iᵀ(θ_i − z) − (ρ/2)‖θ_i − z‖² (also the dual step size).
@@ -321,7 +323,7 @@ def _per_algorithm(path, v, ctx):
     if not isinstance(v, Mapping):
         raise ConfigError(f"{path}: got {v!r}; expected a mapping algorithm -> hparams")
     out = {}
-    names = list(registry.names())
+    names = list(algorithms.names())
     for name, section in v.items():
         if name not in names:
             raise ConfigError(
@@ -392,9 +394,11 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-YAML-serializable dict that :func:`from_dict` reads back."""
+        from jaxnigt.config import text  # PyYAML: not needed to check a config
+
         out = dataclasses.asdict(self)
         out["per_algorithm"] = {k: _diff(v, self.hparams) for k, v in self.per_algorithm.items()}
-        return plain(out)
+        return text.plain(out)
 
 
 def _diff(hp: HParams, base: HParams) -> dict[str, Any]:

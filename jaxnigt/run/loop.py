@@ -203,7 +203,7 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
     evaluated = metrics["active"] if returns is not None else np.zeros_like(metrics["active"])
     if returns is None:
         returns = np.zeros((run.batch, 1), np.float32)
-    evals = evaluation_columns(evaluated, returns, setup.worker_types, setup.task.num_types)
+    evals = evaluation_columns(evaluated, returns, setup.cluster.worker_types, setup.task.num_types)
     run.history.append({**metrics, **evals})
     latest = last_finite(evals["eval_return"])
     run.last_eval = np.where(np.isnan(latest), run.last_eval, latest)

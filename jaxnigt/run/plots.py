@@ -238,7 +238,7 @@ def rennala_round_time(run_dir: str | Path) -> float:
     cfg = config_lib.from_dict(config_lib.read_yaml(Path(run_dir) / "config.yaml"))
     setup = make_setup(cfg, "rennala_nigt")
     M = cfg.hparams_for("rennala_nigt").M
-    return rennala_theory_time(np.asarray(setup.tm.h), M) + float(np.max(setup.tm.kappa))
+    return rennala_theory_time(np.asarray(setup.cluster.h), M) + float(np.max(setup.cluster.kappa))
 
 
 def _sweep_panel(ax, groups: dict[str, list[dict]], key: str, f: str) -> None:

@@ -30,10 +30,11 @@ import numpy as np
 from jaxnigt import algorithms, envs
 from jaxnigt.algorithms import core
 from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
-from jaxnigt.cluster import timing
+from jaxnigt.cluster import model
+from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.config import ExperimentConfig, HParams
+from jaxnigt.rl import rollout
 from jaxnigt.rl.policy import make_policy, num_params
-from jaxnigt.rl.rollout import evaluate as evaluate_returns
 
 
 @functools.lru_cache(maxsize=8)
@@ -60,39 +61,33 @@ def make_task(config: ExperimentConfig):
 
 
 def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Setup:
-    """Static pieces of one algorithm's run: task, policy, time model, sizes.
+    """Static pieces of one algorithm's run: task, policy, cluster model, sizes.
 
-    ``mesh`` (``jaxnigt.run.devices.make_mesh``) splits each round's trajectory slots across
-    devices; leave it None to keep rounds on one device (or to shard seeds instead).
+    Args:
+      config: a validated config.
+      algorithm: the algorithm whose hyperparameters (M, M_init) to take.
+      mesh: an optional mesh (``jaxnigt.run.devices.make_mesh``) that splits each round's
+        trajectory slots across devices; None keeps rounds on one device (or shards seeds
+        instead).
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Setup`; its cluster model is built once here
+      from ``config.cluster`` (:func:`jaxnigt.cluster.model.from_config`).
     """
     hp: HParams = config.hparams_for(algorithm)
     task = make_task(config)
     policy = make_policy(task)
     dim = num_params(jax.eval_shape(policy.init, jax.random.key(0)))
-    c = config.cluster
-    tm = timing.make_time_model(
-        c.n,
-        h=c.h,
-        noise=c.noise,
-        kappa=c.kappa,
-        scale_by_dim=c.scale_by_dim,
-        dim=dim,
-        per_step=c.per_step,
-        horizon=task.horizon,
-    )
-    types = envs.worker_types(c.n, task.num_types, config.env.types)
-    return Setup(
-        task=task,
-        policy=policy,
-        tm=tm,
+    types = envs.worker_types(config.cluster.n, task.num_types, config.env.types)
+    cluster = model.from_config(
+        config.cluster,
         worker_types=np.asarray(types, np.int32),
-        M=hp.M,
-        M_init=hp.M_init or hp.M,
-        inflight=c.inflight,
-        allreduce=c.allreduce,
-        link=c.link,
-        mesh=mesh,
-        kappa_dim=dim if c.scale_by_dim else None,
+        dim=dim,
+        horizon=task.horizon,
+        message_size=policy.obs_size + policy.action_size,
+    )
+    return Setup(
+        task=task, policy=policy, cluster=cluster, M=hp.M, M_init=hp.M_init or hp.M, mesh=mesh
     )
 
 
@@ -138,21 +133,36 @@ class Trainer:
         uncharged, :mod:`jaxnigt.algorithms.actor_critic`)."""
         return num_params(jax.eval_shape(self.setup.policy.init, jax.random.key(0)))
 
-    def bind(self, cluster: core.Cluster) -> Trainer:
-        """This trainer on the per-worker arrays ``cluster`` (a jitted program's arguments,
-        :meth:`program`): the algorithm is built again around them."""
+    def bind(self, cluster: ClusterModel) -> Trainer:
+        """This trainer on another record of its cluster model: the algorithm is built again
+        around it.
+
+        Args:
+          cluster: typically a jitted program's argument (:meth:`program`).
+
+        Returns:
+          The trainer.
+        """
         setup = self.setup.with_cluster(cluster)
-        # What a factory computes on the host (option defaults from Setup.host_time_model)
+        # What a factory computes on the host (option defaults from Setup.host_cluster)
         # stays concrete inside the program being traced.
         with jax.ensure_compile_time_eval():
             algorithm = algorithms.get(self.name)(setup, self.hparams)
         return dataclasses.replace(self, setup=setup, algorithm=algorithm)
 
     def program(self, fn: Callable[..., Any], **jit_kwargs: Any) -> ClusterProgram:
-        """``fn(trainer, *args)`` as one jitted program that takes the per-worker arrays
-        (:attr:`Setup.cluster`) as an argument instead of closing over them as constants,
-        so that compile time does not grow with n. ``jit_kwargs`` go to ``jax.jit``
-        (``static_argnums`` count ``args`` from 0)."""
+        """``fn(trainer, *args)`` as one jitted program that takes the cluster model
+        (:attr:`Setup.cluster <jaxnigt.algorithms.core.Setup>`, every per-worker array) as an
+        argument instead of closing over it as constants, so that compile time does not grow
+        with n.
+
+        Args:
+          fn: ``(trainer, *args) -> outputs``.
+          **jit_kwargs: for ``jax.jit`` (``static_argnums`` count ``args`` from 0).
+
+        Returns:
+          The :class:`ClusterProgram`.
+        """
         static = jit_kwargs.pop("static_argnums", ())
         static = (static,) if isinstance(static, int) else tuple(static)
         jitted = jax.jit(
@@ -300,7 +310,7 @@ class Trainer:
 
     def evaluate(self, state: TrainState, key: jax.Array) -> jax.Array:
         """Undiscounted returns ``[episodes]`` of the deploy params (episode e: type e mod V)."""
-        return evaluate_returns(
+        return rollout.evaluate(
             self.setup.task,
             self.setup.policy,
             self.deploy_params(state),
@@ -311,10 +321,15 @@ class Trainer:
 
 
 class ClusterProgram(NamedTuple):
-    """A jitted program and the per-worker arrays it is called with (:meth:`Trainer.program`)."""
+    """A jitted program and the cluster model it is called with (:meth:`Trainer.program`).
+
+    Attributes:
+      jitted: the program, ``(cluster, *args) -> outputs``.
+      cluster: the concrete record.
+    """
 
     jitted: Any
-    cluster: core.Cluster
+    cluster: ClusterModel
 
     def __call__(self, *args: Any) -> Any:
         return self.jitted(self.cluster, *args)
@@ -327,8 +342,8 @@ class ClusterProgram(NamedTuple):
 @functools.lru_cache(maxsize=32)
 def _clock_program(trainer: Trainer) -> ClusterProgram:
     """The trainer's clock as a program (cached: ``eval_every`` and ``plan`` both ask)."""
-    return trainer.program(lambda tr, key, steps: tr.algorithm.simulate_clock(key, steps),
-                           static_argnums=1)  # fmt: skip
+    clock = lambda tr, key, steps: tr.algorithm.simulate_clock(key, steps)
+    return trainer.program(clock, static_argnums=1)
 
 
 def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
@@ -362,7 +377,7 @@ def build_trainer(
 ) -> Trainer:
     """A :class:`Trainer` from an explicit :class:`~jaxnigt.algorithms.core.Setup`.
 
-    Use this to run an algorithm on your own ``TaskEnv``/policy/time model without a config.
+    Use this to run an algorithm on your own ``TaskEnv``/policy/cluster model without a config.
 
     Args:
       setup: the environment, policy and simulated cluster.

@@ -37,7 +37,7 @@ def bench_one(env: str, n: int, reps: int) -> dict:
     message = jnp.zeros((n,), jnp.float32)
     clock = jax.jit(
         lambda key: step_clock.simulate(
-            setup.tm, message, 0.0, key, horizon=setup.horizon, batch=n, updates=UPDATES
+            setup.cluster, message, 0.0, key, horizon=setup.horizon, batch=n, updates=UPDATES
         )
     )
     key = jax.random.key(0)

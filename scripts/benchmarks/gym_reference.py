@@ -152,12 +152,12 @@ class Reference:
         self.hyper = state.hyper
         self.opt_state0 = jax.jit(lambda p, h: nigt_optimizer(h).init(p))(params, self.hyper)
         self.seed = seed
-        M, tm, inflight = self.M, tr.setup.tm, tr.setup.inflight
+        M, cluster = self.M, tr.setup.cluster
         policy = self.policy
 
         def schedule(key, t0, busy):
             key, k_sched, _ = jax.random.split(key, 3)  # the trainer's split (round_engine)
-            sched = schedules.rennala(tm, k_sched, t0, busy, M=M, inflight=inflight)
+            sched = schedules.rennala(cluster, k_sched, t0, busy, M=M)
             return key, sched, aggregators.rennala_weights(sched)
 
         def update(params, opt_state, traj, weights, hyper):
@@ -259,7 +259,7 @@ def _alive_share(tr, state, rounds_keys=None) -> float:
 
     setup = tr.setup
     _, k_sched, k_roll = jax.random.split(state.key, 3)
-    sched = schedules.rennala(setup.tm, k_sched, 0.0, state.busy_until, M=setup.M)
+    sched = schedules.rennala(setup.cluster, k_sched, 0.0, state.busy_until, M=setup.M)
     keys = slot_keys(k_roll, sched.slot_worker, sched.slot_rank)
     types = jnp.zeros(setup.M, jnp.int32)
     traj = rollout(setup.task, setup.policy, state.params, keys, types)

@@ -99,10 +99,10 @@ def bench_waves(env, horizon, ns, reps) -> list[dict]:
             compiled, lower_s, compile_s = compile_timed(lambda s, tr=tr: tr.run_chunk(s, 1), state)
             progs[mode] = (compiled, state, lower_s + compile_s, tr)
         med = interleaved({m: (lambda c=c, s=s: c(s)) for m, (c, s, _, _) in progs.items()}, reps)
-        from jaxnigt.algorithms.engines.async_engine import default_wave
+        from jaxnigt.algorithms.engines.waves import default_wave
 
         tr = progs["waves"][3]
-        wave = default_wave(tr.setup.tm, tr.setup.link, n)
+        wave = default_wave(tr.setup.cluster, n)
         for mode, (_, _, compile_s, _) in progs.items():
             rows.append(
                 {

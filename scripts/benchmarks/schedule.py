@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxnigt.cluster.aggregators import rennala_weights
+from jaxnigt.cluster.model import make_cluster_model, sample_compute_times
 from jaxnigt.cluster.schedules import rennala, sequential_cumsum
-from jaxnigt.cluster.timing import make_time_model, sample_compute_times
 
 SIZES = (10, 100, 1000, 10_000)
 M = 50
@@ -53,7 +53,7 @@ def run(quick: bool = False) -> list[dict]:
     fns = {"lazy": jax.jit(_step), "full": jax.jit(_full_draw_end)}
     rows = []
     for n in SIZES:
-        tm = make_time_model(n, h="sqrt", noise="exponential", kappa="sqrt")
+        tm = make_cluster_model(n, h="sqrt", noise="exponential", kappa="sqrt")
         busy = jnp.zeros((n,), jnp.float32)
         t = time.perf_counter()
         jax.block_until_ready(fns["lazy"](tm, jax.random.key(0), jnp.float32(0.0), busy))

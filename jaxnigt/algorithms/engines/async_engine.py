@@ -39,10 +39,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
+from jaxnigt.algorithms.engines import waves
 from jaxnigt.cluster import events
 from jaxnigt.rl.collect import slot_keys
 from jaxnigt.rl.rollout import rollout
@@ -53,8 +53,9 @@ class EventRule(NamedTuple):
 
     Attributes:
       init: ``AsyncState -> state``: the rule's state from the engine's initial one.
-      next: ``(tm, time_key, state, link) -> (state, events.Event)``: the next exchange, its
-        compute time drawn from ``fold_in(time_key, exchanges processed)``.
+      next: ``(model, time_key, state) -> (state, events.Event)``: the next exchange on the
+        cluster model (:class:`~jaxnigt.cluster.model.ClusterModel`), its compute time drawn
+        from ``fold_in(time_key, exchanges processed)``.
       clock: ``state -> AsyncState``.
       exchanges: ``state -> []`` int32 exchanges processed.
       refuses: static: some exchanges are not server updates (False: every one is).
@@ -67,9 +68,9 @@ class EventRule(NamedTuple):
     refuses: bool
 
 
-def _plain_next(tm, time_key, state: events.AsyncState, link: str):
+def _plain_next(model, time_key, state: events.AsyncState):
     key = jax.random.fold_in(time_key, state.version)
-    new, arr = events.async_next(tm, key, state, link=link)
+    new, arr = events.async_next(model, key, state)
     return new, events.Event(arr, jnp.bool_(True), jnp.float32(0.0), arr.dispatch_version)
 
 
@@ -100,66 +101,14 @@ class AsyncExtra(NamedTuple):
     roll_key: jax.Array
 
 
-# A batch of W rollouts costs about (OVERHEAD + W) single-trajectory units of batched work:
-# on a CPU a batch-1 rollout costs what ~6 trajectories cost in a large batch (measured on
-# reacher, docs/benchmarks.md); an accelerator runs hundreds of lanes for the price of one.
-WAVE_OVERHEAD = {"cpu": 6.0, "gpu": 256.0, "tpu": 256.0}
-#: Worker operations (arrivals × n) above which :func:`default_wave` does not simulate, and
-#: the capacity it then takes at most.
-WAVE_SIMULATION_LIMIT = 2**31
-LARGE_N_WAVE = 1024
-
-
-def default_wave(tm, link: str, block: int, *, backend: str | None = None, blocks: int = 4) -> int:
-    """A wave capacity for this cluster and backend: the power of two ``W <= min(n, block)``
-    that minimizes the estimated block cost ``waves(W) * (overhead + W)``, with ``waves(W)``
-    counted on ``blocks`` simulated blocks (fixed key) by :func:`count_waves`.
-
-    Every capacity gives the same results; this only trades batch slots for sequential waves.
-    Where simulating the blocks would cost more than :data:`WAVE_SIMULATION_LIMIT` worker
-    operations (each arrival looks at every worker: large n), the capacity is
-    ``min(n, block, LARGE_N_WAVE)``: with that many workers a block's arrivals are almost all
-    ready at once, so waves of that size cost about what one wave of the block would, without
-    its memory (a wave holds its rollouts and per-slot gradients).
-    """
-    top = max(1, min(block, tm.n))
-    if block * blocks * tm.n > WAVE_SIMULATION_LIMIT:
-        return min(top, LARGE_N_WAVE)
-    overhead = WAVE_OVERHEAD.get(backend or jax.default_backend(), WAVE_OVERHEAD["gpu"])
-    state = events.async_init(tm, jax.random.key(0), 0.0)
-    simulate = jax.jit(functools.partial(events.async_arrivals, link=link), static_argnums=3)
-    _, arr = simulate(tm, jax.random.key(1), state, block * blocks)
-    dispatch = np.asarray(arr.dispatch_version)
-    sizes = [2**k for k in range(int(np.log2(top)) + 1)] + ([top] if top & (top - 1) else [])
-    cost = {w: count_waves(dispatch, block, w) * (overhead + w) for w in sizes}
-    return min(cost, key=lambda w: (cost[w], w))
-
-
-def count_waves(dispatch_version: np.ndarray, block: int, wave: int) -> int:
-    """Waves the engine needs for the whole blocks of a host-side arrival sequence (global
-    versions: the version before arrival j is j) with capacity ``wave``."""
-    total = 0
-    for b0 in range(0, len(dispatch_version) - block + 1, block):
-        d = dispatch_version[b0 : b0 + block] - b0
-        rolled = np.zeros(block, bool)
-        applied = 0
-        while applied < block:
-            ready = np.nonzero(~rolled & (d <= applied))[0][:wave]
-            rolled[ready] = True
-            total += 1
-            applied += (
-                int(np.argmin(rolled[applied:])) if not rolled[applied:].all() else block - applied
-            )
-    return total
-
-
 class AsyncOptions(NamedTuple):
     """The asynchronous engine's options, from the config's hyperparameters.
 
     Attributes:
       block: arrivals per step (``async_block``; default n).
       wave: at most this many ready arrivals are rolled out as one batch (``async_wave``;
-        default :func:`default_wave` of the cluster); every value gives the same results.
+        default :func:`jaxnigt.algorithms.engines.waves.default_wave` of the cluster); every
+        value gives the same results.
     """
 
     block: int
@@ -169,29 +118,8 @@ class AsyncOptions(NamedTuple):
     def resolve(cls, setup: Setup, hparams: Any) -> AsyncOptions:
         """The options of a run of ``setup`` with the config's ``hparams`` (defaults here)."""
         block = hparams.async_block or setup.n
-        wave = hparams.async_wave or _setup_wave(_Same(setup.host_time_model), setup.link, block)
+        wave = hparams.async_wave or waves.setup_wave(setup.host_cluster, block)
         return cls(block=block, wave=wave)
-
-
-class _Same:
-    """A time model as a cache key: by identity (its arrays are not hashable)."""
-
-    def __init__(self, tm):
-        self.tm = tm
-
-    def __hash__(self) -> int:
-        return id(self.tm)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Same) and other.tm is self.tm
-
-
-@functools.lru_cache(maxsize=32)
-def _setup_wave(tm: _Same, link: str, block: int) -> int:
-    """:func:`default_wave` of a setup's time model, once: a program built on the setup
-    (:meth:`jaxnigt.run.trainer.Trainer.bind`) builds its algorithm again, with the same
-    host-side time model."""
-    return default_wave(tm.tm, link, block)
 
 
 KEYS = ("async_block", "async_wave")
@@ -204,7 +132,15 @@ TRAITS = core.Traits(cluster_options=("link",), options=KEYS)
 def factory(
     *, update: updates.Update, estimator: core.Estimator = core.reinforce
 ) -> core.AlgorithmFactory:
-    """``make(setup, hparams)`` of an asynchronous algorithm with this server update."""
+    """``make(setup, hparams)`` of an asynchronous algorithm.
+
+    Args:
+      update: the server's update on each arrival.
+      estimator: the gradient estimator (the policy gradient by default).
+
+    Returns:
+      The factory.
+    """
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
         return make(setup, AsyncOptions.resolve(setup, hparams), update=update, estimator=estimator)
@@ -221,7 +157,19 @@ def make(
     traits: core.Traits = TRAITS,
     rule: EventRule = PLAIN,
 ) -> Algorithm:
-    """An asynchronous algorithm from the server's update on each accepted arrival."""
+    """An asynchronous algorithm from the server's update on each accepted arrival.
+
+    Args:
+      setup: the run's setup.
+      options: the engine's options.
+      update: the server's update.
+      estimator: the gradient estimator.
+      traits: its traits.
+      rule: how exchanges become server updates.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer, rule),
         step=functools.partial(_block, setup, options, update.optimizer, estimator, rule),
@@ -237,13 +185,13 @@ def _simulate_clock(setup: Setup, block_size: int, rule: EventRule, key: jax.Arr
     """Blocks of ``block_size`` exchanges: the trajectories each block rolls out (its
     accepted arrivals) and the block's end (keys as :func:`events.arrival_blocks`)."""
     if not rule.refuses:
-        arr = events.arrival_blocks(setup.tm, key, steps, block_size, link=setup.link)
+        arr = events.arrival_blocks(setup.cluster, key, steps, block_size)
         return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
-    state = rule.init(events.async_init(setup.tm, jax.random.fold_in(key, 0), 0.0))
+    state = rule.init(events.async_init(setup.cluster, jax.random.fold_in(key, 0), 0.0))
 
     def block(s, b):
         run_key = jax.random.fold_in(key, 1 + b)
-        one = lambda s, _: rule.next(setup.tm, run_key, s, setup.link)
+        one = lambda s, _: rule.next(setup.cluster, run_key, s)
         s, ev = jax.lax.scan(one, s, None, length=block_size)
         return s, (jnp.sum(ev.accepted.astype(jnp.int32)), ev.arrival.time[-1])
 
@@ -251,16 +199,27 @@ def _simulate_clock(setup: Setup, block_size: int, rule: EventRule, key: jax.Arr
 
 
 def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
-    """What an event engine starts from: ``(params, opt_state, event_state, time_key,
-    roll_key)`` — x_0, every worker dispatched at server version 0 at time 0."""
+    """What an event engine starts from: x_0, every worker dispatched at server version 0 at
+    time 0.
+
+    Args:
+      setup: the run's setup.
+      optimizer: the server's optimizer factory.
+      key: the run's key.
+      hyper: the traced hyperparameters.
+
+    Returns:
+      ``(params, opt_state, event_state, time_key, roll_key)``.
+    """
     k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
     params = setup.policy.init(k_init)
-    event_state = events.async_init(setup.tm, k_first, 0.0)
+    event_state = events.async_init(setup.cluster, k_first, 0.0)
     return params, optimizer(hyper).init(params), event_state, k_time, k_roll
 
 
-def _init(setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
-          ) -> TrainState:  # fmt: skip
+def _init(
+    setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
+) -> TrainState:
     """Every worker dispatched at x_0 (server version 0) at time 0."""
     params, opt_state, event_state, k_time, k_roll = start(setup, optimizer, key, hyper)
     workers = core.stack_workers(params, setup.n)
@@ -291,14 +250,22 @@ def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax
 
     def step(s, _):
         live = rule.clock(s).time < budget
-        nxt, ev = rule.next(setup.tm, ex.time_key, s, setup.link)
+        nxt, ev = rule.next(setup.cluster, ex.time_key, s)
         return core.select(live, nxt, s), (ev, live)
 
     final, (ev, live) = jax.lax.scan(step, ex.event_state, None, length=block)
     num_live = jnp.sum(live.astype(jnp.int32))
     arr = ev.arrival
-    plan = _Plan(arr.worker, arr.grad_index, ev.dispatch_event, arr.staleness, ev.accepted,
-                 ev.wasted, live, num_live)  # fmt: skip
+    plan = _Plan(
+        worker=arr.worker,
+        grad_index=arr.grad_index,
+        dispatch_event=ev.dispatch_event,
+        staleness=arr.staleness,
+        accepted=ev.accepted,
+        wasted=ev.wasted,
+        live=live,
+        num_live=num_live,
+    )
     return final, plan
 
 
@@ -313,8 +280,9 @@ class _Carry(NamedTuple):
     worker_params: Any
 
 
-def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, event0,
-             carry: _Carry):  # fmt: skip
+def _roll_out(
+    setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _Plan, event0, carry: _Carry
+):
     """Rolls out, as one batch, up to ``wave`` accepted arrivals whose points are known; keeps
     their gradients, returns and lengths in the block's buffers."""
     A = plan.worker.shape[0]
@@ -326,7 +294,7 @@ def _roll_out(setup: Setup, wave: int, estimator, hyper, ex: AsyncExtra, plan: _
     worker = plan.worker[idx]
     points = jax.tree.map(lambda w: w[worker], carry.worker_params)
     keys = slot_keys(ex.roll_key, worker, plan.grad_index[idx])
-    types = jnp.asarray(setup.worker_types, jnp.int32)[worker]
+    types = setup.cluster.worker_types[worker]
     traj = rollout(setup.task, setup.policy, points, keys, types, per_slot_params=True)
     weights = valid.astype(jnp.float32)
     grads, _ = estimator(setup.policy, points, traj, weights, hyper, per_slot_params=True)
@@ -354,8 +322,8 @@ def _apply_ready(opt, refuses: bool, plan: _Plan, carry: _Carry) -> _Carry:
         g = jax.tree.map(lambda b: b[j], c.grads)
         descend = lambda: core.descend(opt, g, c.opt_state, c.params)
         if refuses:
-            params, opt_state = jax.lax.cond(plan.accepted[j], descend,
-                                             lambda: (c.params, c.opt_state))  # fmt: skip
+            keep = lambda: (c.params, c.opt_state)
+            params, opt_state = jax.lax.cond(plan.accepted[j], descend, keep)
         else:
             params, opt_state = descend()
         # The exchange's worker is re-dispatched with the (new) server point.
@@ -366,8 +334,15 @@ def _apply_ready(opt, refuses: bool, plan: _Plan, carry: _Carry) -> _Carry:
     return jax.lax.while_loop(can, one, carry)
 
 
-def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, rule: EventRule,
-           state: TrainState, budget: jax.Array):  # fmt: skip
+def _block(
+    setup: Setup,
+    options: AsyncOptions,
+    optimizer,
+    estimator,
+    rule: EventRule,
+    state: TrainState,
+    budget: jax.Array,
+):
     """Up to ``options.block`` exchanges, each accepted one a server update, stopping after
     the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
@@ -394,8 +369,9 @@ def _block(setup: Setup, options: AsyncOptions, optimizer, estimator, rule: Even
     return _finish_block(setup, rule, state, event_state, plan, carry)
 
 
-def _finish_block(setup, rule: EventRule, state: TrainState, event_state, plan: _Plan,
-                  carry: _Carry):  # fmt: skip
+def _finish_block(
+    setup, rule: EventRule, state: TrainState, event_state, plan: _Plan, carry: _Carry
+):
     """The new state and the step's metrics after a block's processed exchanges."""
     ex: AsyncExtra = state.extra
     exchanges = plan.num_live.astype(jnp.float32)

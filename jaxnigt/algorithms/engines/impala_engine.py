@@ -3,7 +3,7 @@
 Workers are actors: each rolls out one trajectory with the parameters it last received and
 sends it to the learner; that exchange (the trajectory up, the current parameters down) costs
 the worker's ``kappa_i`` on the server link, as a gradient exchange of the per-arrival methods
-does (:mod:`jaxnigt.cluster.events`: the same arrival times, ``link`` shared or independent).  The
+does (:mod:`jaxnigt.cluster.events`: the same arrival times, on the cluster model's ``link``).  The
 learner waits for a batch of ``B`` arrivals (``impala_batch``), computes V-trace targets and
 the actor-critic loss with its *current* parameters against each trajectory's behaviour
 policy (the parameters its actor had), and updates; an update takes ``impala_learner_time``
@@ -95,9 +95,26 @@ TRAITS = core.Traits(
 )
 
 
-def make(setup: Setup, options: ImpalaOptions, *, update: updates.Update,
-         estimator: core.Estimator, traits: core.Traits = TRAITS) -> Algorithm:  # fmt: skip
-    """IMPALA with ``options.batch`` trajectories per learner update."""
+def make(
+    setup: Setup,
+    options: ImpalaOptions,
+    *,
+    update: updates.Update,
+    estimator: core.Estimator,
+    traits: core.Traits = TRAITS,
+) -> Algorithm:
+    """IMPALA with ``options.batch`` trajectories per learner update.
+
+    Args:
+      setup: the run's setup.
+      options: the engine's options.
+      update: the learner's update.
+      estimator: the V-trace actor-critic estimator.
+      traits: its traits.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     return Algorithm(
         init=functools.partial(_init, setup, update.optimizer),
         step=functools.partial(_step, setup, options, update.optimizer, estimator),
@@ -184,27 +201,33 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     state, ex, stats = carry
     live = ex.done_at[0] < budget  # the previous update completed before the budget
     # the same keys as the per-arrival engine: fold_in(time_key, version) per arrival
-    event_state, arr = events.async_arrivals(
-        setup.tm, ex.time_key, ex.event_state, B, link=setup.link
-    )
+    event_state, arr = events.async_arrivals(setup.cluster, ex.time_key, ex.event_state, B)
     w = arr.worker
     behaviour, lag, lost_before = _behaviour(ex, arr)
     keys = slot_keys(ex.roll_key, w, arr.grad_index)
-    types = jnp.asarray(setup.worker_types, jnp.int32)[w]
+    types = setup.cluster.worker_types[w]
     traj = rollout(setup.task, setup.policy, behaviour, keys, types, per_slot_params=True)
     weights = jnp.full((B,), 1.0 / B, jnp.float32)
     grads, s = estimator(setup.policy, state.params, traj, weights, hyper, behaviour=behaviour)
     params, opt_state = core.descend(opt, grads, state.opt_state, state.params)
     done = jnp.maximum(ex.done_at[0], arr.time[-1]) + learner_time
     new_ex = ex._replace(
-        event_state=event_state, history=core.push_newest(ex.history, params),
-        version=ex.version + 1, done_at=core.push_newest(ex.done_at, done),
-    )  # fmt: skip
+        event_state=event_state,
+        history=core.push_newest(ex.history, params),
+        version=ex.version + 1,
+        done_at=core.push_newest(ex.done_at, done),
+    )
     new_ex, lost_after = _hand_out(new_ex, arr, setup.n)
     new = (state._replace(params=params, opt_state=opt_state), new_ex)
     state, ex = core.select(live, new, (state, ex))
-    out = {"live": live, "ret": s["sum_return"], "len": s["sum_length"], "lag": lag,
-           "finite": core.all_finite(grads), "lost": lost_before | lost_after}  # fmt: skip
+    out = {
+        "live": live,
+        "ret": s["sum_return"],
+        "len": s["sum_length"],
+        "lag": lag,
+        "finite": core.all_finite(grads),
+        "lost": lost_before | lost_after,
+    }
     return (state, ex, stats), out
 
 
@@ -212,10 +235,8 @@ def _step(setup, options: ImpalaOptions, optimizer, estimator, state: TrainState
     """``block / batch`` learner batches (see the module docstring)."""
     ex: ImpalaExtra = state.extra
     B = options.batch
-    batch = functools.partial(
-        _batch, setup, optimizer(state.hyper), estimator, B, options.learner_time, state.hyper,
-        budget,
-    )  # fmt: skip
+    opt, lt = optimizer(state.hyper), options.learner_time
+    batch = functools.partial(_batch, setup, opt, estimator, B, lt, state.hyper, budget)
     K = options.block // B
     (new, new_ex, _), out = jax.lax.scan(batch, (state, ex, ()), jnp.arange(K))
     live = out["live"].astype(jnp.float32)
@@ -249,7 +270,7 @@ def _simulate_clock(setup: Setup, options: ImpalaOptions, key: jax.Array, steps:
     """Steps of ``block`` arrivals: trajectories per step and the step's end (the last
     arrival or the last update's completion)."""
     A, B = options.block, options.batch
-    arr = events.arrival_blocks(setup.tm, key, steps, A, link=setup.link)
+    arr = events.arrival_blocks(setup.cluster, key, steps, A)
 
     def block(done, times):
         for k in range(A // B):

@@ -21,7 +21,7 @@ from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.cluster import schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
-ScheduleFn = Callable[..., schedules.RoundSchedule]  # (tm, key, t0, busy_until) -> schedule
+ScheduleFn = Callable[..., schedules.RoundSchedule]  # (model, key, t0, busy_until) -> schedule
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
 
 
@@ -76,38 +76,36 @@ MSYNC = core.Traits(
 )
 
 
-def _modes(setup: Setup) -> dict[str, str]:
-    return {"inflight": setup.inflight, "allreduce": setup.allreduce}
+# A schedule factory ``(setup, options, M) -> ScheduleFn`` picks a rule and its static sizes;
+# the rule reads the cluster model's choices (in-flight work, the AllReduce) from the record
+# it is called on.
+ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
 
 
 def rennala_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """Rennala's collection of ``M`` gradients (docs/cluster_model.md)."""
-    del options
-    return functools.partial(schedules.rennala, M=M, **_modes(setup))
+    del setup, options
+    return functools.partial(schedules.rennala, M=M)
 
 
 def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """Malenia's collection with batch ``M`` (docs/cluster_model.md)."""
-    return functools.partial(
-        schedules.malenia, M=M, capacity=options.malenia_capacity, **_modes(setup)
-    )
+    del setup
+    return functools.partial(schedules.malenia, M=M, capacity=options.malenia_capacity)
 
 
 def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """The synchronous collection: the configured gradients per worker (default 1; with
     ``match_M``, ``max(1, ceil(M/n))``)."""
     b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
-    return functools.partial(schedules.sync, per_worker=b, **_modes(setup))
+    return functools.partial(schedules.sync, per_worker=b)
 
 
 def msync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
     """The m-synchronous collection: one gradient per worker, the fastest ``msync_m``
     count (``M`` is not read)."""
-    del M
-    return functools.partial(schedules.msync, m=options.msync_m, **_modes(setup))
-
-
-ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
+    del setup, M
+    return functools.partial(schedules.msync, m=options.msync_m)
 
 
 def factory(
@@ -118,14 +116,23 @@ def factory(
     traits: core.Traits,
     estimator: core.Estimator = core.reinforce,
 ) -> core.AlgorithmFactory:
-    """``make(setup, hparams)`` of a round-based algorithm: its schedule, aggregator weights,
-    server update (:data:`~jaxnigt.algorithms.updates.NIGT` or ``SGD``) and traits."""
+    """``make(setup, hparams)`` of a round-based algorithm.
+
+    Args:
+      schedule: its collection (a schedule factory such as :func:`rennala_schedule`).
+      weights: its aggregator weights.
+      update: its server update (:data:`~jaxnigt.algorithms.updates.NIGT` or ``SGD``).
+      traits: its :class:`~jaxnigt.algorithms.core.Traits`.
+      estimator: its gradient estimator (the policy gradient by default).
+
+    Returns:
+      The factory.
+    """
 
     def make_algorithm(setup: Setup, hparams) -> Algorithm:
-        return make(
-            setup, RoundOptions.resolve(setup, hparams), schedule=schedule, weights=weights,
-            update=update, traits=traits, estimator=estimator,
-        )  # fmt: skip
+        options = RoundOptions.resolve(setup, hparams)
+        parts = {"schedule": schedule, "weights": weights, "update": update, "traits": traits}
+        return make(setup, options, estimator=estimator, **parts)
 
     return make_algorithm
 
@@ -140,8 +147,20 @@ def make(
     traits: core.Traits,
     estimator: core.Estimator = core.reinforce,
 ) -> Algorithm:
-    """A round-based algorithm from its schedule, aggregator weights, server update, traits
-    and gradient estimator (the policy gradient by default)."""
+    """A round-based algorithm.
+
+    Args:
+      setup: the run's setup.
+      options: the engine's options.
+      schedule: its collection (a schedule factory).
+      weights: its aggregator weights.
+      update: its server update.
+      traits: its traits.
+      estimator: its gradient estimator (the policy gradient by default).
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     optimizer = update.optimizer
 
     def round_with(M: int):
@@ -154,7 +173,7 @@ def make(
         eval_params=update.eval_params,
         first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
         simulate_clock=functools.partial(
-            core.simulate_rounds, schedule(setup, options, setup.M), setup.tm
+            core.simulate_rounds, schedule(setup, options, setup.M), setup.cluster
         ),
         traits=traits.using(update),
     )
@@ -181,7 +200,7 @@ def _round(
     batches of ``M``), one update."""
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
-    sched = schedule(setup.tm, k_sched, state.counters.time, state.busy_until)
+    sched = schedule(setup.cluster, k_sched, state.counters.time, state.busy_until)
     w = weights(sched)
     grads, stats = gradient_from_schedule(
         setup.task,
@@ -190,7 +209,7 @@ def _round(
         sched,
         w,
         k_roll,
-        setup.worker_types,
+        setup.cluster.worker_types,
         state.hyper["gamma"],
         chunk=min(M, sched.slot_worker.shape[0]),
         mesh=setup.mesh,

@@ -35,12 +35,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.algorithms.engines import async_engine
 from jaxnigt.cluster import step_clock
+from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.rl.collect import slot_keys
 from jaxnigt.rl.rollout import rollout
 
@@ -66,17 +66,6 @@ class SeedExtra(NamedTuple):
     roll_key: jax.Array
 
 
-def message_times(setup: Setup) -> np.ndarray:
-    """``[n]`` each worker's step exchange time: its κ_i, and with ``scale_by_dim`` the
-    d^{1/4} of a vector exchange replaced by (o + a)^{1/4}, the size of an observation and
-    an action."""
-    kappa = np.asarray(setup.host_time_model.kappa, np.float64)
-    if setup.kappa_dim is None:
-        return kappa
-    size = setup.policy.obs_size + setup.policy.action_size
-    return kappa * (size / setup.kappa_dim) ** 0.25
-
-
 class SeedOptions(NamedTuple):
     """The central-inference engine's options, from the config's hyperparameters.
 
@@ -85,8 +74,8 @@ class SeedOptions(NamedTuple):
       batch: trajectories per learner update (``seed_batch``; default n).
       learner_time: simulated time of one learner update (``seed_learner_time``).
       inference_time: the learner's inference time per step (``seed_inference_time``).
-      message: ``[n]`` each worker's step exchange time (``seed_message_time`` for every
-        worker, else :func:`message_times`).
+      message_time: every worker's step exchange time (``seed_message_time``), or None for
+        the cluster model's own (:func:`message_times`).
       versions: parameter versions kept (``seed_versions``).
     """
 
@@ -94,7 +83,7 @@ class SeedOptions(NamedTuple):
     batch: int
     learner_time: float
     inference_time: float
-    message: tuple[float, ...]
+    message_time: float | None
     versions: int
 
     @classmethod
@@ -106,18 +95,32 @@ class SeedOptions(NamedTuple):
             raise ValueError(
                 f"hparams.async_block ({block}) must be a multiple of hparams.seed_batch ({batch})"
             )
-        if hparams.seed_message_time is None:
-            message = message_times(setup)
-        else:
-            message = np.full(setup.n, float(hparams.seed_message_time))
+        message = hparams.seed_message_time
         return cls(
             block=block,
             batch=batch,
             learner_time=float(hparams.seed_learner_time),
             inference_time=float(hparams.seed_inference_time),
-            message=tuple(float(m) for m in message),
+            message_time=None if message is None else float(message),
             versions=int(hparams.seed_versions),
         )
+
+
+def message_times(cluster: ClusterModel, options: SeedOptions) -> jax.Array:
+    """Each worker's step exchange time.
+
+    Args:
+      cluster: the cluster model: its ``message`` times (κ_i, and with ``scale_by_dim`` the
+        d^{1/4} of a vector exchange replaced by (o + a)^{1/4}, the size of an observation
+        and an action).
+      options: the engine's options (``seed_message_time`` for every worker instead).
+
+    Returns:
+      ``[n]`` float32.
+    """
+    if options.message_time is None:
+        return cluster.message
+    return jnp.full(cluster.h.shape, options.message_time, jnp.float32)
 
 
 KEYS = (
@@ -138,10 +141,27 @@ TRAITS = core.Traits(
 )
 
 
-def make(setup: Setup, options: SeedOptions, *, update: updates.Update,
-         estimator: core.Estimator, traits: core.Traits = TRAITS) -> Algorithm:  # fmt: skip
-    """Central inference with ``options.batch`` trajectories per learner update; the
-    ``estimator`` takes per-step behaviour log-probabilities (``behaviour_log_prob``)."""
+def make(
+    setup: Setup,
+    options: SeedOptions,
+    *,
+    update: updates.Update,
+    estimator: core.Estimator,
+    traits: core.Traits = TRAITS,
+) -> Algorithm:
+    """Central inference with ``options.batch`` trajectories per learner update.
+
+    Args:
+      setup: the run's setup.
+      options: the engine's options.
+      update: the learner's update.
+      estimator: the V-trace estimator; it takes per-step behaviour log-probabilities
+        (``behaviour_log_prob``).
+      traits: its traits.
+
+    Returns:
+      The :class:`~jaxnigt.algorithms.core.Algorithm`.
+    """
     return Algorithm(
         init=functools.partial(_init, setup, options, update.optimizer),
         step=functools.partial(_step, setup, options, update.optimizer, estimator),
@@ -158,7 +178,7 @@ def _init(setup: Setup, options: SeedOptions, optimizer, key, hyper) -> TrainSta
     params, opt_state, _, k_time, k_roll = async_engine.start(setup, optimizer, key, hyper)
     R = options.versions
     extra = SeedExtra(
-        clock=step_clock.init(setup.tm, k_time, setup.horizon),
+        clock=step_clock.init(setup.cluster, k_time, setup.horizon),
         history=core.stack_workers(params, R),
         version=jnp.int32(0),
         done_at=jnp.full((R,), -jnp.inf, jnp.float32),
@@ -184,14 +204,21 @@ def _batch(setup, options: SeedOptions, opt, estimator, hyper, budget, carry, _)
     state, ex = carry
     B, R = options.batch, options.versions
     live = ex.done_at[0] < budget  # the previous update completed before the budget
+    message = message_times(setup.cluster, options)
     clock, b = step_clock.next_batch(
-        setup.tm, jnp.asarray(options.message, jnp.float32), options.inference_time,
-        ex.time_key, ex.clock, B, ex.version, ex.done_at, link=setup.link,
-    )  # fmt: skip
+        setup.cluster,
+        message,
+        options.inference_time,
+        ex.time_key,
+        ex.clock,
+        B,
+        ex.version,
+        ex.done_at,
+    )
     behind = ex.version - b.versions  # [B, H] the policy lag of every step
     index = jnp.minimum(behind, R - 1)
     keys = slot_keys(ex.roll_key, b.worker, b.traj)
-    types = jnp.asarray(setup.worker_types, jnp.int32)[b.worker]
+    types = setup.cluster.worker_types[b.worker]
     traj = rollout(setup.task, setup.policy, ex.history, keys, types, versions=index)
     lb = behaviour_log_prob(setup.policy, ex.history, traj, index)
     weights = jnp.full((B,), 1.0 / B, jnp.float32)
@@ -206,9 +233,15 @@ def _batch(setup, options: SeedOptions, opt, estimator, hyper, budget, carry, _)
     )
     new = (state._replace(params=params, opt_state=opt_state), new_ex)
     state, ex = core.select(live, new, (state, ex))
-    out = {"live": live, "ret": s["sum_return"], "len": s["sum_length"], "worker": b.worker,
-           "lag": behind.astype(jnp.float32), "finite": core.all_finite(grads),
-           "lost": jnp.any(behind >= R)}  # fmt: skip
+    out = {
+        "live": live,
+        "ret": s["sum_return"],
+        "len": s["sum_length"],
+        "worker": b.worker,
+        "lag": behind.astype(jnp.float32),
+        "finite": core.all_finite(grads),
+        "lost": jnp.any(behind >= R),
+    }
     return (state, ex), out
 
 
@@ -253,10 +286,15 @@ def _simulate_clock(setup: Setup, options: SeedOptions, key: jax.Array, steps: i
     completion or its last update's, whichever is later)."""
     K = options.block // options.batch
     _, batches, done = step_clock.simulate(
-        setup.tm, jnp.asarray(options.message, jnp.float32), options.inference_time, key,
-        horizon=setup.horizon, batch=options.batch, updates=steps * K,
-        learner_time=options.learner_time, link=setup.link,
-    )  # fmt: skip
+        setup.cluster,
+        message_times(setup.cluster, options),
+        options.inference_time,
+        key,
+        horizon=setup.horizon,
+        batch=options.batch,
+        updates=steps * K,
+        learner_time=options.learner_time,
+    )
     last = batches.time[:, -1].reshape(steps, K)[:, -1]
     end = jnp.maximum(last, done.reshape(steps, K)[:, -1])
     return jnp.full((steps,), options.block, jnp.int32), end
