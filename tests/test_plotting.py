@@ -34,9 +34,19 @@ def _run_dir(path):
     from jaxnigt.run import metrics
 
     path.mkdir()
-    rows = [{"algorithm": "rennala_nigt", "grid": 0, "seed": s, "round": r,
-             "sim_time": 2.0 * r, "eval_return": -10.0 + r + s, "env_steps": 10 * r}
-            for s in (0, 1) for r in range(5)]  # fmt: skip
+    rows = [
+        {
+            "algorithm": "rennala_nigt",
+            "grid": 0,
+            "seed": s,
+            "round": r,
+            "sim_time": 2.0 * r,
+            "eval_return": -10.0 + r + s,
+            "env_steps": 10 * r,
+        }
+        for s in (0, 1)
+        for r in range(5)
+    ]
     metrics.write_csv(path / "metrics.csv", rows)
     return path
 
@@ -104,3 +114,101 @@ def test_plot_where_it_cannot_write_is_one_line_naming_the_file(tmp_path, capsys
         "file system; pass --out FILE to write it elsewhere"
     ]
     assert sorted(p.name for p in run.iterdir()) == ["metrics.csv"]
+
+
+# --- a run's figures from the rows it holds: the figures `jaxnigt plot` draws of its files ---
+
+
+def _drawn(monkeypatch, draw) -> list:
+    """What ``draw()`` puts on its figure's axes (titles, labels, lines, bars, bands),
+    the figure itself not written."""
+    import matplotlib.pyplot as plt
+
+    from jaxnigt.run import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, out: figures.append(fig))
+    draw()
+    (fig,) = figures
+    drawn = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for ax in fig.axes:
+        drawn.append(
+            (
+                ax.get_title(),
+                ax.get_xlabel(),
+                ax.get_xscale(),
+                [(line.get_label(), line.get_xydata().tolist()) for line in ax.lines],
+                [(p.get_x(), p.get_y(), p.get_width()) for p in ax.patches],
+                [c.get_paths()[0].vertices.tolist() for c in ax.collections if c.get_paths()],
+            )
+        )
+    plt.close(fig)
+    return drawn
+
+
+def test_a_run_draws_from_its_rows_the_curves_its_files_give(tmp_path, monkeypatch):
+    from jaxnigt.run import metrics, plots
+
+    rows = [
+        {"algorithm": a, "grid": g, "learning_rate": 0.1, "eta": 0.5, "seed": s, "round": r}
+        | {"sim_time": f"{1.5 * r + s:.6g}", "eval_return": "" if r == 2 else f"{r - s / 3:.6g}"}
+        for a in ("rennala_nigt", "afedpg")
+        for g in (0, 1)
+        for s in (0, 1, 2)
+        for r in range(6)
+    ]
+    (tmp_path / "run").mkdir()
+    metrics.write_csv(tmp_path / "run" / "metrics.csv", rows)
+    from_files = _drawn(
+        monkeypatch, lambda: plots.plot_runs([tmp_path / "run"], out="x.png", budget=6.0)
+    )
+    held = lambda: plots.plot_rows([("run", rows)], out="x.png", budget=6.0)
+    np.testing.assert_equal(_drawn(monkeypatch, held), from_files)
+    assert [label for label, _ in from_files[1][3]][:2] == [
+        "afedpg (3 seeds)",
+        "afedpg [grid 1] (3 seeds)",
+    ]
+
+
+def test_a_run_draws_from_its_rows_the_shares_its_files_give(tmp_path, monkeypatch):
+    from jaxnigt.run import metrics, plots
+
+    rows = [
+        {"algorithm": a, "grid": 0, "learning_rate": 0.1, "eta": 0.5, "seed": s, "round": r}
+        | {"sim_time": f"{2.0 * r:.6g}", "w0": r + s, "w1": 3 * r, "w2": 1}
+        for a in ("rennala_nigt", "sync_pg")
+        for s in (0, 1)
+        for r in range(1, 4)
+    ]
+    (tmp_path / "run").mkdir()
+    metrics.write_csv(tmp_path / "run" / metrics.COUNTS_FILE, rows, metrics.COUNT_COLUMNS)
+    from_files = _drawn(monkeypatch, lambda: plots.plot_counts(tmp_path / "run", out="c.png"))
+    shares = plots.count_shares(rows)
+    held = lambda: plots.plot_shares(shares, "run", out="c.png")
+    np.testing.assert_equal(_drawn(monkeypatch, held), from_files)
+    assert len(from_files[1][4]) == 6  # two algorithms, three workers
+
+
+def test_a_sweep_draws_from_its_rows_the_figure_its_files_give(tmp_path, monkeypatch):
+    import json
+
+    from jaxnigt.run import metrics, plots
+
+    axes = {"hparams.M": [2, 8, 32], "seeds": [2]}
+    rows = []
+    for M in axes["hparams.M"]:
+        base = {"point": f"hparams.M={M},seeds=2", "hparams.M": str(M), "seeds": "2"}
+        for a, slow in (("rennala_nigt", 1.0), ("afedpg", 3.0)):
+            times = {"time_to_0.5": None if M == 32 and slow > 1 else slow * M}
+            times |= {"time_to_0.5_q20": 0.8 * slow * M, "time_to_0.5_q80": float("inf")}
+            rows.append({**base, "status": "done", "message": "", "algorithm": a, **times})
+    rows.append({"point": "hparams.M=64,seeds=2", "status": "failed", "message": "no"})
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"axes": axes}))
+    metrics.write_csv(sweep / "sweep.csv", rows, columns=list(rows[0]))
+    from_files = _drawn(monkeypatch, lambda: plots.plot_sweep(sweep, out="s.png"))
+    held = lambda: plots.plot_sweep_rows(rows, axes, "sweep", None, out="s.png")
+    np.testing.assert_equal(_drawn(monkeypatch, held), from_files)
+    assert from_files[0] == "sweep: time to target against hparams.M"
+    assert from_files[1][2] == "log"  # M spans more than 10x

@@ -3,9 +3,10 @@
 :func:`run_experiment` prepares the directory (one writer at a time, :func:`jaxnigt.run.run_dir.
 run_lock`), runs each algorithm with :func:`jaxnigt.run.loop.run_algorithm` and keeps its
 result files up to date while it runs (:class:`_Results`: ``metrics.csv``,
-``worker_counts.csv``, ``summary.json``, ``curves.png``, ``counts.png``; optionally
-TensorBoard scalars).  ``config.yaml`` records the config; ``checkpoints/`` holds the
-checkpoints and which algorithms are done, from which a resumed experiment continues.
+``worker_counts.csv``, ``summary.json``, and ``curves.png`` and ``counts.png`` drawn from the
+rows it holds; optionally TensorBoard scalars).  ``config.yaml`` records the config;
+``checkpoints/`` holds the checkpoints and which algorithms are done, from which a resumed
+experiment continues.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ import numpy as np
 
 from jaxnigt import config as config_lib
 from jaxnigt.config import ExperimentConfig
-from jaxnigt.run import checkpoint
-from jaxnigt.run import devices as parallel
-from jaxnigt.run import metrics as results
-from jaxnigt.run import run_dir as files
+from jaxnigt.run import checkpoint, devices, metrics, run_dir
 from jaxnigt.run.batch import batch_size
 from jaxnigt.run.distributed import is_writer
 from jaxnigt.run.loop import run_algorithm
@@ -38,7 +36,7 @@ __all__ = ["run_experiment"]
 #: run's (a stale checkpoint would be resumed, a stale count file plotted).
 RUN_OUTPUTS = (
     "metrics.csv",
-    results.COUNTS_FILE,
+    metrics.COUNTS_FILE,
     "summary.json",
     "curves.png",
     "counts.png",
@@ -61,8 +59,8 @@ class _Results:
 
     def add(self, algorithm: str, m: dict[str, np.ndarray]) -> None:
         """Keeps a finished algorithm's rows."""
-        self.rows.extend(results.metric_rows(algorithm, m))
-        self.count_rows.extend(results.worker_count_rows(algorithm, m))
+        self.rows.extend(metrics.metric_rows(algorithm, m))
+        self.count_rows.extend(metrics.worker_count_rows(algorithm, m))
         per_update = int(m["trajectories_per_update"])
         for b in np.nonzero(m["diverged"])[0]:
             grid = int(m["grid"][b])
@@ -84,8 +82,8 @@ class _Results:
         now = time.monotonic()
         if not force and not self.due():
             return
-        rows = self.rows + results.metric_rows(algorithm, m)
-        counts = self.count_rows + results.worker_count_rows(algorithm, m)
+        rows = self.rows + metrics.metric_rows(algorithm, m)
+        counts = self.count_rows + metrics.worker_count_rows(algorithm, m)
         plot = force or now - self.last_plot >= self.config.plot_every_s
         self.write(rows, counts, plot=plot, running=algorithm)
         self.last_write = now
@@ -102,11 +100,11 @@ class _Results:
         """
         rows = self.rows if rows is None else rows
         counts = self.count_rows if counts is None else counts
-        summary = results.summarize(rows, self.config.target_return)
+        summary = metrics.summarize(rows, self.config.target_return)
         for name, entry in summary.items():
             entry["finished"] = name.split("[")[0] != running
             if not entry["finished"]:
-                entry["sim_time_reached"] = results.time_reached(rows, name)
+                entry["sim_time_reached"] = metrics.time_reached(rows, name)
         for name, (wall, compile_s, per_update) in self.timings.items():
             if name in summary:
                 summary[name]["wall_seconds"] = round(wall, 2)
@@ -118,17 +116,22 @@ class _Results:
                 summary[name]["diverged_seeds"] = seeds
         if not is_writer():
             return summary
-        results.write_csv(self.out / "metrics.csv", rows)
+        metrics.write_csv(self.out / "metrics.csv", rows)
         if counts:
-            results.write_csv(self.out / results.COUNTS_FILE, counts, results.COUNT_COLUMNS)
-        files.atomic_write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
+            metrics.write_csv(self.out / metrics.COUNTS_FILE, counts, metrics.COUNT_COLUMNS)
+        run_dir.atomic_write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
         if plot and rows:
-            from jaxnigt.run.plots import plot_counts, plot_runs
-
-            plot_runs([self.out], x="time", out=self.out / "curves.png", budget=self.config.budget)
-            if counts:
-                plot_counts(self.out, out=self.out / "counts.png")
+            self.plot(rows, counts)
         return summary
+
+    def plot(self, rows: list, counts: list) -> None:
+        """Draws ``curves.png`` (and ``counts.png``) from the rows just written."""
+        from jaxnigt.run.plots import count_shares, plot_rows, plot_shares
+
+        name, budget = self.out.name, self.config.budget
+        plot_rows([(name, rows)], x="time", out=self.out / "curves.png", budget=budget)
+        if counts:
+            plot_shares(count_shares(counts), name, out=self.out / "counts.png")
 
 
 def _begin(config: ExperimentConfig, out: Path, resume: bool) -> tuple[list, list, list]:
@@ -143,12 +146,12 @@ def _begin(config: ExperimentConfig, out: Path, resume: bool) -> tuple[list, lis
                     shutil.rmtree(path)
                 else:
                     path.unlink(missing_ok=True)
-            files.atomic_write_text(out / "config.yaml", config_lib.dump(config))
+            run_dir.atomic_write_text(out / "config.yaml", config_lib.dump(config))
         return [], [], []
-    files.check_resumable(config, out)
+    run_dir.check_resumable(config, out)
     done = checkpoint.done_algorithms(out)
-    kept = lambda name: [r for r in results.read_metrics_raw(out, name) if r["algorithm"] in done]
-    return done, kept("metrics.csv"), kept(results.COUNTS_FILE)
+    kept = lambda name: [r for r in metrics.read_metrics_raw(out, name) if r["algorithm"] in done]
+    return done, kept("metrics.csv"), kept(metrics.COUNTS_FILE)
 
 
 def run_experiment(
@@ -179,12 +182,12 @@ def run_experiment(
     """
     out = Path(out)
     if is_writer():
-        files.writable_dir(out, create=not resume)
-    with files.run_lock(out) if is_writer() else contextlib.nullcontext():
+        run_dir.writable_dir(out, create=not resume)
+    with run_dir.run_lock(out) if is_writer() else contextlib.nullcontext():
         try:
             done, rows, count_rows = _begin(config, out, resume)
         except OSError as e:
-            raise files.RunDirError(f"run directory {files.describe(e)}") from None
+            raise run_dir.RunDirError(f"run directory {run_dir.describe(e)}") from None
         outputs = _Results(config, out, rows, count_rows)
         try:
             for k, algorithm in enumerate(config.algorithms, 1):
@@ -194,10 +197,12 @@ def run_experiment(
                 label = f"{algorithm} ({k} of {len(config.algorithms)})"
                 _run_one(config, algorithm, out, outputs, progress, resume, log, stop, label)
             return outputs.write(plot=plot)
-        except files.RunDirError:
+        except run_dir.RunDirError:
             raise
         except OSError as e:
-            raise files.RunDirError(f"run directory {files.describe(e)}", started=True) from None
+            raise run_dir.RunDirError(
+                f"run directory {run_dir.describe(e)}", started=True
+            ) from None
 
 
 class _TensorBoard:
@@ -226,12 +231,13 @@ class _TensorBoard:
         self.writer.close()
 
 
-def _run_one(config, algorithm, out: Path, outputs: _Results, progress, resume, log, stop,
-             label: str) -> None:  # fmt: skip
+def _run_one(
+    config, algorithm, out: Path, outputs: _Results, progress, resume, log, stop, label: str
+) -> None:
     """Runs one algorithm of an experiment and keeps (and writes) its rows; ``label`` names
     it on the progress bar."""
     batch = batch_size(config, algorithm)
-    _, slot_mesh = parallel.device_plan(config.devices, batch)
+    _, slot_mesh = devices.device_plan(config.devices, batch)
     tr = make_trainer(config, algorithm, mesh=slot_mesh)
     log(
         f"[jaxnigt] {algorithm}: env={config.env.name} n={config.cluster.n} "
@@ -249,9 +255,17 @@ def _run_one(config, algorithm, out: Path, outputs: _Results, progress, resume, 
 
     try:
         m = run_algorithm(
-            config, algorithm, progress=progress, trainer=tr, run_dir=out, resume=resume,
-            log=log, stop=stop, on_chunk=live, label=label,
-        )  # fmt: skip
+            config,
+            algorithm,
+            progress=progress,
+            trainer=tr,
+            run_dir=out,
+            resume=resume,
+            log=log,
+            stop=stop,
+            on_chunk=live,
+            label=label,
+        )
     except Interrupted as e:
         outputs.partial(algorithm, e.partial, force=True)
         raise

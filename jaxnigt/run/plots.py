@@ -8,8 +8,9 @@ of all evaluation points.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,10 +34,11 @@ class PlotError(ValueError):
         self.param, self.reason = param, reason
 
 
-def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") -> None:
+def draw_rows(ax, rows: Sequence[dict], *, x: str, y: str, prefix: str = "") -> None:
     """Draws, on the matplotlib axes ``ax``, the median over seeds of ``y`` against the column
-    ``x`` for every algorithm (and grid point) of a run directory, with the 20/80 % band."""
-    rows = read_metrics(run_dir)
+    ``x`` for every algorithm (and grid point) of a run's metrics rows (as
+    :func:`jaxnigt.run.metrics.metric_rows` makes them or :func:`~jaxnigt.run.metrics.read_metrics`
+    reads them back), with the 20/80 % band."""
     for (algorithm, grid), seeds in sorted(group_curves(rows, x=x, y=y).items()):
         xs, ys = seed_curves(seeds)
         med = np.nanmedian(ys, axis=0)
@@ -44,6 +46,11 @@ def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") ->
         label = algorithm if grid == 0 else f"{algorithm} [grid {grid}]"
         (line,) = ax.step(xs, med, where="post", label=f"{prefix}{label} ({len(seeds)} seeds)")
         ax.fill_between(xs, lo, hi, step="post", alpha=0.2, color=line.get_color())
+
+
+def draw_curves(ax, run_dir: str | Path, *, x: str, y: str, prefix: str = "") -> None:
+    """:func:`draw_rows` of a run directory's ``metrics.csv``."""
+    draw_rows(ax, read_metrics(run_dir), x=x, y=y, prefix=prefix)
 
 
 def formats() -> list[str]:
@@ -102,6 +109,16 @@ def metric_columns(run_dir: str | Path) -> list[str]:
     return [c for c in header if c and c not in ID_COLUMNS]
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_runs(
     run_dirs: Sequence[str | Path],
     *,
@@ -131,11 +148,6 @@ def plot_runs(
         (:func:`output_path`; none: ``.png`` is added).
       OSError: ``out`` cannot be written (naming it); nothing is left there.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = output_path(out if out is not None else Path(run_dirs[0]) / "curves.png")
     if x not in X_AXES:
         raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
@@ -146,17 +158,54 @@ def plot_runs(
                 f"got {y!r}; {Path(run_dir) / 'metrics.csv'} has the columns {columns}",
                 param="y",
             )
+    runs = [(Path(d).name, read_metrics(d)) for d in run_dirs]
+    return plot_rows(runs, x=x, y=y, out=out, budget=budget, title=title)
+
+
+def plot_rows(
+    runs: Sequence[tuple[str, Sequence[dict]]],
+    *,
+    out: str | Path,
+    x: str = "time",
+    y: str = "eval_return",
+    budget: float | None = None,
+    title: str | None = None,
+) -> Path:
+    """:func:`plot_runs` of metrics rows held in memory (a run writing its directory).
+
+    Args:
+      runs: ``(name, rows)`` per run: its name (a run directory's) and its metrics rows
+        (:func:`jaxnigt.run.metrics.metric_rows`, or read back).
+      out: image path, its extension the format (none: ``.png`` is added).
+      x: ``time`` (simulated time), ``steps`` (environment steps) or ``comms``.
+      y: a column of the rows.
+      budget: mark this simulated-time budget.
+      title: figure title (default: the runs' names).
+
+    Returns:
+      The path written.
+
+    Raises:
+      PlotError: ``x`` is not one of :data:`X_AXES`, a run's rows have no column ``y``, or
+        ``out``'s extension is no image format.
+      OSError: ``out`` cannot be written (naming it); nothing is left there.
+    """
+    out = output_path(out)
+    if x not in X_AXES:
+        raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
+    for name, rows in runs:
+        columns = list(dict.fromkeys(k for r in rows for k in r if k not in ID_COLUMNS))
+        if rows and y not in columns:
+            raise PlotError(f"got {y!r}; {name} has the columns {columns}", param="y")
     xcol = X_AXES[x]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for run_dir in run_dirs:
-        draw_curves(
-            ax, run_dir, x=xcol, y=y, prefix=f"{Path(run_dir).name}: " if len(run_dirs) > 1 else ""
-        )
+    fig, ax = _pyplot().subplots(figsize=(7, 4.2), dpi=110)
+    for name, rows in runs:
+        draw_rows(ax, rows, x=xcol, y=y, prefix=f"{name}: " if len(runs) > 1 else "")
     if budget is not None and xcol == "sim_time":
         ax.axvline(budget, color="0.5", lw=0.8, ls=":", label="budget")
     ax.set_xlabel(X_LABELS[xcol])
     ax.set_ylabel(y.replace("_", " "))
-    ax.set_title(title or ", ".join(Path(d).name for d in run_dirs))
+    ax.set_title(title or ", ".join(name for name, _ in runs))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
@@ -167,13 +216,19 @@ def plot_runs(
 def worker_shares(run_dir: str | Path) -> dict[str, np.ndarray]:
     """Per algorithm (grid point 0): each worker's share of all gradients that entered an
     update, summed over seeds and evaluation intervals (from ``worker_counts.csv``)."""
-    rows = [r for r in read_metrics(run_dir, COUNTS_FILE) if r["grid"] == 0]
+    return count_shares(read_metrics(run_dir, COUNTS_FILE))
+
+
+def count_shares(count_rows: Sequence[dict]) -> dict[str, np.ndarray]:
+    """:func:`worker_shares` of the rows of ``worker_counts.csv`` (as
+    :func:`jaxnigt.run.metrics.worker_count_rows` makes them, or read back)."""
+    rows = [r for r in count_rows if int(r["grid"]) == 0]
     workers = sorted(
         (k for k in rows[0] if k[:1] == "w" and k[1:].isdigit()), key=lambda k: int(k[1:])
     )
     totals: dict[str, np.ndarray] = {}
     for r in rows:
-        counts = np.array([r[w] for w in workers], np.float64)
+        counts = np.array([_number(r[w]) for w in workers], np.float64)
         totals[r["algorithm"]] = totals.get(r["algorithm"], 0.0) + counts
     return {a: t / max(t.sum(), 1.0) for a, t in totals.items()}
 
@@ -194,13 +249,17 @@ def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: st
       PlotError: ``out``'s extension is no image format (:func:`output_path`).
       OSError: ``out`` cannot be written (naming it); nothing is left there.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = output_path(out if out is not None else Path(run_dir) / "counts.png")
-    shares = worker_shares(run_dir)
+    return plot_shares(worker_shares(run_dir), Path(run_dir).name, out=out, title=title)
+
+
+def plot_shares(
+    shares: dict[str, np.ndarray], name: str, *, out: str | Path, title: str | None = None
+) -> Path:
+    """:func:`plot_counts` of the shares :func:`count_shares` gives, for the run called ``name``
+    (the default title's); ``out`` as there."""
+    plt = _pyplot()
+    out = output_path(out)
     n = len(next(iter(shares.values())))
     colors = plt.get_cmap("viridis")(np.linspace(0.0, 1.0, n))
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(shares) + 1.6), dpi=110)
@@ -215,14 +274,14 @@ def plot_counts(run_dir: str | Path, *, out: str | Path | None = None, title: st
         left += width
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of the gradients that entered an update (worker 0 = w0, left)")
-    ax.set_title(title or f"{Path(run_dir).name}: who did the work ({n} workers)")
+    ax.set_title(title or f"{name}: who did the work ({n} workers)")
     ax.invert_yaxis()
     fig.tight_layout()
     save(fig, out)
     return out
 
 
-def _number(v: str) -> float:
+def _number(v) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):
@@ -232,10 +291,16 @@ def _number(v: str) -> float:
 def rennala_round_time(run_dir: str | Path) -> float:
     """Rennala NIGT's theoretical round time of a run directory's cluster (deterministic
     times): min_m (Σ_{i≤m} 1/h_(i))^{-1} (M + m) plus the AllReduce (max_i κ_i)."""
-    from jaxnigt import config as config_lib
+    from jaxnigt import config
+
+    cfg = config.from_dict(config.read_yaml(Path(run_dir) / "config.yaml"))
+    return round_time(cfg)
+
+
+def round_time(cfg) -> float:
+    """:func:`rennala_round_time` of a config."""
     from jaxnigt.run.trainer import make_setup
 
-    cfg = config_lib.from_dict(config_lib.read_yaml(Path(run_dir) / "config.yaml"))
     setup = make_setup(cfg, "rennala_nigt")
     M = cfg.hparams_for("rennala_nigt").M
     return rennala_theory_time(np.asarray(setup.cluster.h), M) + float(np.max(setup.cluster.kappa))
@@ -258,15 +323,18 @@ def _sweep_panel(ax, groups: dict[str, list[dict]], key: str, f: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def _round_time_axis(ax, sweep_dir: Path, rows: list[dict], key: str) -> None:
-    """Rennala NIGT's theoretical round time per n on a second y axis."""
+def _round_time_axis(ax, times: Callable[[str], float], rows: list[dict], key: str) -> None:
+    """Rennala NIGT's theoretical round time per n on a second y axis (``times``: a point's
+    name to its round time)."""
     points = sorted({r["point"]: _number(r[key]) for r in rows}.items(), key=lambda t: t[1])
     twin = ax.twinx()
     twin.plot(
         [v for _, v in points],
-        [rennala_round_time(sweep_dir / p) for p, _ in points],
-        color="0.4", ls="--", label="Rennala round time (theory, + AllReduce)",
-    )  # fmt: skip
+        [times(p) for p, _ in points],
+        color="0.4",
+        ls="--",
+        label="Rennala round time (theory, + AllReduce)",
+    )
     twin.set_ylabel("Rennala round time (theory)", color="0.4")
     twin.legend(fontsize=7, loc="lower right")
 
@@ -283,40 +351,54 @@ def plot_sweep(sweep_dir: str | Path, *, x: str | None = None, out: str | Path |
     """
     import json
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from jaxnigt.run.metrics import read_metrics_raw
 
     sweep_dir = Path(sweep_dir)
     out = output_path(out if out is not None else sweep_dir / "sweep.png")
-    axes_record = json.loads((sweep_dir / "sweep.json").read_text())["axes"]
-    key = x or next(iter(axes_record))
-    if key not in axes_record:
-        raise PlotError(f"{key!r} is not a swept key; swept: {list(axes_record)}", param="x")
-    rows = [r for r in read_metrics_raw(sweep_dir, "sweep.csv") if r.get("status") == "done"]
+    axes = json.loads((sweep_dir / "sweep.json").read_text())["axes"]
+    rows = read_metrics_raw(sweep_dir, "sweep.csv")
+    times = lambda point: rennala_round_time(sweep_dir / point)
+    return plot_sweep_rows(rows, axes, sweep_dir.name, times, x=x, out=out)
+
+
+def plot_sweep_rows(
+    rows: Sequence[dict],
+    axes: Mapping[str, Sequence[Any]],
+    name: str,
+    round_times: Callable[[str], float],
+    *,
+    out: str | Path,
+    x: str | None = None,
+) -> Path:
+    """:func:`plot_sweep` of the rows of ``sweep.csv`` held in memory (a sweep writing its
+    directory): ``axes`` its swept keys and values, ``name`` the sweep's, ``round_times`` a
+    point's name to Rennala NIGT's round time (:func:`round_time`)."""
+    plt = _pyplot()
+    out = output_path(out)
+    key = x or next(iter(axes))
+    if key not in axes:
+        raise PlotError(f"{key!r} is not a swept key; swept: {list(axes)}", param="x")
+    rows = [r for r in rows if r.get("status") == "done"]
     fractions = (
         sorted({k.split("_")[2] for k in rows[0] if k.startswith("time_to_")}) if rows else []
     )
     fig, panels = plt.subplots(1, max(len(fractions), 1), figsize=(11, 4.2), dpi=100, squeeze=False)
-    others = [k for k in axes_record if k != key]
+    others = [k for k in axes if k != key]
     groups: dict[str, list[dict]] = {}
     for r in rows:
         label = r["algorithm"] + "".join(f", {k}={r[k]}" for k in others)
         groups.setdefault(label, []).append(r)
     for ax, f in zip(panels[0], fractions, strict=False):
         _sweep_panel(ax, groups, key, f)
-        numeric = [_number(v) for v in axes_record[key]]
+        numeric = [_number(v) for v in axes[key]]
         if key == "cluster.n" or (all(v > 0 for v in numeric) and max(numeric) > 10 * min(numeric)):
             # limits from the swept values: a panel may have no finite time (never reached)
             ax.set_xlim(min(numeric) / 1.25, max(numeric) * 1.25)
             ax.set_xscale("log")
         if key == "cluster.n":
-            _round_time_axis(ax, sweep_dir, rows, key)
+            _round_time_axis(ax, round_times, rows, key)
     panels[0][0].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{sweep_dir.name}: time to target against {key}")
+    fig.suptitle(f"{name}: time to target against {key}")
     fig.tight_layout()
     save(fig, out)
     return out

@@ -42,8 +42,13 @@ import numpy as np
 from jaxnigt import analysis
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import stats
-from jaxnigt.run import metrics as results
-from jaxnigt.run import run_dir as files
+from jaxnigt.run import metrics
+from jaxnigt.run.run_dir import (
+    NotResumableError,
+    atomic_write_text,
+    check_resumable,
+    prepare_run_dir,
+)
 
 SWEEP_FILE = "sweep.json"  # the sweep's own record: axes, points, status
 TABLE = "sweep.csv"
@@ -115,7 +120,7 @@ def _finished(point: Point, run_dir: Path) -> bool:
 def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log, stop=None) -> dict:
     """Runs one point (or continues it) and returns its status record."""
     from jaxnigt.run import experiment
-    from jaxnigt.run import loop as runner
+    from jaxnigt.run.loop import RunError
 
     if resume and _finished(point, run_dir):
         log(f"[sweep] {point.name}: finished earlier; kept")
@@ -124,17 +129,17 @@ def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log,
     (run_dir / STATUS).unlink(missing_ok=True)  # a failed point is run again
     try:
         if again:
-            files.check_resumable(point.config, run_dir)
+            check_resumable(point.config, run_dir)
         experiment.run_experiment(
             point.config, run_dir, resume=again, progress=progress, log=log, stop=stop
         )
         status = {"status": "done"}
-    except (runner.RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
+    except (RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
         status = {"status": "failed", "message": str(e)}
         log(f"[sweep] {point.name}: failed: {e}")
     if status["status"] == "failed":
         run_dir.mkdir(parents=True, exist_ok=True)
-        files.atomic_write_text(run_dir / STATUS, json.dumps(status) + "\n")
+        atomic_write_text(run_dir / STATUS, json.dumps(status) + "\n")
     return status
 
 
@@ -173,30 +178,48 @@ def run_sweep(
     points = sweep_points(raw, axes, sets)
     executors.check(ray)  # before the directory or its record is written
     out = Path(out)
-    if not resume:
-        files.prepare_run_dir(out, overwrite)
-    elif not (out / SWEEP_FILE).is_file():
-        raise files.NotResumableError(
-            out, f"{str(out)!r} is not a sweep directory (no {SWEEP_FILE})"
-        )
     record = {"axes": axes, "sets": list(sets), "points": [p.name for p in points]}
-    if resume and json.loads((out / SWEEP_FILE).read_text()) != record:
-        raise files.NotResumableError(out, f"{str(out)!r} holds a different sweep")
-    files.atomic_write_text(out / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
+    _open(out, record, resume=resume, overwrite=overwrite)
     if jobs == 1 and ray is None:
         for k, point in enumerate(points, 1):
             log(f"[sweep] point {k}/{len(points)}: {point.name}")
-            run_point(point, out / point.name, resume=resume, progress=progress, log=log,
-                      stop=stop)  # fmt: skip
+            run_point(point, out / point.name, resume=resume, progress=progress, log=log, stop=stop)
     else:
-        _run_points(points, out, resume=resume or ray is not None, log=log, stop=stop,
-                    jobs=jobs, ray=ray, gpus=gpus_per_program)  # fmt: skip
+        _run_points(
+            points,
+            out,
+            resume=resume or ray is not None,
+            log=log,
+            stop=stop,
+            jobs=jobs,
+            ray=ray,
+            gpus=gpus_per_program,
+        )
     rows = table(out, points, log=log)
-    results.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])
-    from jaxnigt.run.plots import plot_sweep
-
-    plot_sweep(out)
+    metrics.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])
+    _plot(out, points, axes, rows)
     return rows
+
+
+def _open(out: Path, record: dict, *, resume: bool, overwrite: bool) -> None:
+    """Prepares ``out`` for a fresh sweep (or checks that it holds this one, to resume) and
+    records the sweep there."""
+    if not resume:
+        prepare_run_dir(out, overwrite)
+    elif not (out / SWEEP_FILE).is_file():
+        raise NotResumableError(out, f"{str(out)!r} is not a sweep directory (no {SWEEP_FILE})")
+    if resume and json.loads((out / SWEEP_FILE).read_text()) != record:
+        raise NotResumableError(out, f"{str(out)!r} holds a different sweep")
+    atomic_write_text(out / SWEEP_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def _plot(out: Path, points: list[Point], axes: dict[str, list[Any]], rows: list[dict]) -> None:
+    """``sweep.png`` from the rows of ``sweep.csv`` just written and the points' configs."""
+    from jaxnigt.run.plots import plot_sweep_rows, round_time
+
+    configs = {p.name: p.config for p in points}
+    times = lambda name: round_time(configs[name])
+    plot_sweep_rows(rows, axes, out.name, times, out=out / "sweep.png")
 
 
 def _point_job(point: Point, run_dir: str, resume: bool, *, stop=None) -> dict:
@@ -215,8 +238,9 @@ def _run_points(points, out: Path, *, resume, log, stop, jobs, ray, gpus) -> Non
 
     where = f"Ray ({ray})" if ray is not None else f"{jobs} processes"
     log(f"[sweep] {len(points)} points on {where}")
-    with executors.make(_point_job, jobs=jobs, ray=ray, gpus_per_program=gpus, stop=stop,
-                        run_dir_arg=1) as pool:  # fmt: skip
+    with executors.make(
+        _point_job, jobs=jobs, ray=ray, gpus_per_program=gpus, stop=stop, run_dir_arg=1
+    ) as pool:
         for point in points:
             pool.submit((point, str(out / point.name), resume), point.name)
         finished = 0
