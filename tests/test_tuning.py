@@ -1,7 +1,7 @@
 """Tests for jaxnigt.studies.tuning and ``jaxnigt tune``: parsing, the tie rule, the self-extending
 grid (on a scorer by hand), algorithm traits, bad requests, the shape hyperparameters (M,
-msync_m, ringmaster_R: their programs, tie rule and write-back, the runs faked) and two tiny
-point_mass tunings.
+msync_m, ringmaster_R: their tie rule and write-back, the runs faked; their programs:
+tests/test_programs.py) and two tiny point_mass tunings.
 
 The point_mass tunings share one program shape (6 = grid points × seeds, one η, one M), so
 the three programs they run compile once.
@@ -18,7 +18,7 @@ import yaml
 from jaxnigt import algorithms, cli
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data
-from jaxnigt.studies import tuning
+from jaxnigt.studies import programs, tuning
 
 # ---------------------------------------------------------------------------- parsing
 
@@ -98,8 +98,7 @@ def test_search_extends_the_grid_while_the_winner_sits_at_an_edge():
 
 def test_search_is_bounded():
     calls = []
-    out = tuning.search(_scorer(-40, calls), [-4, -2], [20], max_extensions=2,
-                        log=lambda _: None)  # fmt: skip
+    out = tuning.search(_scorer(-40, calls), [-4, -2], [20], max_extensions=2, log=lambda _: None)
     assert [c[1] for c in calls] == [[-4, -2], [-8, -6], [-12, -10]]
     assert out["extensions"] == 2 and out["chosen"]["lr_exp"] == -12 and not out["interior"]
     # never above α = 1
@@ -132,8 +131,11 @@ def _race(first_rounds=None):
 
     def score(key, ids):
         events.append(("score", key))
-        return [_point(e, -float((e - optimum[key]) ** 2), M=jobs[i][1])
-                for i in ids for e in jobs[i][2]]  # fmt: skip
+        return [
+            _point(e, -float((e - optimum[key]) ** 2), M=jobs[i][1])
+            for i in ids
+            for e in jobs[i][2]
+        ]
 
     def steps(key, grid, programs):
         return tuning.search_steps(grid, programs, log=lambda _: None, name=key)
@@ -314,8 +316,9 @@ def test_parallel_jobs_give_the_tuning_of_one_process(tiny, tmp_path, capfd):
         chex.assert_trees_all_close(
             np.nan_to_num([p["seed_values"] for p in r1["points"]], nan=-1e9),
             np.nan_to_num([p["seed_values"] for p in r2["points"]], nan=-1e9),
-            rtol=1e-5, atol=1e-5,
-        )  # fmt: skip
+            rtol=1e-5,
+            atol=1e-5,
+        )
     r1, r2 = one["algorithms"]["rennala_nigt"], two["algorithms"]["rennala_nigt"]
     assert r1["chosen"]["lr_exp"] == r2["chosen"]["lr_exp"] == -3
     with pytest.raises(tuning.TuningError, match="got 0; expected >= 1"):
@@ -327,10 +330,14 @@ def test_tune_extends_the_grid_when_the_winner_sits_at_an_edge(tiny, tmp_path):
     raw = config_lib.read_yaml(tiny)
     logs = []
     report = tuning.tune(
-        raw, tmp_path / "edge", algorithms=["rennala_nigt"],
-        grid=tuning.Grid(lr_exp=(-12, -9), eta=(0.5,)), seeds=(100, 101, 102),
-        progress=False, log=logs.append,
-    )  # fmt: skip
+        raw,
+        tmp_path / "edge",
+        algorithms=["rennala_nigt"],
+        grid=tuning.Grid(lr_exp=(-12, -9), eta=(0.5,)),
+        seeds=(100, 101, 102),
+        progress=False,
+        log=logs.append,
+    )
     r = report["algorithms"]["rennala_nigt"]
     # both steps are too small: 2^-9 wins at the high edge, so 2^-6 and 2^-3 run
     assert any("2^-9 is at the high edge" in line for line in logs), logs
@@ -347,8 +354,15 @@ def test_tune_to_a_time_target_scores_the_restricted_mean_time(tiny, tmp_path):
     raw = config_lib.read_yaml(tiny)
     grid = tuning.Grid(lr_exp=(-6, -3, 0), eta=(0.5,))  # the interior test's program
     logs = []
-    report = tuning.tune(raw, tmp_path / "t", algorithms=["rennala_nigt"], grid=grid,
-                         statistic="time_to_80", progress=False, log=logs.append)  # fmt: skip
+    report = tuning.tune(
+        raw,
+        tmp_path / "t",
+        algorithms=["rennala_nigt"],
+        grid=grid,
+        statistic="time_to_80",
+        progress=False,
+        log=logs.append,
+    )
     run = run_data.load_run(tmp_path / "t" / "runs" / "rennala_nigt_lr-6..0")
     r0 = np.median([y[0] for m in run.methods.values() for _, y in m.curves])
     best = max(np.median(m.statistic("second_half", run.budget)) for m in run.methods.values())
@@ -357,8 +371,9 @@ def test_tune_to_a_time_target_scores_the_restricted_mean_time(tiny, tmp_path):
     assert t["value"] == pytest.approx(r0 + 0.8 * (best - r0)) and r0 < t["value"] < best
     assert any(line.startswith("[tune] time_to_80 target: ") for line in logs), logs
     points = report["algorithms"]["rennala_nigt"]["points"]
-    for p, m in zip(points, sorted(run.methods.values(), key=lambda m: m.learning_rate),
-                    strict=True):  # fmt: skip
+    for p, m in zip(
+        points, sorted(run.methods.values(), key=lambda m: m.learning_rate), strict=True
+    ):
         times = []
         for xs, ys in m.curves:
             reached = [
@@ -406,11 +421,19 @@ def test_pooled_target_pools_every_point_of_every_program(monkeypatch):
     def method(lr, *finals):  # seeds starting at 0 and levelling off at their final value
         curves = tuple((np.array([0.0, 5.0, 10.0]), np.array([0.0, f / 2, f])) for f in finals)
         return run_data.Method(
-            name=f"a[{lr}]", algorithm="a", grid=0, learning_rate=lr, eta=0.1,
-            seeds=tuple(range(len(finals))), curves=curves, per_type={},
-            updates=np.zeros(len(finals)), env_steps=np.zeros(len(finals)),
-            end_time=np.full(len(finals), 10.0), diverged=(),
-        )  # fmt: skip
+            name=f"a[{lr}]",
+            algorithm="a",
+            grid=0,
+            learning_rate=lr,
+            eta=0.1,
+            seeds=tuple(range(len(finals))),
+            curves=curves,
+            per_type={},
+            updates=np.zeros(len(finals)),
+            env_steps=np.zeros(len(finals)),
+            end_time=np.full(len(finals), 10.0),
+            diverged=(),
+        )
 
     runs = {
         "one": {"x": method(0.1, 4.0, 6.0), "y": method(0.2, 1.0, 1.0)},
@@ -444,38 +467,9 @@ def shaped(monkeypatch):
     return use
 
 
-def test_each_combination_of_the_tuned_shapes_is_one_program(shaped):
-    # a made-up algorithm tuning all three shapes (ringmaster_R needs no algorithm of its own)
-    shaped(msync_nigt=("ringmaster_R", "msync_m", "M"))
-    grid = tuning.Grid(shapes={"ringmaster_R": (10, 40), "M": (6,), "msync_m": (1, 2, 3)})
-    programs = tuning._programs("msync_nigt", grid)
-    assert len(programs) == 6 and tuning.tuned_shapes("msync_nigt", grid) == (
-        "M", "msync_m", "ringmaster_R")  # fmt: skip
-    raw = yaml.safe_load(TINY)
-    raw["per_algorithm"] = {"msync_nigt": {"msync_m": 2, "learning_rate": 0.3, "M": 4}}
-    seen = set()
-    for shapes in programs:
-        out = tuning.program_raw(raw, "msync_nigt", shapes, [-3], [0.5], (100, 101))
-        m, R = shapes["msync_m"], shapes["ringmaster_R"]
-        assert out["name"] == f"tune_msync_nigt_M6_msync_m{m}_ringmaster_R{R}"
-        assert out["per_algorithm"] == {
-            "msync_nigt": {"msync_m": m, "M": 6, "M_init": 6, "ringmaster_R": R}
-        }
-        seen.add((m, R))
-    assert seen == {(m, R) for m in (1, 2, 3) for R in (10, 40)}
-    # an algorithm that tunes none of them: one program, the config's values, no tag
-    assert tuning._programs("sync_pg", grid) == [{}]
-    out = tuning.program_raw(raw, "sync_pg", {}, [-3], [0.5], (100, 101))
-    assert out["name"] == "tune_sync_pg" and out["per_algorithm"] == {}
-    assert tuning.program_raw(raw, "rennala_nigt", {"M": 20}, [-3], [0.5], (100,))["name"] == (
-        "tune_rennala_nigt_M20"  # the tag of M as before: earlier run directories resume
-    )
-
-
 def test_choose_breaks_a_tie_by_the_smaller_shape_values():
     def point(score, **shapes):
-        return {"lr_exp": -6, "eta": 0.1, "M": 20, **shapes, "score": score,
-                "diverged_seeds": []}  # fmt: skip
+        return {"lr_exp": -6, "eta": 0.1, "M": 20, **shapes, "score": score, "diverged_seeds": []}
 
     assert tuning.choose([point(1.0, msync_m=3), point(1.0, msync_m=1)])["msync_m"] == 1
     assert tuning.choose([point(1.0, msync_m=3), point(0.5, msync_m=1)])["msync_m"] == 3
@@ -500,11 +494,21 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
     def score_run(run_dir, statistic, exps, etas, shapes, target=None):
         # α = 2^-3 wins; msync_m: a tie (the smaller goes); M: 8 is strictly better
         bonus = 0.5 if shapes["M"] == 8 and "rennala" in run_dir.name else 0.0
-        return [{"lr_exp": e, "learning_rate": 2.0**e, "eta": eta, **shapes,
-                 "score": -abs(e + 3) + bonus, "seed_values": [], "diverged_seeds": []}
-                for e in exps for eta in etas]  # fmt: skip
+        return [
+            {
+                "lr_exp": e,
+                "learning_rate": 2.0**e,
+                "eta": eta,
+                **shapes,
+                "score": -abs(e + 3) + bonus,
+                "seed_values": [],
+                "diverged_seeds": [],
+            }
+            for e in exps
+            for eta in etas
+        ]
 
-    monkeypatch.setattr(tuning, "run_program", run_program)
+    monkeypatch.setattr(programs, "run_program", run_program)
     monkeypatch.setattr(tuning, "score_run", score_run)
     monkeypatch.setattr(tuning, "speed", lambda report, out: {})  # no runs to read
     out = tiny.parent / "out"
@@ -513,9 +517,13 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
     printed = capsys.readouterr().out
     assert "[tune] msync_nigt msync_m=2: α = 2^-6" in printed
     assert "[tune] rennala_nigt M=6: α = 2^-6" in printed
-    assert sorted(ran) == ["msync_nigt_msync_m1_lr-6..0", "msync_nigt_msync_m2_lr-6..0",
-                           "rennala_nigt_M6_lr-6..0", "rennala_nigt_M8_lr-6..0",
-                           "sync_pg_lr-6..0"]  # fmt: skip
+    assert sorted(ran) == [
+        "msync_nigt_msync_m1_lr-6..0",
+        "msync_nigt_msync_m2_lr-6..0",
+        "rennala_nigt_M6_lr-6..0",
+        "rennala_nigt_M8_lr-6..0",
+        "sync_pg_lr-6..0",
+    ]
     hp = {k: cfg.hparams_for(cfg.algorithms[0]) for k, cfg in ran.items()}
     assert [hp[f"msync_nigt_msync_m{m}_lr-6..0"].msync_m for m in (1, 2)] == [1, 2]
     assert [hp[f"rennala_nigt_M{M}_lr-6..0"].M_init for M in (6, 8)] == [6, 8]
@@ -551,9 +559,11 @@ def test_the_grid_record_of_M_alone_is_unchanged():
     """``tune.json`` compares the request on ``--resume``: a tuning of M from before the
     other shapes existed still resumes."""
     assert tuning.Grid(shapes={"M": (20, 30)}).record() == {
-        "lr_exp": list(tuning.DEFAULT_LR_EXP), "eta": list(tuning.DEFAULT_ETA),
-        "M": [20, 30], "max_extensions": tuning.MAX_EXTENSIONS,
-    }  # fmt: skip
+        "lr_exp": list(tuning.DEFAULT_LR_EXP),
+        "eta": list(tuning.DEFAULT_ETA),
+        "M": [20, 30],
+        "max_extensions": tuning.MAX_EXTENSIONS,
+    }
     assert tuning.Grid().record()["M"] is None
     assert tuning.Grid(shapes={"ringmaster_R": (5,)}).record()["ringmaster_R"] == [5]
 
@@ -591,7 +601,8 @@ def test_tuned_values_are_the_hparams_a_config_sets_for_each_winner():
         "sync_nigt": {"learning_rate": 2**-6, "eta": 0.01},
         "afedpg": None,
     }
-    raw = tuning.tuned_raw({"grid": {"eta": [0.1]}, "per_algorithm": {"afedpg": {"eta": 0.3}}},
-                           report)  # fmt: skip
+    raw = tuning.tuned_raw(
+        {"grid": {"eta": [0.1]}, "per_algorithm": {"afedpg": {"eta": 0.3}}}, report
+    )
     assert "grid" not in raw and raw["per_algorithm"]["afedpg"] == {"eta": 0.3}  # kept
     assert raw["per_algorithm"]["rennala_nigt"]["M_init"] == 50

@@ -51,7 +51,6 @@ other tuned shape under its name.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -79,134 +78,34 @@ from jaxnigt.studies.grid import (  # noqa: F401
     parse_numbers,
     parse_seeds,
 )
+from jaxnigt.studies.programs import (  # noqa: F401
+    plan_program,
+    program_etas,
+    program_raw,
+    program_shapes,
+    run_job,
+    run_program,
+    tuned_shapes,
+    without_sweep,
+)
 from jaxnigt.studies.scoring import pooled_target, score_run, speed
 from jaxnigt.studies.search import choose, drive, edge, extension, search, search_steps  # noqa: F401
 
 #: The printed table of a tuning's report.
 table = report_text.tuning_table
 
-# --------------------------------------------------------------------------------- running
-
-
-def program_raw(
-    raw: Mapping[str, Any], algorithm: str, shapes: Mapping[str, int], exps, etas, seeds
-) -> dict:
-    """The raw config of one tuning program: one algorithm, its ``shapes`` values
-    (``{name: value}``, :data:`SHAPES` names; none: the config's), the (α × η) grid."""
-    out = json.loads(json.dumps(_runnable(raw)))
-    out.update(name=f"tune_{algorithm}{_tag(shapes)}", algorithms=[algorithm], seed=seeds[0])
-    out.update(seeds=len(seeds), on_nonfinite="mark", target_return=None)
-    per = dict(out.get("per_algorithm") or {})
-    own = {k: v for k, v in dict(per.get(algorithm) or {}).items()
-           if k not in ("learning_rate", "eta")}  # fmt: skip
-    for name, value in shapes.items():
-        own.update(dict.fromkeys(SHAPES[name].keys, int(value)))
-    out["per_algorithm"] = {algorithm: own} if own else {}
-    out["grid"] = {"learning_rate": [2.0**e for e in exps], "eta": [float(e) for e in etas]}
-    return out
-
-
-def run_program(cfg, run_dir: Path, *, progress: bool, log, stop=None) -> None:
-    """Runs one tuning program into ``run_dir`` unless it already holds it finished."""
-    from jaxnigt.run import checkpoint, experiment
-    from jaxnigt.run import run_dir as files
-
-    if checkpoint.finished(run_dir, cfg):
-        log(f"[tune] {run_dir}: finished earlier with this config; kept")
-        return
-    again = (run_dir / "config.yaml").is_file()
-    if again:
-        try:
-            files.check_resumable(cfg, run_dir)
-        except ValueError:
-            again = False
-    experiment.run_experiment(
-        cfg,
-        run_dir,
-        resume=again,
-        progress=progress,
-        plot=False,
-        log=log,
-        stop=stop,
-    )
-
-
-def _etas(algorithm: str, hp, grid: Grid) -> tuple[float, ...]:
-    from jaxnigt.algorithms import traits
-
-    return grid.eta if "eta" in traits(algorithm).step_sizes else (float(hp.eta),)
-
-
-def _runnable(raw: Mapping[str, Any]) -> dict:
-    """``raw`` without its ``sweep:`` section (read by ``jaxnigt sweep`` only)."""
-    return {k: v for k, v in raw.items() if k != "sweep"}
-
-
-def tuned_shapes(algorithm: str, grid: Grid) -> tuple[str, ...]:
-    """The shapes of ``grid`` that ``algorithm`` tunes (its ``Traits.tuned_shapes``), in
-    :data:`SHAPES` order."""
-    from jaxnigt.algorithms import traits
-
-    own = traits(algorithm).tuned_shapes
-    return tuple(s for s in SHAPES if s in grid.shapes and s in own)
-
-
-def _programs(algorithm: str, grid: Grid) -> list[dict[str, int]]:
-    """The shape values ``{name: value}`` of each of ``algorithm``'s programs: the product of
-    the values of the shapes it tunes (``[{}]``: one program, the config's values)."""
-    names = tuned_shapes(algorithm, grid)
-    values = itertools.product(*(grid.shapes[s] for s in names))
-    return [dict(zip(names, v, strict=True)) for v in values]
-
-
-def _tag(shapes: Mapping[str, int]) -> str:
-    """The program's name suffix: ``_M20``, ``_msync_m3``, ``_ringmaster_R10``, ..."""
-    return "".join(f"_{name}{value}" for name, value in shapes.items())
+# --------------------------------------------------------------------------------- request
 
 
 def _check_shapes(grid: Grid) -> None:
     for name, values in grid.shapes.items():
         if name not in SHAPES:
-            raise TuningError(f"unknown {name!r}; expected some of {list(SHAPES)}",
-                              param="shapes")  # fmt: skip
+            raise TuningError(f"unknown {name!r}; expected some of {list(SHAPES)}", param="shapes")
         ints = isinstance(values, (tuple, list)) and all(
             isinstance(v, int) and not isinstance(v, bool) for v in values
         )
         if not ints or not values or min(values) < 1:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
-
-
-def _plan(raw, algorithm, hp, out: Path, grid: Grid, shapes, exps, seeds) -> tuple[dict, Path, str]:
-    """One tuning program of ``algorithm`` (``hp``: its hparams in ``raw``): ``(its raw
-    config, its run directory, a line that announces it)``."""
-    from jaxnigt import config as config_lib
-
-    etas = _etas(algorithm, hp, grid)
-    program = program_raw(raw, algorithm, shapes, exps, etas, seeds)
-    config_lib.from_dict(program)  # a bad program stops here, before any runs of its round
-    run_dir = out / "runs" / f"{algorithm}{_tag(shapes)}_lr{min(exps)}..{max(exps)}"
-    values = "".join(f" {name}={value}" for name, value in shapes.items())
-    line = (
-        f"[tune] {algorithm}{values}: α = 2^{min(exps)} … "
-        f"2^{max(exps)} ({len(exps)}) × η {', '.join(f'{e:g}' for e in etas)} × "
-        f"{len(seeds)} seeds -> {run_dir}"
-    )
-    return program, run_dir, line
-
-
-def _run_job(program: dict, run_dir: str, progress: bool, log=None, *, stop=None) -> None:
-    """One program as a job of :func:`jaxnigt.run.processes.run_all` (``log`` None, in a child:
-    lines printed with the program's name)."""
-    from jaxnigt import config as config_lib
-
-    if log is None:
-        name = Path(run_dir).name
-
-        def log(line: str) -> None:
-            print(f"[{name}] {line}", flush=True)
-
-    run_program(config_lib.from_dict(program), Path(run_dir), progress=progress, log=log,
-                stop=stop)  # fmt: skip
 
 
 def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: str) -> list:
@@ -217,7 +116,7 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     """
     from jaxnigt import config as config_lib
 
-    cfg = config_lib.from_dict(_runnable(raw))
+    cfg = config_lib.from_dict(without_sweep(raw))
     config_lib.warn(raw, cfg)
     algorithms = list(algorithms or cfg.algorithms)
     known = config_lib.algorithm_names()
@@ -231,8 +130,9 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
             f"got {statistic!r}; expected one of {stats.STATISTICS}", param="statistic"
         )
     if cfg.budget is None:
-        raise TuningError("the config has none; the scores need a simulated-time budget",
-                          param="budget")  # fmt: skip
+        raise TuningError(
+            "the config has none; the scores need a simulated-time budget", param="budget"
+        )
     if seeds[0] == cfg.seed:
         raise TuningError(
             f"starts at {seeds[0]}, the config's own seed (its runs are the reported ones); "
@@ -244,9 +144,9 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     _check_shapes(grid)
     for a in algorithms:  # every program's config, before any runs
         hp = cfg.hparams_for(a)
-        for shapes in _programs(a, grid):
+        for shapes in program_shapes(a, grid):
             config_lib.from_dict(
-                program_raw(raw, a, shapes, grid.lr_exp, _etas(a, hp, grid), seeds)
+                program_raw(raw, a, shapes, grid.lr_exp, program_etas(a, hp, grid), seeds)
             )
     return algorithms
 
@@ -284,20 +184,20 @@ def _open(out: Path, record: dict, *, resume: bool, overwrite: bool, ray=None) -
     """Prepares ``out`` (or checks that it holds the same request, to resume) and records it;
     first checks that ``ray``, if asked for, is installed (a refused command writes
     nothing)."""
-    from jaxnigt.run import executors
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run import executors, run_dir
 
     executors.check(ray)
 
     if resume:
         if not (out / RECORD).is_file():
-            raise TuningError(f"{str(out)!r} is not a tuning directory (no {RECORD})",
-                              param="resume")  # fmt: skip
+            raise TuningError(
+                f"{str(out)!r} is not a tuning directory (no {RECORD})", param="resume"
+            )
         if json.loads((out / RECORD).read_text()) != record:
             raise TuningError(f"{str(out)!r} holds a different tuning request", param="resume")
     else:
-        files.prepare_run_dir(out, overwrite)
-    files.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
+        run_dir.prepare_run_dir(out, overwrite)
+    run_dir.atomic_write_text(out / RECORD, json.dumps(record, indent=2) + "\n")
 
 
 def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
@@ -305,56 +205,75 @@ def _write(out: Path, raw, report: Mapping[str, Any], seeds) -> None:
     import yaml
 
     from jaxnigt import config as config_lib
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run import run_dir
 
-    files.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
+    run_dir.atomic_write_text(out / TABLE, json.dumps(report, indent=2) + "\n")
     written = tuned_raw(raw, report)
-    config_lib.from_dict(_runnable(written))
+    config_lib.from_dict(without_sweep(written))
     header = (
         f"# Tuned by: {report['command']}\n# Grid searched on seeds {', '.join(map(str, seeds))} "
         f"(never reported), score: {report['score']}; every point in {TABLE}.\n"
     )
-    files.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
+    run_dir.atomic_write_text(out / TUNED, header + yaml.safe_dump(written, sort_keys=False))
 
 
 class _Searches:
-    """Every algorithm's search of one tuning (:func:`drive`), its programs run by a
-    :class:`jaxnigt.run.processes.Pool` of ``jobs``; ``report`` gets a time statistic's target."""
+    """Every algorithm's search of one tuning (:func:`drive`), its programs run by a pool of
+    :mod:`jaxnigt.run.executors`; ``report`` (:func:`_report`) gets a time statistic's
+    target.  ``cfg``: ``raw`` parsed."""
 
-    def __init__(self, raw, cfg, out: Path, grid: Grid, seeds, statistic: str, report: dict, *,
-                 log, progress: bool, jobs: int, stop, ray=None, gpus: float = 0.0):  # fmt: skip
-        self.raw, self.out, self.grid, self.seeds = raw, out, grid, seeds
-        self.statistic, self.report, self.log = statistic, report, log
-        self.progress, self.jobs, self.stop = progress, jobs, stop
-        self.ray, self.gpus = ray, gpus
-        self.cfg = cfg  # ``raw`` parsed
+    def __init__(self, raw, cfg, out: Path, grid: Grid, seeds, report: dict, *, log, progress):
+        self.raw, self.cfg, self.out, self.grid, self.seeds = raw, cfg, out, grid, seeds
+        self.report, self.statistic = report, report["statistic"]
+        self.log, self.progress = log, progress
         self.hp: dict[str, Any] = {}
         self.runs: dict[str, list[str]] = {}
         self.asked: dict[int, tuple] = {}  # job id -> (algorithm, shapes, exponents, run dir)
         self.pool = None
+        self.alone = True  # one program at a time, in this process
 
-    def run(self, algorithms: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """``{algorithm: search result}`` (:func:`search`'s)."""
+    def run(self, algorithms: Sequence[str], where: Mapping[str, Any]) -> dict[str, dict]:
+        """``{algorithm: search result}`` (:func:`search`'s, with :meth:`result`'s grid);
+        ``where``: :func:`jaxnigt.run.executors.make`'s ``jobs``, ``ray``, ``stop`` and
+        ``gpus_per_program``."""
         from jaxnigt.run import executors
 
         self.hp = {a: self.cfg.hparams_for(a) for a in algorithms}
         self.runs = {a: [] for a in algorithms}
-        steps = functools.partial(search_steps, max_extensions=self.grid.max_extensions,
-                                  log=self.log)  # fmt: skip
-        searches = {a: steps(self.grid.lr_exp, _programs(a, self.grid), name=a)
-                    for a in algorithms}  # fmt: skip
+        self.alone = where["jobs"] == 1 and where["ray"] is None
+        steps = functools.partial(
+            search_steps, max_extensions=self.grid.max_extensions, log=self.log
+        )
+        searches = {
+            a: steps(self.grid.lr_exp, program_shapes(a, self.grid), name=a) for a in algorithms
+        }
         timed = self.statistic in stats.TIME_STATISTICS
-        pool = executors.make(_run_job, jobs=self.jobs, ray=self.ray, stop=self.stop,
-                              gpus_per_program=self.gpus, run_dir_arg=1)  # fmt: skip
-        with pool as self.pool:
-            return drive(searches, self.submit, self.pool.wait, self.score,
-                         first_rounds=self.first_rounds if timed else None)  # fmt: skip
+        first_rounds = self.first_rounds if timed else None
+        with executors.make(run_job, **where, run_dir_arg=1) as self.pool:
+            found = drive(
+                searches, self.submit, self.pool.wait, self.score, first_rounds=first_rounds
+            )
+        return {a: self.result(a, r) for a, r in found.items()}
+
+    def result(self, a: str, result: dict) -> dict:
+        """``result`` with the grid it searched: η, M (the config's where not tuned) and
+        each other tuned shape's values, the programs' directories."""
+        names = tuned_shapes(a, self.grid)
+        shapes = self.grid.shapes
+        result.update(
+            eta=list(program_etas(a, self.hp[a], self.grid)),
+            M=list(shapes["M"]) if "M" in names else [self.hp[a].M],
+        )
+        result.update({name: list(shapes[name]) for name in names if name != "M"})
+        result.update(runs=self.runs[a], M_tuned="M" in names, tuned_shapes=list(names))
+        return result
 
     def submit(self, a: str, shapes, exps) -> int:
-        program, run_dir, line = _plan(self.raw, a, self.hp[a], self.out, self.grid, shapes,
-                                       exps, self.seeds)  # fmt: skip
+        program, run_dir, line = plan_program(
+            self.raw, a, self.hp[a], self.out, self.grid, shapes, exps, self.seeds
+        )
         self.log(line)
-        alone = self.jobs == 1 and self.ray is None
+        alone = self.alone
         job = (program, str(run_dir), self.progress and alone, self.log if alone else None)
         i = self.pool.submit(job, run_dir.name)
         self.asked[i] = (a, shapes, exps, run_dir)
@@ -375,13 +294,31 @@ class _Searches:
 
     def score(self, a: str, ids) -> list[dict]:
         target = self.report.get("target", {}).get("value")
+        etas = program_etas(a, self.hp[a], self.grid)
         points = []
         for i in ids:
             _, shapes, exps, run_dir = self.asked[i]
             self.runs[a].append(str(run_dir))
-            points += score_run(run_dir, self.statistic, exps, _etas(a, self.hp[a], self.grid),
-                                {"M": self.hp[a].M, **shapes}, target)  # fmt: skip
+            shapes = {"M": self.hp[a].M, **shapes}
+            points += score_run(run_dir, self.statistic, exps, etas, shapes, target)
         return points
+
+
+def _report(cfg, grid: Grid, seeds, statistic: str, source: str, command: str) -> dict:
+    """The report of a tuning before its searches (``algorithms`` empty)."""
+    timed = statistic in stats.TIME_STATISTICS
+    mean = "minus the mean over the tuning seeds of " if timed else "mean over the tuning seeds of "
+    return {
+        "config": source,
+        "command": command,
+        "statistic": statistic,
+        "score": mean + SCORED[statistic],
+        "tie_rule": TIE_RULE,
+        "budget": cfg.budget,
+        "tune_seeds": list(seeds),
+        "grid": grid.record(),
+        "algorithms": {},
+    }
 
 
 def tune(
@@ -420,27 +357,19 @@ def tune(
     if jobs < 1:
         raise TuningError(f"got {jobs}; expected >= 1", param="jobs")
     out = Path(out)
-    record = {"config": dict(raw), "algorithms": algorithms, "grid": grid.record(),
-              "seeds": list(seeds), "statistic": statistic}  # fmt: skip
+    record = {
+        "config": dict(raw),
+        "algorithms": algorithms,
+        "grid": grid.record(),
+        "seeds": list(seeds),
+        "statistic": statistic,
+    }
     _open(out, json.loads(json.dumps(record)), resume=resume, overwrite=overwrite, ray=ray)
-    timed = statistic in stats.TIME_STATISTICS
-    cfg = config_lib.from_dict(_runnable(raw))
-    report = {
-        "config": source, "command": command, "statistic": statistic,
-        "score": ("minus the mean over the tuning seeds of " if timed else
-                  "mean over the tuning seeds of ") + SCORED[statistic],
-        "tie_rule": TIE_RULE, "budget": cfg.budget, "tune_seeds": list(seeds),
-        "grid": grid.record(), "algorithms": {},
-    }  # fmt: skip
-    searches = _Searches(raw, cfg, out, grid, seeds, statistic, report, log=log, progress=progress,
-                         jobs=jobs, stop=stop, ray=ray, gpus=gpus_per_program)  # fmt: skip
-    for a, result in searches.run(algorithms).items():
-        names = tuned_shapes(a, grid)
-        result.update(eta=list(_etas(a, searches.hp[a], grid)),
-                      M=list(grid.shapes["M"]) if "M" in names else [searches.hp[a].M])  # fmt: skip
-        result.update({name: list(grid.shapes[name]) for name in names if name != "M"})
-        result.update(runs=searches.runs[a], M_tuned="M" in names, tuned_shapes=list(names))
-        report["algorithms"][a] = result
+    cfg = config_lib.from_dict(without_sweep(raw))
+    report = _report(cfg, grid, seeds, statistic, source, command)
+    searches = _Searches(raw, cfg, out, grid, seeds, report, log=log, progress=progress)
+    where = {"jobs": jobs, "ray": ray, "stop": stop, "gpus_per_program": gpus_per_program}
+    report["algorithms"].update(searches.run(algorithms, where))
     report["speed"] = speed(report, out)
     _write(out, raw, report, seeds)
     return report
