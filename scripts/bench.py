@@ -379,9 +379,9 @@ def main(argv: list[str] | None = None) -> dict:
     markdown = [f"Command: `{shlex.join(['python', 'scripts/bench.py', *argv])}`"]
     names = ALL if args.command in (None, "all") else (args.command,)
 
-    from jaxnigt.run import devices as parallel
+    from jaxnigt.run import devices
 
-    xla_flags = parallel.apply_gpu_flags()  # as `jaxnigt run` does, before a backend starts
+    xla_flags = devices.apply_gpu_flags()  # as `jaxnigt run` does, before a backend starts
     from benchmarks.common import system_info
 
     info = system_info()

@@ -16,7 +16,7 @@ import pytest
 from jaxnigt import analysis, cli
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import report_text, run_data, stats, verdicts
-from jaxnigt.run import metrics as results
+from jaxnigt.run import metrics
 
 # --------------------------------------------------------------------- step functions
 
@@ -264,8 +264,12 @@ def test_lead_growth_resamples_the_seeds_of_both_scenarios_jointly():
     rng = np.random.default_rng(5)
     seed_effect = rng.normal(0.0, 3.0, 10)
     noise = lambda: rng.normal(0.0, 0.2, 10)
-    groups = [seed_effect + 1 + noise(), seed_effect + noise(),
-              seed_effect + 2 + noise(), seed_effect + noise()]  # fmt: skip
+    groups = [
+        seed_effect + 1 + noise(),
+        seed_effect + noise(),
+        seed_effect + 2 + noise(),
+        seed_effect + noise(),
+    ]
     small, large = (groups[0], groups[1], 1.0), (groups[2], groups[3], 1.0)
     joint = verdicts.lead_growth(small, large, paired=True, reps=1000)["lead_difference"]
     apart = verdicts.lead_growth(small, large, reps=1000)["lead_difference"]
@@ -331,13 +335,22 @@ def _write_run(path, curves, *, done=True, per_update=None, **config):
         for s, (xs, ys) in enumerate(seeds, cfg.first_seed):
             for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 ids = {"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5}
-                rows.append({**ids, "seed": s, "round": r, "sim_time": x, "eval_return": y,
-                             "env_steps": 10 * r, "comms": 4 * r,
-                             "grads": 4.0 if r else float("nan")})  # fmt: skip
+                rows.append(
+                    {
+                        **ids,
+                        "seed": s,
+                        "round": r,
+                        "sim_time": x,
+                        "eval_return": y,
+                        "env_steps": 10 * r,
+                        "comms": 4 * r,
+                        "grads": 4.0 if r else float("nan"),
+                    }
+                )
         summary[algorithm] = {"seeds": len(seeds)}
         if per_update and algorithm in per_update:
             summary[algorithm]["trajectories_per_update"] = per_update[algorithm]
-    results.write_csv(path / "metrics.csv", rows)
+    metrics.write_csv(path / "metrics.csv", rows)
     (path / "summary.json").write_text(json.dumps(summary))
     (path / "checkpoints").mkdir()
     (path / "checkpoints" / "done.json").write_text(json.dumps(list(curves) if done else []))
@@ -351,10 +364,16 @@ def _curve(values):
     return (T, values)
 
 
-FAST = [_curve([-10, -6, -3, -2, -2, -2]), _curve([-10, -5, -3, -2, -1, -1]),
-        _curve([-10, -7, -4, -2, -2, -2])]  # fmt: skip
-SLOW = [_curve([-10, -10, -9, -7, -5, 0]), _curve([-10, -9, -9, -8, -6.5, -5]),
-        _curve([-10, -10, -10, -9, -8, 0])]  # fmt: skip
+FAST = [
+    _curve([-10, -6, -3, -2, -2, -2]),
+    _curve([-10, -5, -3, -2, -1, -1]),
+    _curve([-10, -7, -4, -2, -2, -2]),
+]
+SLOW = [
+    _curve([-10, -10, -9, -7, -5, 0]),
+    _curve([-10, -9, -9, -8, -6.5, -5]),
+    _curve([-10, -10, -10, -9, -8, 0]),
+]
 
 
 def test_load_run_reads_curves_updates_and_initial_returns(tmp_path):
@@ -478,21 +497,32 @@ def test_compare_merges_only_seed_blocks_of_one_config(tmp_path, capsys):
     """Runs that differ in more than the seed fields are not seed blocks of one config: the
     command names the keys and writes nothing; true blocks merge."""
     a = _write_run(tmp_path / "a", {"rennala_nigt": FAST, "afedpg": SLOW})
-    other = _write_run(tmp_path / "b", {"rennala_nigt": FAST, "afedpg": SLOW}, first_seed=3,
-                       env={"name": "lqr1d"}, cluster={"n": 8})  # fmt: skip
+    other = _write_run(
+        tmp_path / "b",
+        {"rennala_nigt": FAST, "afedpg": SLOW},
+        first_seed=3,
+        env={"name": "lqr1d"},
+        cluster={"n": 8},
+    )
     assert cli.main(["compare", str(a), str(other)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "are not seed blocks of one config" in err[0], err
     assert "differ in cluster.n, env.name (" in err[0], err
     assert not (a / "compare.json").exists() and not (other / "compare.json").exists()
-    block = _write_run(tmp_path / "c", {"rennala_nigt": FAST, "afedpg": SLOW}, first_seed=3,
-                       name="second_block", checkpoint_every=2)  # fmt: skip
+    block = _write_run(
+        tmp_path / "c",
+        {"rennala_nigt": FAST, "afedpg": SLOW},
+        first_seed=3,
+        name="second_block",
+        checkpoint_every=2,
+    )
     assert cli.main(["compare", str(a), str(block)]) == 0
     assert json.loads((a / "compare.json").read_text())["algorithms"]["afedpg"]["seeds"] == 6
 
 
-def test_compare_prints_its_table_where_it_cannot_write_and_takes_out(tmp_path, capsys,
-                                                                       monkeypatch):  # fmt: skip
+def test_compare_prints_its_table_where_it_cannot_write_and_takes_out(
+    tmp_path, capsys, monkeypatch
+):
     """A run on a read-only mount: the table is printed, one line says what could not be
     written and where else to write it (--out FILE)."""
     import errno
@@ -516,8 +546,12 @@ def test_compare_prints_its_table_where_it_cannot_write_and_takes_out(tmp_path, 
         f"jaxnigt: error: cannot write the comparison: {str(d / 'compare.json')!r}: "
         "Read-only file system; pass --out FILE to write them elsewhere"
     ]
-    assert sorted(p.name for p in d.iterdir()) == ["checkpoints", "config.yaml", "metrics.csv",
-                                                  "summary.json"]  # fmt: skip
+    assert sorted(p.name for p in d.iterdir()) == [
+        "checkpoints",
+        "config.yaml",
+        "metrics.csv",
+        "summary.json",
+    ]
     for given in ("cmp", "cmp.json", "cmp.md"):
         assert cli.main(["compare", str(d), "--out", str(tmp_path / given)]) == 0
         said = capsys.readouterr().out.strip().splitlines()[-1]
@@ -584,6 +618,7 @@ def test_no_improvement_says_why_the_targets_are_nan(tmp_path, capsys):
     assert stats.no_target_reason(-10.0, -9.0) is None
     fine = analysis.compare(
         analysis.load_run(_write_run(tmp_path / "f", {"rennala_nigt": FAST, "afedpg": SLOW})),
-        "rennala_nigt", reps=100,
-    )  # fmt: skip
+        "rennala_nigt",
+        reps=100,
+    )
     assert "Note:" not in report_text.compare_markdown(fine)

@@ -137,8 +137,11 @@ def test_an_empty_config_exits_2_and_writes_nothing(tmp_path, capsys):
     cfg = tmp_path / "empty.yaml"
     cfg.write_text("# a config to fill in later\n")
     out = tmp_path / "never"
-    for command in (["run", str(cfg), "--out", str(out)], ["plan", str(cfg)],
-                    ["sweep", str(cfg), "--over", "seeds=1,2", "--out", str(out)]):  # fmt: skip
+    for command in (
+        ["run", str(cfg), "--out", str(out)],
+        ["plan", str(cfg)],
+        ["sweep", str(cfg), "--over", "seeds=1,2", "--out", str(out)],
+    ):
         assert cli.main(command) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "sets nothing" in err[0] and "jaxnigt list" in err[0], err
@@ -283,22 +286,22 @@ def test_a_run_directory_being_written_is_not_offered_to_resume(tmp_path, capsys
     so, not pointed to --resume or --overwrite (which would discard the other's work)."""
     import os
 
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run import run_dir
 
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(TINY)
     out = tmp_path / "busy"
     out.mkdir()
     (out / "config.yaml").write_text(TINY)  # a run that has begun, as far as files tell
-    with files.run_lock(out):
+    with run_dir.run_lock(out):
         for extra in ([], ["--overwrite"]):
             assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", *extra]) == 2
             assert capsys.readouterr().err.strip().splitlines() == [
                 f"jaxnigt: error: --out {str(out)!r} is being written by another jaxnigt "
-                f"process (pid {os.getpid()}; lock {str(out / files.LOCK)!r}); wait for it to "
+                f"process (pid {os.getpid()}; lock {str(out / run_dir.LOCK)!r}); wait for it to "
                 "end or stop it first"
             ]
-    assert sorted(p.name for p in out.iterdir()) == [files.LOCK, "config.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [run_dir.LOCK, "config.yaml"]
 
 
 # --- reliability: resume after SIGKILL, non-finite values, resume from another config ---
@@ -667,8 +670,11 @@ def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, cap
 
     monkeypatch.setattr(experiment, "run_experiment", lambda *a, **k: pytest.fail("it ran"))
     cfg = tmp_path / "one.yaml"
-    cfg.write_text(TINY.replace("[rennala_nigt, afedpg]", "[rennala_nigt]").replace(
-        "per_algorithm: {afedpg: {learning_rate: 0.02}}\n", ""))  # fmt: skip
+    cfg.write_text(
+        TINY.replace("[rennala_nigt, afedpg]", "[rennala_nigt]").replace(
+            "per_algorithm: {afedpg: {learning_rate: 0.02}}\n", ""
+        )
+    )
     out = tmp_path / "out"
     argv = ["run", str(cfg), "--out", str(out), "--set", "hparams.impala_batch=4", "--no-progress"]
     assert cli.main(argv) == 2
@@ -740,24 +746,41 @@ def test_tensorboard_logging(tmp_path):
 #: What a new user tried on a fresh clone: the config file's text (bytes, or a change of
 #: TINY), the --set items and how the one line on stderr begins ({cfg}: the file's path).
 FRESH_CLONE = {
-    "latin-1": ("budget: 10\nname: caf\xe9\n".encode("latin-1"), [],
-                "config: {cfg!r} is not UTF-8 text (byte 0xe9 at offset 20)"),
-    "binary": (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), [],
-               "config: {cfg!r} is not UTF-8 text (byte 0x80 at offset 136)"),
-    "env: alone": (("env: {name: point_mass}", "env:"), [],
-                   "env: got null (a section with nothing under it)"),
+    "latin-1": (
+        "budget: 10\nname: caf\xe9\n".encode("latin-1"),
+        [],
+        "config: {cfg!r} is not UTF-8 text (byte 0xe9 at offset 20)",
+    ),
+    "binary": (
+        b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)),
+        [],
+        "config: {cfg!r} is not UTF-8 text (byte 0x80 at offset 136)",
+    ),
+    "env: alone": (
+        ("env: {name: point_mass}", "env:"),
+        [],
+        "env: got null (a section with nothing under it)",
+    ),
     "--set env=": (None, ["env="], "env: got null (a section with nothing under it)"),
     "--set cluster=null": (None, ["cluster=null"], "cluster: got null"),
-    "a repeated key": (("budget: 40.0", "budget: 40.0\nbudget: 20.0"), [],
-                       "config: {cfg!r} is not valid YAML: line 6: duplicate key 'budget' "
-                       "(first set on line 5)"),
-    "a negative grid step": (None, ["grid={learning_rate: [0.1, -1]}"],
-                             "grid.learning_rate[1]: got -1.0; expected a finite number >= 0"),
+    "a repeated key": (
+        ("budget: 40.0", "budget: 40.0\nbudget: 20.0"),
+        [],
+        "config: {cfg!r} is not valid YAML: line 6: duplicate key 'budget' (first set on line 5)",
+    ),
+    "a negative grid step": (
+        None,
+        ["grid={learning_rate: [0.1, -1]}"],
+        "grid.learning_rate[1]: got -1.0; expected a finite number >= 0",
+    ),
     "a misspelt key": (None, ["budgte=3"], "config.budgte: unknown key; did you mean 'budget'?"),
-    "a syntax error": (("[rennala_nigt, afedpg]", "[rennala_nigt, afedpg"), [],
-                       "config: {cfg!r} is not valid YAML: line 4, column 6: expected ',' or "
-                       "']', but got ':', while parsing a flow sequence from line 3"),
-}  # fmt: skip
+    "a syntax error": (
+        ("[rennala_nigt, afedpg]", "[rennala_nigt, afedpg"),
+        [],
+        "config: {cfg!r} is not valid YAML: line 4, column 6: expected ',' or "
+        "']', but got ':', while parsing a flow sequence from line 3",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(FRESH_CLONE))

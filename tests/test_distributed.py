@@ -50,15 +50,26 @@ def test_single_process_helpers():
         ("::1:1234", "(an IPv6 host in brackets: [::1]:12345)"),
     ],
 )
-def test_a_malformed_coordinator_is_one_line_before_jax_distributed(tmp_path, capsys,
-                                                                     address, said):  # fmt: skip
+def test_a_malformed_coordinator_is_one_line_before_jax_distributed(
+    tmp_path, capsys, address, said
+):
     """JAX fails on these deep inside jax.distributed (an IndexError for 'nohostport'):
     the command checks HOST:PORT first and starts nothing."""
     from jaxnigt.run import distributed
 
     out = tmp_path / "out"
-    argv = ["run", "demo", "--out", str(out), "--coordinator", address, "--num-processes", "2",
-            "--process-id", "0"]  # fmt: skip
+    argv = [
+        "run",
+        "demo",
+        "--out",
+        str(out),
+        "--coordinator",
+        address,
+        "--num-processes",
+        "2",
+        "--process-id",
+        "0",
+    ]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("jaxnigt: error: --coordinator: got "), err

@@ -53,8 +53,9 @@ def test_a_null_split_from_real_values_counts_the_rules_errors():
     assert r["ahead_either_side"] <= 0.1 + 3 * np.sqrt(0.09 / 60)
     assert sum(r["fractions"].values()) == pytest.approx(1.0)
     returns = rng.normal(0.0, 1.0, 10)
-    small = error_rate.split_null(returns, ratio=False, stages=(5, 10), margin=(-0.1, 0.1),
-                                  experiments=50)  # fmt: skip
+    small = error_rate.split_null(
+        returns, ratio=False, stages=(5, 10), margin=(-0.1, 0.1), experiments=50
+    )
     assert small["looks"] == [5] and 0 <= small["ahead_either_side"] <= 1
     with pytest.raises(run_data.AnalysisError, match="below the first look"):
         error_rate.split_null(returns[:8], ratio=False)

@@ -15,10 +15,17 @@ from jaxnigt import cli
 from jaxnigt.run import executors, processes
 
 HERE = Path(__file__).resolve().parent
-CONFIG = {"name": "ex", "env": {"name": "lqr1d"}, "cluster": {"n": 2},
-          "algorithms": ["rennala_nigt", "sync_nigt"], "budget": 60.0, "seeds": 2,
-          "hparams": {"M": 2, "M_init": 2}, "eval": {"every": 5, "episodes": 2},
-          "checkpoint_every": 1}  # fmt: skip
+CONFIG = {
+    "name": "ex",
+    "env": {"name": "lqr1d"},
+    "cluster": {"n": 2},
+    "algorithms": ["rennala_nigt", "sync_nigt"],
+    "budget": 60.0,
+    "seeds": 2,
+    "hparams": {"M": 2, "M_init": 2},
+    "eval": {"every": 5, "episodes": 2},
+    "checkpoint_every": 1,
+}
 OVER = ["--over", "cluster.n=2,3,4,5"]
 TIMING = ("wall_seconds", "compile_seconds")
 
@@ -62,20 +69,34 @@ def test_ray_without_the_extra_is_one_line(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
-                    reason="needs the ray extra")  # fmt: skip
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("ray") is None, reason="needs the ray extra"
+)
 def test_a_sweep_on_ray_survives_a_killed_worker_with_the_local_files(tmp_path):
     config = _config(tmp_path)
     local = tmp_path / "local"
-    assert cli.main(["sweep", config, *OVER, "--out", str(local), "--jobs", "2",
-                     "--no-progress"]) == 0  # fmt: skip
+    assert (
+        cli.main(["sweep", config, *OVER, "--out", str(local), "--jobs", "2", "--no-progress"]) == 0
+    )
     on_ray = tmp_path / "ray"
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
-        [sys.executable, str(HERE / "ray_cluster.py"), "sweep", config, *OVER, "--out",
-         str(on_ray), "--no-progress", "--kill"],
-        env=env, capture_output=True, text=True, timeout=420,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(HERE / "ray_cluster.py"),
+            "sweep",
+            config,
+            *OVER,
+            "--out",
+            str(on_ray),
+            "--no-progress",
+            "--kill",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"status"')]
     result = json.loads(line)
@@ -88,21 +109,40 @@ def test_a_sweep_on_ray_survives_a_killed_worker_with_the_local_files(tmp_path):
     assert state["pid"] != result["killed"]["pid"]  # the retry ran in another worker
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
-                    reason="needs the ray extra")  # fmt: skip
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("ray") is None, reason="needs the ray extra"
+)
 def test_a_tuning_on_ray_chooses_what_the_local_one_does(tmp_path):
     config = _config(tmp_path)
-    flags = ["--algorithms", "rennala_nigt,sync_nigt", "--lr-exp=-6,-4", "--eta", "0.1",
-             "--max-extensions", "0", "--no-progress"]  # fmt: skip
+    flags = [
+        "--algorithms",
+        "rennala_nigt,sync_nigt",
+        "--lr-exp=-6,-4",
+        "--eta",
+        "0.1",
+        "--max-extensions",
+        "0",
+        "--no-progress",
+    ]
     local = tmp_path / "local"
     assert cli.main(["tune", config, "--out", str(local), *flags, "--jobs", "2"]) == 0
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "JAX_PLATFORMS": "cpu"}
     on_ray = tmp_path / "ray"
     proc = subprocess.run(
-        [sys.executable, str(HERE / "ray_cluster.py"), "tune", config, "--out", str(on_ray),
-         *flags],
-        env=env, capture_output=True, text=True, timeout=420,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(HERE / "ray_cluster.py"),
+            "tune",
+            config,
+            "--out",
+            str(on_ray),
+            *flags,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     tuned = lambda d: (d / "tuned.yaml").read_text().split("\n", 2)[2]  # past the header
     assert tuned(on_ray) == tuned(local)
@@ -111,8 +151,9 @@ def test_a_tuning_on_ray_chooses_what_the_local_one_does(tmp_path):
         assert theirs.read_bytes() == (run / "metrics.csv").read_bytes(), run.name
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
-                    reason="needs the ray extra")  # fmt: skip
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("ray") is None, reason="needs the ray extra"
+)
 def test_sigterm_cancels_the_ray_tasks_which_checkpoint_and_resume(tmp_path):
     config = _config(tmp_path)
     local = tmp_path / "local"
@@ -120,10 +161,22 @@ def test_sigterm_cancels_the_ray_tasks_which_checkpoint_and_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "JAX_PLATFORMS": "cpu"}
     on_ray = tmp_path / "ray"
     proc = subprocess.run(
-        [sys.executable, str(HERE / "ray_cluster.py"), "sweep", config, *OVER, "--out",
-         str(on_ray), "--no-progress", "--term"],
-        env=env, capture_output=True, text=True, timeout=420,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(HERE / "ray_cluster.py"),
+            "sweep",
+            config,
+            *OVER,
+            "--out",
+            str(on_ray),
+            "--no-progress",
+            "--term",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"status"')]
     result = json.loads(line)
     assert result["first"] != 0 and result["status"] == 0, proc.stderr[-3000:]  # stopped, resumed

@@ -7,9 +7,7 @@ import signal
 import pytest
 
 from jaxnigt import config as config_lib
-from jaxnigt.run import experiment, signals
-from jaxnigt.run import metrics as results
-from jaxnigt.run import run_dir as files
+from jaxnigt.run import experiment, metrics, run_dir, signals
 
 
 def test_fresh_run_replaces_an_earlier_runs_outputs(tmp_path):
@@ -20,19 +18,19 @@ def test_fresh_run_replaces_an_earlier_runs_outputs(tmp_path):
     stale.mkdir(parents=True)
     (tmp_path / "checkpoints" / "done.json").write_text('["afedpg"]\n')
     (tmp_path / "tensorboard").mkdir()
-    for name in (results.COUNTS_FILE, "counts.png", "metrics.csv", "compare.md", files.LOCK):
+    for name in (metrics.COUNTS_FILE, "counts.png", "metrics.csv", "compare.md", run_dir.LOCK):
         (tmp_path / name).write_text("old")
     assert experiment._begin(cfg, tmp_path, resume=False) == ([], [], [])
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == sorted([files.LOCK, "compare.md", "config.yaml"])  # not a run's output
+    assert left == sorted([run_dir.LOCK, "compare.md", "config.yaml"])  # not a run's output
     assert config_lib.from_dict(config_lib.read_yaml(tmp_path / "config.yaml")) == cfg
 
 
 def test_resume_needs_a_run_of_the_same_config(tmp_path):
     cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
-    with pytest.raises(files.NotResumableError, match="not a run directory"):
+    with pytest.raises(run_dir.NotResumableError, match="not a run directory"):
         experiment.run_experiment(cfg, tmp_path, resume=True, progress=False)
-    with pytest.raises(files.UnusableDirError, match="no such directory"):
+    with pytest.raises(run_dir.UnusableDirError, match="no such directory"):
         experiment.run_experiment(cfg, tmp_path / "none", resume=True, progress=False)
     assert not (tmp_path / "none").exists()
 

@@ -6,13 +6,13 @@ import stat
 import pytest
 
 from jaxnigt import config as config_lib
-from jaxnigt.run import run_dir as files
+from jaxnigt.run import run_dir
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):
     p = tmp_path / "x.txt"
-    files.atomic_write_text(p, "one")
-    files.atomic_write_text(p, "two")
+    run_dir.atomic_write_text(p, "one")
+    run_dir.atomic_write_text(p, "two")
     assert p.read_text() == "two"
     umask = os.umask(0)
     os.umask(umask)
@@ -22,10 +22,10 @@ def test_atomic_write_replaces_whole_file(tmp_path):
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     with pytest.raises(TypeError):
-        files.atomic_write_text(tmp_path / "y.txt", object())  # not text: write fails
+        run_dir.atomic_write_text(tmp_path / "y.txt", object())  # not text: write fails
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(FileNotFoundError) as caught:  # the error names the target
-        files.atomic_write_text(tmp_path / "no" / "y.txt", "x")
+        run_dir.atomic_write_text(tmp_path / "no" / "y.txt", "x")
     assert caught.value.filename == str(tmp_path / "no" / "y.txt")
 
 
@@ -37,17 +37,22 @@ def test_a_failed_write_names_its_file(tmp_path):
 
     code = (
         "import resource, signal, sys\n"
-        "from jaxnigt.run import run_dir as files\n"
+        "from jaxnigt.run import run_dir\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
         "try:\n"
-        "    files.atomic_write_text(sys.argv[1], 'x' * 100_000)\n"
+        "    run_dir.atomic_write_text(sys.argv[1], 'x' * 100_000)\n"
         "except OSError as e:\n"
-        "    print(files.describe(e))\n"
+        "    print(run_dir.describe(e))\n"
     )
     target = tmp_path / "metrics.csv"
-    said = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
-                          text=True, check=True, timeout=120).stdout  # fmt: skip
+    said = subprocess.run(
+        [sys.executable, "-c", code, str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     assert said.strip() == f"{str(target)!r}: File too large"
     assert list(tmp_path.iterdir()) == []
 
@@ -58,48 +63,48 @@ def test_a_run_directory_being_written_is_refused_even_with_overwrite(tmp_path):
     out = tmp_path / "sweep" / "point"
     out.mkdir(parents=True)
     (out / "config.yaml").write_text("name: x\n")
-    with files.run_lock(out):  # another open file of the lock: flock tells them apart
+    with run_dir.run_lock(out):  # another open file of the lock: flock tells them apart
         for where, overwrite in ((out, False), (out, True), (tmp_path / "sweep", True)):
-            with pytest.raises(files.InUseError) as caught:
-                files.prepare_run_dir(where, overwrite)
+            with pytest.raises(run_dir.InUseError) as caught:
+                run_dir.prepare_run_dir(where, overwrite)
             assert str(caught.value) == (
                 f"{str(where)!r} is being written by another jaxnigt process (pid {os.getpid()}; "
-                f"lock {str(out / files.LOCK)!r}); wait for it to end or stop it first"
+                f"lock {str(out / run_dir.LOCK)!r}); wait for it to end or stop it first"
             )
             assert caught.value.path == where and caught.value.pid == str(os.getpid())
-    assert files.prepare_run_dir(out, overwrite=True) == out  # the lock is free again
+    assert run_dir.prepare_run_dir(out, overwrite=True) == out  # the lock is free again
 
 
 def test_prepare_run_dir(tmp_path):
     out = tmp_path / "run"
-    assert files.prepare_run_dir(out) == out and out.is_dir()
+    assert run_dir.prepare_run_dir(out) == out and out.is_dir()
     (out / "metrics.csv").write_text("x")
-    with pytest.raises(files.NotEmptyError, match="exists and is not empty") as caught:
-        files.prepare_run_dir(out)
+    with pytest.raises(run_dir.NotEmptyError, match="exists and is not empty") as caught:
+        run_dir.prepare_run_dir(out)
     assert caught.value.path == out and not caught.value.started
     assert isinstance(caught.value, FileExistsError)
-    files.prepare_run_dir(out, overwrite=True)
+    run_dir.prepare_run_dir(out, overwrite=True)
 
 
 def test_writable_dir(tmp_path, monkeypatch):
     missing = tmp_path / "a" / "b"
-    with pytest.raises(files.UnusableDirError, match="no such directory") as caught:
-        files.writable_dir(missing, create=False)
+    with pytest.raises(run_dir.UnusableDirError, match="no such directory") as caught:
+        run_dir.writable_dir(missing, create=False)
     assert caught.value.path == missing and not missing.exists()
-    assert files.writable_dir(missing) == missing and missing.is_dir()
+    assert run_dir.writable_dir(missing) == missing and missing.is_dir()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, m: False if p == missing else real(p, m))
-    with pytest.raises(files.UnusableDirError, match="not writable"):
-        files.writable_dir(missing)
+    with pytest.raises(run_dir.UnusableDirError, match="not writable"):
+        run_dir.writable_dir(missing)
 
 
 def test_check_resumable(tmp_path):
     cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
-    with pytest.raises(files.NotResumableError, match="not a run directory") as caught:
-        files.check_resumable(cfg, tmp_path)
+    with pytest.raises(run_dir.NotResumableError, match="not a run directory") as caught:
+        run_dir.check_resumable(cfg, tmp_path)
     assert caught.value.path == tmp_path
-    files.atomic_write_text(tmp_path / "config.yaml", config_lib.dump(cfg))
-    files.check_resumable(cfg, tmp_path)
+    run_dir.atomic_write_text(tmp_path / "config.yaml", config_lib.dump(cfg))
+    run_dir.check_resumable(cfg, tmp_path)
     other = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 20.0, "seeds": 2})
-    with pytest.raises(files.NotResumableError, match="differs in: budget, seeds"):
-        files.check_resumable(other, tmp_path)
+    with pytest.raises(run_dir.NotResumableError, match="differs in: budget, seeds"):
+        run_dir.check_resumable(other, tmp_path)

@@ -180,22 +180,39 @@ def _small_only(profile_values):
     [
         ("rennala_nigt", {"hparams": {"M": 10**6}}, "hparams.M = 1,000,000"),
         ("rennala_nigt", {"hparams": {"M": 6, "M_init": 10**6}}, "hparams.M_init = 1,000,000"),
-        ("rennala_nigt", {"hparams": {"M": 10**6, "M_init": 10**6}},
-         "hparams.M = hparams.M_init = 1,000,000"),
-        ("rennala_nigt", {"hparams": {"M": 6}, "per_algorithm": {"rennala_nigt": {"M": 10**6}}},
-         "per_algorithm.rennala_nigt.M = 1,000,000"),
-        ("malenia_nigt", {"hparams": {"M": 6, "malenia_capacity": 10**8}},
-         "hparams.malenia_capacity = 100,000,000"),
+        (
+            "rennala_nigt",
+            {"hparams": {"M": 10**6, "M_init": 10**6}},
+            "hparams.M = hparams.M_init = 1,000,000",
+        ),
+        (
+            "rennala_nigt",
+            {"hparams": {"M": 6}, "per_algorithm": {"rennala_nigt": {"M": 10**6}}},
+            "per_algorithm.rennala_nigt.M = 1,000,000",
+        ),
+        (
+            "malenia_nigt",
+            {"hparams": {"M": 6, "malenia_capacity": 10**8}},
+            "hparams.malenia_capacity = 100,000,000",
+        ),
         ("rennala_nigt", {"hparams": {"M": 6}, "seeds": 10**6}, "seeds = 1,000,000"),
-        ("rennala_nigt", {"hparams": {"M": 6}, "seeds": 5 * 10**5,
-                          "grid": {"learning_rate": [0.1, 0.2]}},
-         "seeds × grid points = 1,000,000"),
-        ("rennala_nigt", {"hparams": {"M": 6}, "env": {"name": "point_mass", "horizon": 10**7}},
-         "env.horizon = 10,000,000"),
-        ("rennala_nigt", {"hparams": {"M": 6}, "eval": {"episodes": 10**8}},
-         "eval.episodes = 100,000,000"),
+        (
+            "rennala_nigt",
+            {"hparams": {"M": 6}, "seeds": 5 * 10**5, "grid": {"learning_rate": [0.1, 0.2]}},
+            "seeds × grid points = 1,000,000",
+        ),
+        (
+            "rennala_nigt",
+            {"hparams": {"M": 6}, "env": {"name": "point_mass", "horizon": 10**7}},
+            "env.horizon = 10,000,000",
+        ),
+        (
+            "rennala_nigt",
+            {"hparams": {"M": 6}, "eval": {"episodes": 10**8}},
+            "eval.episodes = 100,000,000",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_size_check_covers_every_dimension_that_allocates(algorithm, changes, name):
     """At n = 4: M, M_init (round 0), Malenia's capacity, the runs, the horizon and the
     evaluation's episodes each make a program too large; the check before a run names the key
@@ -220,8 +237,12 @@ def test_small_configs_are_sized_from_n_alone_without_tracing():
     cfg = config_lib.from_dict({**BASE, "algorithms": ["rennala_nigt"], "hparams": {"M": 6}})
     assert plan.trajectory_steps(cfg, "rennala_nigt") == 2 * 30 * 8  # runs × H × episodes
     assert plan.sizes(cfg, "rennala_nigt") == {
-        "cluster.n": 4, "seeds": 2, "env.horizon": 30, "eval.episodes": 8, "hparams.M": 6,
-    }  # fmt: skip
+        "cluster.n": 4,
+        "seeds": 2,
+        "env.horizon": 30,
+        "eval.episodes": 8,
+        "hparams.M": 6,
+    }
 
 
 def test_a_compiled_step_larger_than_the_device_is_a_problem_of_the_plan():

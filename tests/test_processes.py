@@ -16,8 +16,9 @@ from jaxnigt.run import processes, signals
 
 def test_jobs_run_in_child_processes_and_every_one_finishes(tmp_path):
     paths = [tmp_path / f"job{i}" for i in range(3)]
-    processes.run_all(children.write_job, [(str(p), f"job{i}") for i, p in enumerate(paths)],
-                      workers=2)  # fmt: skip
+    processes.run_all(
+        children.write_job, [(str(p), f"job{i}") for i, p in enumerate(paths)], workers=2
+    )
     texts = [p.read_text().split() for p in paths]
     assert [t[0] for t in texts] == ["job0", "job1", "job2"]
     pids = {int(t[1]) for t in texts}
@@ -86,8 +87,7 @@ def test_a_stop_reaches_the_running_jobs_and_starts_no_more(tmp_path):
     watcher = threading.Thread(target=stop_when_both_started, daemon=True)
     watcher.start()
     with pytest.raises(signals.Interrupted) as caught:
-        processes.run_all(children.waiting_job, [(str(p),) for p in paths], workers=2,
-                          stop=flag)  # fmt: skip
+        processes.run_all(children.waiting_job, [(str(p),) for p in paths], workers=2, stop=flag)
     watcher.join()
     assert caught.value.signum == signal.SIGTERM and caught.value.exit_status == 143
     assert caught.value.chunks == 1  # the child's own report, pickled across
@@ -99,8 +99,9 @@ def test_children_stop_when_their_parent_is_killed(tmp_path):
     """A parent killed by SIGKILL cannot forward a stop: its children see it gone and stop
     themselves (after their chunk) instead of running on unwatched."""
     paths = [tmp_path / f"orphan{i}" for i in range(2)]
-    parent = children.Child([sys.executable, children.__file__, *map(str, paths)], tmp_path,
-                            name="parent")  # fmt: skip
+    parent = children.Child(
+        [sys.executable, children.__file__, *map(str, paths)], tmp_path, name="parent"
+    )
     deadline = time.monotonic() + children.TIMEOUT
     while not all(p.exists() for p in paths):
         assert parent.poll() is None and time.monotonic() < deadline, parent.tail()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxnigt.cli import reference as cli_reference
+import jaxnigt.cli.reference
 from jaxnigt.config import reference, schema
 from jaxnigt.run import metrics
 
@@ -47,8 +47,8 @@ def test_allowed_values_are_the_validators_own_words():
 
 def test_the_cli_page_is_the_generators_and_lists_every_flag():
     page = (DOCS / "reference" / "cli.md").read_text()
-    assert page == cli_reference.markdown(), "regenerate: python -m jaxnigt.cli.reference"
-    flags = cli_reference.flags()
+    assert page == jaxnigt.cli.reference.markdown(), "regenerate: python -m jaxnigt.cli.reference"
+    flags = jaxnigt.cli.reference.flags()
     assert {"run", "sweep", "tune", "compare", "plan", "plot", "list", "clock"} <= set(flags)
     for command, names in flags.items():
         section = page.split(f"## `jaxnigt {command}`")[1].split("\n## ")[0]

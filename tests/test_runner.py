@@ -6,8 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from jaxnigt.run import loop as runner
-from jaxnigt.run import progress
+from jaxnigt.run import loop, progress
 
 
 def _run(last):
@@ -31,29 +30,29 @@ def _last():
 
 
 def test_health_check_names_algorithm_seed_and_round():
-    with pytest.raises(runner.RunError, match=r"afedpg: non-finite .* round 4, seed 1"):
-        runner._health(_run(_last()), "afedpg", False, print)
+    with pytest.raises(loop.RunError, match=r"afedpg: non-finite .* round 4, seed 1"):
+        loop._health(_run(_last()), "afedpg", False, print)
     # on_nonfinite: mark -> the seed is frozen (budget -inf) and reported once.
     logged = []
     run = _run(_last())
-    runner._health(run, "afedpg", True, logged.append)
+    loop._health(run, "afedpg", True, logged.append)
     np.testing.assert_array_equal(run.diverged, [False, True])
     np.testing.assert_array_equal(run.budgets, [10.0, -np.inf])
-    runner._health(run, "afedpg", True, logged.append)
+    loop._health(run, "afedpg", True, logged.append)
     assert logged == ["[jaxnigt] afedpg: seed 1 diverged (marked, others go on)"]
     last = _last()
     last["active"][1, 1] = False  # a no-op step after the budget does not count
-    runner._health(_run(last), "afedpg", False, print)
+    loop._health(_run(last), "afedpg", False, print)
 
 
 def test_overflow_always_stops():
     last = _last()
     last["nonfinite"][:] = False
     last["overflow"][0, 0] = True
-    with pytest.raises(runner.RunError, match=r"capacity overflow .* at round 3, seed 0"):
-        runner._health(_run(last), "malenia_nigt", True, print)
-    with pytest.raises(runner.RunError, match=r"impala: the learner fell .* at round 3"):
-        runner._health(_run(last), "impala", True, print)
+    with pytest.raises(loop.RunError, match=r"capacity overflow .* at round 3, seed 0"):
+        loop._health(_run(last), "malenia_nigt", True, print)
+    with pytest.raises(loop.RunError, match=r"impala: the learner fell .* at round 3"):
+        loop._health(_run(last), "impala", True, print)
 
 
 def _resumable(monkeypatch, steps_done):
@@ -63,7 +62,7 @@ def _resumable(monkeypatch, steps_done):
     from jaxnigt.run import checkpoint
 
     tr = types.SimpleNamespace(first_step=None)
-    run = runner._Run(
+    run = loop._Run(
         trainer=tr,
         points=[{}],
         num_seeds=2,
@@ -91,10 +90,10 @@ def test_resume_refuses_a_checkpoint_of_another_chunk_length(monkeypatch):
     from jaxnigt.run import checkpoint
 
     logs = []
-    runner.start_or_resume(_resumable(monkeypatch, 6), "run", True, "afedpg", logs.append)
+    loop.start_or_resume(_resumable(monkeypatch, 6), "run", True, "afedpg", logs.append)
     assert logs and "resumed" in logs[0]
     with pytest.raises(checkpoint.CheckpointError, match="chunks are 3 steps"):
-        runner.start_or_resume(_resumable(monkeypatch, 8), "run", True, "afedpg", logs.append)
+        loop.start_or_resume(_resumable(monkeypatch, 8), "run", True, "afedpg", logs.append)
 
 
 def test_runs_of_one_experiment_share_their_programs():
@@ -109,17 +108,17 @@ def test_runs_of_one_experiment_share_their_programs():
         "budget": 5.0,
         "seeds": 2,
     }
-    a = runner.programs_for(config_lib.from_dict(raw), "sync_pg", 2)
-    b = runner.programs_for(
+    a = loop.programs_for(config_lib.from_dict(raw), "sync_pg", 2)
+    b = loop.programs_for(
         config_lib.from_dict({**raw, "budget": 9.0, "seeds": 3, "seed": 7, "name": "x"}),
         "sync_pg",
         3,
     )
     assert b is a and b.chunk is a.chunk and b.init is a.init
     other = config_lib.from_dict({**raw, "cluster": {"n": 3}})
-    assert runner.programs_for(other, "sync_pg", 2).trainer.setup.n == 3
+    assert loop.programs_for(other, "sync_pg", 2).trainer.setup.n == 3
     lr = config_lib.from_dict({**raw, "hparams": {"learning_rate": 0.5}})
-    assert runner.programs_for(lr, "sync_pg", 2) is not a
+    assert loop.programs_for(lr, "sync_pg", 2) is not a
 
 
 def test_the_progress_rate_counts_from_the_end_of_compilation():
@@ -147,12 +146,17 @@ def test_seeds_added_later_equal_the_same_seeds_run_together(algorithm):
 
     from jaxnigt import config as config_lib
 
-    raw = {"env": {"name": "lqr1d"}, "cluster": {"n": 3, "noise": "exponential"},
-           "algorithms": [algorithm],
-           "budget": 6.0, "seeds": 4, "eval": {"every": 2, "episodes": 2}}  # fmt: skip
-    whole = runner.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
+    raw = {
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 3, "noise": "exponential"},
+        "algorithms": [algorithm],
+        "budget": 6.0,
+        "seeds": 4,
+        "eval": {"every": 2, "episodes": 2},
+    }
+    whole = loop.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
     late = config_lib.from_dict({**raw, "seeds": 2, "first_seed": 2})
-    added = runner.run_algorithm(late, algorithm, progress=False, log=None)
+    added = loop.run_algorithm(late, algorithm, progress=False, log=None)
     np.testing.assert_array_equal(added["seed"], [2, 3])
     np.testing.assert_array_equal(whole["seed"], [0, 1, 2, 3])
     for k in ("sim_time", "eval_return"):
@@ -188,7 +192,7 @@ def test_every_engine_is_evaluated_on_the_time_grid(algorithm):
         "eval": {"every": 1, "every_time": every, "episodes": 2},
         "hparams": hparams if rounds else {"async_block": 12},
     }
-    out = runner.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
+    out = loop.run_algorithm(config_lib.from_dict(raw), algorithm, progress=False, log=None)
     active = out["active"][0]
     times = out["sim_time"][0][~np.isnan(out["eval_return"][0]) & active]
     step = np.nanmax(out["round_time"][0][active][1:])

@@ -20,17 +20,32 @@ T = [0.0, 2.0, 4.0, 6.0, 8.0, 11.0]
 def _write(path, curves, first_seed=0):
     """A finished run directory by hand: ``curves`` is ``{algorithm: [returns per seed]}``."""
     path.mkdir(parents=True)
-    raw = {**CONFIG, "algorithms": list(curves), "first_seed": first_seed,
-           "seeds": len(next(iter(curves.values())))}  # fmt: skip
+    raw = {
+        **CONFIG,
+        "algorithms": list(curves),
+        "first_seed": first_seed,
+        "seeds": len(next(iter(curves.values()))),
+    }
     (path / "config.yaml").write_text(config_lib.dump(config_lib.from_dict(raw)))
     rows = []
     for algorithm, seeds in curves.items():
         for s, ys in enumerate(seeds):
             for r, (x, y) in enumerate(zip(T, ys, strict=True)):
-                rows.append({"algorithm": algorithm, "grid": 0, "learning_rate": 0.1, "eta": 0.5,
-                             "seed": first_seed + s, "round": r, "sim_time": x, "eval_return": y,
-                             "env_steps": 10 * r, "comms": 4 * r,
-                             "grads": 4.0 if r else float("nan")})  # fmt: skip
+                rows.append(
+                    {
+                        "algorithm": algorithm,
+                        "grid": 0,
+                        "learning_rate": 0.1,
+                        "eta": 0.5,
+                        "seed": first_seed + s,
+                        "round": r,
+                        "sim_time": x,
+                        "eval_return": y,
+                        "env_steps": 10 * r,
+                        "comms": 4 * r,
+                        "grads": 4.0 if r else float("nan"),
+                    }
+                )
     metrics.write_csv(path / "metrics.csv", rows)
     (path / "summary.json").write_text(json.dumps({a: {} for a in curves}))
     (path / "checkpoints").mkdir()
@@ -80,12 +95,17 @@ def test_the_rule_stops_at_its_first_decisive_look_and_maps_to_a_verdict():
     assert [k for k, _ in seen] == [5, 10, 20] and {lv for _, lv in seen} == {0.975}
     assert sequential.claim_verdict("ahead", r) == "confirmed"
     assert sequential.claim_verdict("tie", r) == "refuted"
-    tie = sequential.run_rule(lambda k, lv: {"estimate": 0.0, "low": -0.05, "high": 0.05},
-                              lambda k: (-0.1, 0.1), tie=0.0)  # fmt: skip
+    tie = sequential.run_rule(
+        lambda k, lv: {"estimate": 0.0, "low": -0.05, "high": 0.05}, lambda k: (-0.1, 0.1), tie=0.0
+    )
     assert tie["seeds"] == 5 and sequential.claim_verdict("tie", tie) == "confirmed (equivalent)"
     assert sequential.claim_verdict("ahead", tie) == sequential.EQUIVALENT
-    open_ = sequential.run_rule(lambda k, lv: {"estimate": 0.0, "low": -1.0, "high": 1.0},
-                                lambda k: (-0.1, 0.1), tie=0.0, stages=(5, 10))  # fmt: skip
+    open_ = sequential.run_rule(
+        lambda k, lv: {"estimate": 0.0, "low": -1.0, "high": 1.0},
+        lambda k: (-0.1, 0.1),
+        tie=0.0,
+        stages=(5, 10),
+    )
     assert sequential.claim_verdict("ahead", open_) == "undecided at 10 seeds"
 
 
@@ -129,8 +149,10 @@ def test_seed_blocks_merge_into_one_run_and_a_look_takes_the_first_seeds(tmp_pat
     whole = {"rennala_nigt": _curves(rng, -1.0, 6), "afedpg": _curves(rng, -6.0, 6)}
     first = {a: c[:4] for a, c in whole.items()}
     second = {a: c[4:] for a, c in whole.items()}
-    runs = [run_data.load_run(_write(tmp_path / "b", second, first_seed=4)),
-            run_data.load_run(_write(tmp_path / "a", first))]  # fmt: skip
+    runs = [
+        run_data.load_run(_write(tmp_path / "b", second, first_seed=4)),
+        run_data.load_run(_write(tmp_path / "a", first)),
+    ]
     merged = sequential.merge_runs(runs)
     together = run_data.load_run(_write(tmp_path / "w", whole))
     for name, m in merged.algorithms().items():
@@ -145,11 +167,15 @@ def test_seed_blocks_merge_into_one_run_and_a_look_takes_the_first_seeds(tmp_pat
 
 def test_compare_sequential_and_its_command(tmp_path, capsys):
     rng = np.random.default_rng(1)
-    curves = {"rennala_nigt": _curves(rng, -1.0, 10), "sync_nigt": _curves(rng, -1.0, 10),
-              "afedpg": _curves(rng, -6.0, 10)}  # fmt: skip
+    curves = {
+        "rennala_nigt": _curves(rng, -1.0, 10),
+        "sync_nigt": _curves(rng, -1.0, 10),
+        "afedpg": _curves(rng, -6.0, 10),
+    }
     run = run_data.load_run(_write(tmp_path / "r", curves))
-    r = sequential.compare_sequential(run, "rennala_nigt", statistic="average", reps=200,
-                                      stages=(5, 10))  # fmt: skip
+    r = sequential.compare_sequential(
+        run, "rennala_nigt", statistic="average", reps=200, stages=(5, 10)
+    )
     clear = r["comparisons"]["afedpg"]
     assert clear["verdict"] == "confirmed" and clear["seeds"] == 5  # decided at the first look
     same = r["comparisons"]["sync_nigt"]

@@ -95,7 +95,8 @@ def test_device_limit_is_positive():
 
 
 def test_a_size_other_than_n_is_named_in_the_message():
-    text = sizing.problem("the rollouts", lambda m: 100 * m, 10**9, LIMIT, name="hparams.M",
-                          symbol="hparams.M")  # fmt: skip
+    text = sizing.problem(
+        "the rollouts", lambda m: 100 * m, 10**9, LIMIT, name="hparams.M", symbol="hparams.M"
+    )
     assert text.startswith("hparams.M = 1,000,000,000: the rollouts needs at least 93.1 GiB")
     assert text.endswith(f"the largest hparams.M that fits is about {LIMIT[0] // 100:,}")

@@ -13,6 +13,7 @@ as JSON lines.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -129,22 +130,41 @@ def simulate(
     rng = np.random.default_rng(seed)
     paired = regime.rho > 0
     n = max(stages)
+    margin = TIME_MARGIN if ratio else (-0.1, 0.1)
+    test = functools.partial(difference_interval, paired=paired)
     counts: dict[str, int] = {}
     for e in range(experiments):
         ref, other = _draw(rng, regime, effect, n, ratio)
-        if ratio:
-            at = lambda k, lv: interval(
-                time_ratio, ref[:k], other[:k], tie=1.0, level=lv, reps=reps, seed=e,
-                paired=paired,
-            )  # fmt: skip
-        else:
-            at = lambda k, lv: difference_interval(ref[:k], other[:k], lv, paired=paired)
-        margin = TIME_MARGIN if ratio else (-0.1, 0.1)
-        o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, stages=stages, alpha=alpha)
-        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
-    return {"experiments": experiments, "effect": effect, "statistic": statistic,
-            "regime": name or regime._asdict(), "stages": list(stages), "alpha": alpha,
-            "reps": reps, **_rates(counts, experiments)}  # fmt: skip
+        at = _interval_at(ref, other, ratio=ratio, paired=paired, reps=reps, seed=e, test=test)
+        _tally(counts, at, margin, ratio, stages=stages, alpha=alpha)
+    return {
+        "experiments": experiments,
+        "effect": effect,
+        "statistic": statistic,
+        "regime": name or regime._asdict(),
+        "stages": list(stages),
+        "alpha": alpha,
+        "reps": reps,
+        **_rates(counts, experiments),
+    }
+
+
+def _interval_at(a, b, *, ratio: bool, paired: bool, reps: int, seed: int, test):
+    """One experiment's ``interval_at(k, level)`` for :func:`run_rule` on the per-seed values
+    ``a`` (the reference's) and ``b``: a ratio of median times by the percentile bootstrap
+    (``reps`` resamples, ``seed``), or a difference of means by ``test(a, b, level)``."""
+    if ratio:
+        return lambda k, lv: interval(
+            time_ratio, a[:k], b[:k], tie=1.0, level=lv, reps=reps, seed=seed, paired=paired
+        )
+    return lambda k, lv: test(a[:k], b[:k], lv)
+
+
+def _tally(counts: dict[str, int], at, margin, ratio: bool, **rule) -> None:
+    """Runs the rule on one experiment (``rule``: :func:`run_rule`'s stages, alpha and
+    available) and counts its outcome."""
+    o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, **rule)
+    counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
 
 
 def _rates(counts: dict[str, int], experiments: int) -> dict[str, Any]:
@@ -194,20 +214,20 @@ def split_null(
     for e in range(experiments):
         perm = rng.permutation(len(values))
         a, b = values[perm[:half]], values[perm[half : 2 * half]]
-        if ratio:
-            at = lambda k, lv: interval(
-                time_ratio, a[:k], b[:k], tie=1.0, level=lv, reps=reps, seed=e, paired=True
-            )
-        else:
-            at = lambda k, lv: paired_t_interval(a[:k], b[:k], lv)
-        o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, stages=stages,
-                     alpha=alpha, available=half)  # fmt: skip
-        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
+        at = _interval_at(a, b, ratio=ratio, paired=True, reps=reps, seed=e, test=paired_t_interval)
+        _tally(counts, at, margin, ratio, stages=stages, alpha=alpha, available=half)
     looks = [k for k in stages if k <= half]
-    return {"experiments": experiments, "seeds": len(values), "looks": looks,
-            "stages": list(stages), "alpha": alpha, "reps": reps, "seed": seed,
-            "never_reached": int(np.sum(np.isinf(values))) if ratio else None,
-            **_rates(counts, experiments)}  # fmt: skip
+    return {
+        "experiments": experiments,
+        "seeds": len(values),
+        "looks": looks,
+        "stages": list(stages),
+        "alpha": alpha,
+        "reps": reps,
+        "seed": seed,
+        "never_reached": int(np.sum(np.isinf(values))) if ratio else None,
+        **_rates(counts, experiments),
+    }
 
 
 #: The known effects the simulation checks the rule's power on, per statistic: 0.8 standard

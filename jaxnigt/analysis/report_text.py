@@ -124,42 +124,59 @@ def tuning_table(report: Mapping[str, Any]) -> str:
             f", R0 = {t['R0']:.4g}, R_best = {t['R_best']:.4g} (every initial grid pooled)"
         )
     for a, r in report["algorithms"].items():
-        chosen = r["chosen"]
         names = r.get("tuned_shapes", ["M"] if r["M_tuned"] else [])
         shape_of = lambda p, names=names: tuple(p[s] for s in names)
         for values in dict.fromkeys(shape_of(p) for p in r["points"]):
-            mine = [p for p in r["points"] if shape_of(p) == values]
             shapes = ", ".join(f"{s} = {v}" for s, v in zip(names, values, strict=True))
             head = f"{a}" + (f" ({shapes})" if names else "")
-            lines += ["", f"{head}: {report['score']}", "  α \\ η  " + "".join(
-                f"{e:>11g}" for e in r["eta"])]  # fmt: skip
-            for e in r["lr_exp"]:
-                cells = []
-                for eta in r["eta"]:
-                    p = next((q for q in mine if q["lr_exp"] == e and q["eta"] == eta), None)
-                    mark = "*" if p is not None and chosen is not None and p == chosen else " "
-                    text = "–" if p is None else "diverged" if p["diverged_seeds"] else (
-                        f"{p['score']:.3f}")  # fmt: skip
-                    cells.append(f"{text + mark:>11}")
-                lines.append(f"  2^{e:<5d}" + "".join(cells))
-        if chosen is None:
-            lines.append("  chosen: none (every point diverged or is not finite)")
-        else:
-            where = "interior" if r["interior"] else "AT AN EDGE of the grid run"
-            shapes = "".join(f", {s} = {chosen[s]}" for s in names)
-            lines.append(
-                f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{shapes} (score "
-                f"{chosen['score']:.3f}; {where}; {r['extensions']} extension(s))"
-            )
+            mine = [p for p in r["points"] if shape_of(p) == values]
+            lines += ["", f"{head}: {report['score']}", *_score_grid(r, mine)]
+        lines.append(_chosen_line(r, names))
     if report.get("speed"):
-        sp = report["speed"]
-        times = "; ".join(
-            f"{a} " + ", ".join("never" if math.isinf(t) else f"{t:,.0f}" for t in ts)
-            for a, ts in sp["times"].items()
-        )
-        lines += ["", (
-            f"winners' times to {sp['target']['fraction']:.0%} of the improvement (target "
-            f"{sp['target']['value']:.4g}, every program pooled), per tuning seed: {times}; the "
-            f"slowest upper median: {sp['slowest_median']:,.0f} of a budget of {report['budget']:g}"
-        )]  # fmt: skip
+        lines += ["", _speed_line(report["speed"], report["budget"])]
     return "\n".join(lines).strip("\n")
+
+
+def _score_grid(result: Mapping[str, Any], points: list) -> list[str]:
+    """The α × η scores of one program's ``points`` (the winner marked ``*``)."""
+    lines = ["  α \\ η  " + "".join(f"{e:>11g}" for e in result["eta"])]
+    chosen = result["chosen"]
+    for e in result["lr_exp"]:
+        cells = []
+        for eta in result["eta"]:
+            p = next((q for q in points if q["lr_exp"] == e and q["eta"] == eta), None)
+            mark = "*" if p is not None and chosen is not None and p == chosen else " "
+            if p is None:
+                text = "–"
+            else:
+                text = "diverged" if p["diverged_seeds"] else f"{p['score']:.3f}"
+            cells.append(f"{text + mark:>11}")
+        lines.append(f"  2^{e:<5d}" + "".join(cells))
+    return lines
+
+
+def _chosen_line(result: Mapping[str, Any], names: list[str]) -> str:
+    """The winner of one algorithm's search, and whether it is interior."""
+    chosen = result["chosen"]
+    if chosen is None:
+        return "  chosen: none (every point diverged or is not finite)"
+    where = "interior" if result["interior"] else "AT AN EDGE of the grid run"
+    shapes = "".join(f", {s} = {chosen[s]}" for s in names)
+    return (
+        f"  chosen: α = 2^{chosen['lr_exp']}, η = {chosen['eta']:g}{shapes} (score "
+        f"{chosen['score']:.3f}; {where}; {result['extensions']} extension(s))"
+    )
+
+
+def _speed_line(speed: Mapping[str, Any], budget: float) -> str:
+    """The winners' per-seed times to the target (the report's ``speed``)."""
+    times = "; ".join(
+        f"{a} " + ", ".join("never" if math.isinf(t) else f"{t:,.0f}" for t in ts)
+        for a, ts in speed["times"].items()
+    )
+    target, slowest = speed["target"], speed["slowest_median"]
+    return (
+        f"winners' times to {target['fraction']:.0%} of the improvement (target "
+        f"{target['value']:.4g}, every program pooled), per tuning seed: {times}; the "
+        f"slowest upper median: {slowest:,.0f} of a budget of {budget:g}"
+    )

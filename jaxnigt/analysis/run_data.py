@@ -120,8 +120,7 @@ def load_run(run_dir: str | Path) -> Run:
         UnfinishedRunError (an AnalysisError): not finished.
     """
     from jaxnigt import config as config_lib
-    from jaxnigt.run import checkpoint
-    from jaxnigt.run import metrics as results
+    from jaxnigt.run import checkpoint, metrics
 
     run_dir = Path(run_dir)
     for name in ("config.yaml", "summary.json", "metrics.csv"):
@@ -141,10 +140,10 @@ def load_run(run_dir: str | Path) -> Run:
     if cfg.budget is None:
         raise AnalysisError(f"{str(run_dir)!r}: the run has no simulated-time budget")
     summary = json.loads((run_dir / "summary.json").read_text())
-    rows = results.read_metrics(run_dir)
-    curves = results.group_curves(rows, x="sim_time", y="eval_return")
+    rows = metrics.read_metrics(run_dir)
+    curves = metrics.group_curves(rows, x="sim_time", y="eval_return")
     types = sorted(k for k in (rows[0] if rows else {}) if k.startswith("eval_type"))
-    per_type = {t: results.group_curves(rows, x="sim_time", y=t) for t in types}
+    per_type = {t: metrics.group_curves(rows, x="sim_time", y=t) for t in types}
     methods = {}
     for (algorithm, grid), seeds in curves.items():
         name = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
@@ -169,8 +168,9 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Metho
     updates = [last[s]["round"] if per_update is None else used[s] / per_update for s in order]
     end = np.array([last[s]["sim_time"] for s in order])
     # a seed that stopped before the budget (and the step cap) did not finish: diverged
-    capped = np.array([cfg.max_rounds is not None and last[s]["round"] >= cfg.max_rounds
-                       for s in order])  # fmt: skip
+    capped = np.array(
+        [cfg.max_rounds is not None and last[s]["round"] >= cfg.max_rounds for s in order]
+    )
     stopped = {s for s, t, c in zip(order, end, capped, strict=True) if t < cfg.budget and not c}
     return Method(
         name=name,
@@ -191,8 +191,16 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Metho
 #: Config fields in which seed blocks of one config may differ: the seed fields, and what
 #: only says how a run was carried out and written (its name, checkpoints, live writes,
 #: TensorBoard), never what it computes.
-BLOCK_FIELDS = ("seeds", "seed", "first_seed", "name", "checkpoint_every", "live_every_s",
-                "plot_every_s", "tensorboard")  # fmt: skip
+BLOCK_FIELDS = (
+    "seeds",
+    "seed",
+    "first_seed",
+    "name",
+    "checkpoint_every",
+    "live_every_s",
+    "plot_every_s",
+    "tensorboard",
+)
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -212,9 +220,11 @@ def check_seed_blocks(runs: list[Run]) -> None:
     first = _flat(runs[0].config.to_dict())
     for run in runs[1:]:
         other = _flat(run.config.to_dict())
-        differs = sorted(k for k in first.keys() | other.keys()
-                         if k.split(".")[0] not in BLOCK_FIELDS
-                         and first.get(k) != other.get(k))  # fmt: skip
+        differs = sorted(
+            k
+            for k in first.keys() | other.keys()
+            if k.split(".")[0] not in BLOCK_FIELDS and first.get(k) != other.get(k)
+        )
         if differs:
             raise AnalysisError(
                 f"{str(run.path)!r} and {str(runs[0].path)!r} are not seed blocks of one "

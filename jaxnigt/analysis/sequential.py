@@ -53,8 +53,9 @@ def parse_stages(text: str) -> tuple[int, ...]:
     except ValueError:
         stages = ()
     if not stages or any(s < 2 for s in stages) or list(stages) != sorted(set(stages)):
-        raise AnalysisError(f"got {text!r}; expected increasing seed counts >= 2, e.g. 5,10,20",
-                            param="sequential")  # fmt: skip
+        raise AnalysisError(
+            f"got {text!r}; expected increasing seed counts >= 2, e.g. 5,10,20", param="sequential"
+        )
     return stages
 
 
@@ -126,8 +127,9 @@ def run_rule(
     level = look_level(len(stages), alpha)
     due = [k for k in stages if available is None or k <= available]
     if not due:
-        raise AnalysisError(f"{available} seeds: fewer than the first stage ({stages[0]})",
-                            param="sequential")  # fmt: skip
+        raise AnalysisError(
+            f"{available} seeds: fewer than the first stage ({stages[0]})", param="sequential"
+        )
     looks = []
     for k in due:
         iv, margin = interval_at(k, level), margin_at(k)
@@ -177,12 +179,15 @@ def first_seeds(method: Method, k: int) -> Method:
         raise AnalysisError(f"{method.name} has {len(method.seeds)} seeds; a look needs {k}")
     pick = lambda xs: tuple(xs[:k])
     return dataclasses.replace(
-        method, seeds=pick(method.seeds), curves=pick(method.curves),
+        method,
+        seeds=pick(method.seeds),
+        curves=pick(method.curves),
         per_type={t: pick(c) for t, c in method.per_type.items()},
-        updates=method.updates[:k], env_steps=method.env_steps[:k],
-        end_time=method.end_time[:k], diverged=tuple(s for s in method.diverged
-                                                       if s in method.seeds[:k]),
-    )  # fmt: skip
+        updates=method.updates[:k],
+        env_steps=method.env_steps[:k],
+        end_time=method.end_time[:k],
+        diverged=tuple(s for s in method.diverged if s in method.seeds[:k]),
+    )
 
 
 def merge_runs(runs: Sequence[Run]) -> Run:
@@ -202,13 +207,15 @@ def merge_runs(runs: Sequence[Run]) -> Run:
         cat = lambda f: tuple(np.asarray([x for p in parts for x in f(p)], object)[order])
         arr = lambda f: np.concatenate([f(p) for p in parts])[order]
         methods[name] = dataclasses.replace(
-            m, seeds=tuple(int(s) for s in np.asarray(seeds)[order]),
+            m,
+            seeds=tuple(int(s) for s in np.asarray(seeds)[order]),
             curves=cat(lambda p: p.curves),
             per_type={t: cat(lambda p, t=t: p.per_type[t]) for t in m.per_type},
-            updates=arr(lambda p: p.updates), env_steps=arr(lambda p: p.env_steps),
+            updates=arr(lambda p: p.updates),
+            env_steps=arr(lambda p: p.env_steps),
             end_time=arr(lambda p: p.end_time),
             diverged=tuple(sorted(s for p in parts for s in p.diverged)),
-        )  # fmt: skip
+        )
     return dataclasses.replace(first, methods=methods)
 
 
@@ -240,9 +247,14 @@ def compare_sequential(
     available = min(len(m.seeds) for m in looks.methods.values())
     out = {}
     for b in looks.names:
-        result = run_rule(functools.partial(looks.effect, b), lambda k: looks.margin(k, level),
-                          tie=1.0 if looks.ratio else 0.0, stages=stages, alpha=alpha,
-                          available=available)  # fmt: skip
+        result = run_rule(
+            functools.partial(looks.effect, b),
+            lambda k: looks.margin(k, level),
+            tie=1.0 if looks.ratio else 0.0,
+            stages=stages,
+            alpha=alpha,
+            available=available,
+        )
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
     return {"reference": reference, "statistic": statistic, "claim": claim, "comparisons": out}
 
@@ -251,11 +263,12 @@ class _Looks:
     """:func:`compare_sequential`'s looks at a run: each ``(seeds, level)`` compared once."""
 
     def __init__(self, run: Run, reference, statistic, claim, baselines, kw):
-        self.run, self.reference, self.statistic, self.claim, self.kw = (
-            run, reference, statistic, claim, kw)  # fmt: skip
+        self.run, self.reference, self.statistic = run, reference, statistic
+        self.claim, self.kw = claim, kw
         self.methods = run.algorithms()
-        self.names = ([a for a in self.methods if a != reference] if baselines is None
-                      else list(baselines))  # fmt: skip
+        self.names = (
+            [a for a in self.methods if a != reference] if baselines is None else list(baselines)
+        )
         self.ratio = statistic not in RETURN_STATISTICS
         self.done: dict[tuple[int, float], dict] = {}
 
@@ -265,10 +278,14 @@ class _Looks:
         if (k, level) not in self.done:
             sub = {n: first_seeds(m, k) for n, m in self.run.methods.items() if m.grid == 0}
             self.done[k, level] = compare(
-                dataclasses.replace(self.run, methods=sub), self.reference,
-                statistic=self.statistic, claim=self.claim, baselines=self.names, level=level,
+                dataclasses.replace(self.run, methods=sub),
+                self.reference,
+                statistic=self.statistic,
+                claim=self.claim,
+                baselines=self.names,
+                level=level,
                 **self.kw,
-            )  # fmt: skip
+            )
         return self.done[k, level]
 
     def effect(self, baseline: str, k: int, level: float) -> dict:
@@ -294,16 +311,21 @@ def markdown(result: dict[str, Any]) -> str:
     """The table of :func:`compare_sequential`: per baseline, each look and the verdict."""
     from jaxnigt.analysis.report_text import fmt
 
-    rows = [f"**{result['reference']}** by `{result['statistic']}` (claim {result['claim']}), "
-            "seeds added in stages", "",
-            "| baseline | look (seeds) | interval | margin | outcome | verdict |",
-            "|---|---:|---|---|---|---|"]  # fmt: skip
+    rows = [
+        f"**{result['reference']}** by `{result['statistic']}` (claim {result['claim']}), "
+        "seeds added in stages",
+        "",
+        "| baseline | look (seeds) | interval | margin | outcome | verdict |",
+        "|---|---:|---|---|---|---|",
+    ]
     for b, r in result["comparisons"].items():
         for i, look in enumerate(r["looks"]):
             verdict = f"**{r['verdict']}**" if i == len(r["looks"]) - 1 else ""
             lo, hi = look["margin"]
-            rows.append(f"| {b} | {look['seeds']} | {fmt(look['interval'])} "
-                        f"| [{lo:.3g}, {hi:.3g}] | {look['outcome']} | {verdict} |")  # fmt: skip
+            rows.append(
+                f"| {b} | {look['seeds']} | {fmt(look['interval'])} "
+                f"| [{lo:.3g}, {hi:.3g}] | {look['outcome']} | {verdict} |"
+            )
     level = next(iter(result["comparisons"].values()))["level"]
     rows += ["", f"Each look at level {level:.4g} (Bonferroni over the looks)."]
     return "\n".join(rows)

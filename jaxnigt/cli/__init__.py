@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import jaxnigt
-from jaxnigt.cli import common, grids, reports
-from jaxnigt.cli import run as run_cli
+from jaxnigt.cli import common, grids, reports, run
 from jaxnigt.cli.common import EXIT_USAGE, error
 
 __all__ = ["EXIT_USAGE", "build_parser", "main", "missing_rl_module"]
@@ -88,11 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
     )
     parser.add_argument(
-        "--version", action="version", version=f"jaxnigt {jaxnigt.__version__}",
+        "--version",
+        action="version",
+        version=f"jaxnigt {jaxnigt.__version__}",
         help="print the version and exit",
-    )  # fmt: skip
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run_cli.add_parser(sub)
+    run.add_parser(sub)
     grids.add_sweep_parser(sub)
     grids.add_tune_parser(sub)
     reports.add_parsers(sub)
@@ -177,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"missing); install it with: {RL_INSTALL}"
             )
     if args.command in COMPILING_COMMANDS:
-        from jaxnigt.run import devices as parallel
+        from jaxnigt.run import devices
 
-        args.xla_flags = parallel.apply_gpu_flags()  # before any JAX backend starts
+        args.xla_flags = devices.apply_gpu_flags()  # before any JAX backend starts
     if args.command in (*COMPILING_COMMANDS, "clock"):
         enable_compilation_cache()
     with contextlib.ExitStack() as stack:

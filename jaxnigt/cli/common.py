@@ -30,14 +30,14 @@ def dir_problem(
     when None), and what to pass to reuse a directory that holds files: to continue work
     that stopped there (``resume``, the command's flag; ``DIR`` stands for the directory),
     or to discard it."""
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.run_dir import NotEmptyError, NotResumableError, UnusableDirError
 
     text = str(e)
-    if isinstance(e, files.NotResumableError):
+    if isinstance(e, NotResumableError):
         return f"--resume: {text}"
-    if isinstance(e, files.UnusableDirError) and (named is None or e.path == Path(named)):
+    if isinstance(e, UnusableDirError) and (named is None or e.path == Path(named)):
         text = f"{flag} {text}"
-    if isinstance(e, files.NotEmptyError):
+    if isinstance(e, NotEmptyError):
         if unfinished(e.path):
             again = resume.replace("DIR", str(e.path))
             text += (
@@ -126,9 +126,9 @@ def announce(args: argparse.Namespace) -> None:
     """The backend line, and a warning when a GPU-sized config runs on a CPU."""
     import jax
 
-    from jaxnigt.run import devices as parallel
+    from jaxnigt.run import devices
 
-    print(parallel.backend_line(getattr(args, "xla_flags", "none")), flush=True)
+    print(devices.backend_line(getattr(args, "xla_flags", "none")), flush=True)
     note = gpu_sized_note(args.config)
     if note and jax.default_backend() == "cpu":
         print(f"[jaxnigt] warning: {args.config} is sized for a GPU; {note}", flush=True)

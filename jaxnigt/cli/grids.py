@@ -21,11 +21,17 @@ SHAPE_FLAGS = {"M": "--M", "msync_m": "--msync-m", "ringmaster_R": "--ringmaster
 #: shape hyperparameters of ``tuning.SHAPES`` and ``tuning.tune``'s parameters; ``budget``,
 #: a config field, has none).
 TUNE_FLAGS = {
-    "lr_exp": "--lr-exp", "eta": "--eta", "max_extensions": "--max-extensions",
+    "lr_exp": "--lr-exp",
+    "eta": "--eta",
+    "max_extensions": "--max-extensions",
     **SHAPE_FLAGS,
-    "seeds": "--tune-seeds", "algorithms": "--algorithms", "statistic": "--statistic",
-    "resume": "--resume", "jobs": "--jobs", "gpus_per_program": "--gpus-per-program",
-}  # fmt: skip
+    "seeds": "--tune-seeds",
+    "algorithms": "--algorithms",
+    "statistic": "--statistic",
+    "resume": "--resume",
+    "jobs": "--jobs",
+    "gpus_per_program": "--gpus-per-program",
+}
 
 
 def add_sweep_parser(sub) -> None:
@@ -49,14 +55,26 @@ def add_sweep_parser(sub) -> None:
 
 def add_executor_flags(parser, what: str) -> None:
     """``--jobs``, ``--ray`` and ``--gpus-per-program``: where the programs run."""
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help=f"run {what} in N local processes at once (default 1; on a CPU "
-                        "host: one per core)")  # fmt: skip
-    parser.add_argument("--ray", metavar="auto|ADDRESS",
-                        help=f"run {what} as tasks of a Ray cluster (needs jaxnigt[ray]; "
-                        "--out on a filesystem every node sees)")  # fmt: skip
-    parser.add_argument("--gpus-per-program", type=float, default=0.0, metavar="G",
-                        help="with --ray: GPUs per program (default 0: one CPU each)")  # fmt: skip
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help=f"run {what} in N local processes at once (default 1; on a CPU host: one per core)",
+    )
+    parser.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help=f"run {what} as tasks of a Ray cluster (needs jaxnigt[ray]; "
+        "--out on a filesystem every node sees)",
+    )
+    parser.add_argument(
+        "--gpus-per-program",
+        type=float,
+        default=0.0,
+        metavar="G",
+        help="with --ray: GPUs per program (default 0: one CPU each)",
+    )
 
 
 def add_tune_parser(sub) -> None:
@@ -68,19 +86,38 @@ def add_tune_parser(sub) -> None:
     tu.add_argument("config", help="YAML config to tune (its budget and cluster)")
     tu.add_argument("--out", required=True, help="tuning directory (tuned.yaml, tuning.json)")
     tu.add_argument("--algorithms", metavar="A,B", help="algorithms to tune (default: all)")
-    tu.add_argument("--lr-exp", metavar="A:B", help="α = 2^e grid: A:B, A:B:STEP or e1,e2, "
-                    "e.g. --lr-exp -8:-2 (default -10:-1; extended while the winner sits at an "
-                    "edge)")  # fmt: skip
+    tu.add_argument(
+        "--lr-exp",
+        metavar="A:B",
+        help="α = 2^e grid: A:B, A:B:STEP or e1,e2, e.g. --lr-exp -8:-2 (default -10:-1; "
+        "extended while the winner sits at an edge)",
+    )
     tu.add_argument("--eta", metavar="V1,V2", help="η values in (0, 1] (default 0.001,0.01,0.1)")
     for name, shape in tuning.SHAPES.items():
-        tu.add_argument(SHAPE_FLAGS[name], dest=name, metavar=f"{name.split('_')[-1]}1,...",
-                        help=f"{shape.what}, integers >= 1 (default: the config's)")  # fmt: skip
-    tu.add_argument("--tune-seeds", default="100,101", metavar="A,A+1",
-                    help="consecutive seeds, not the config's (default 100,101)")  # fmt: skip
-    tu.add_argument("--statistic", default="average", choices=stats.STATISTICS,
-                    help="the score's per-seed statistic (default average)")  # fmt: skip
-    tu.add_argument("--max-extensions", type=int, default=tuning.MAX_EXTENSIONS,
-                    help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})")  # fmt: skip
+        tu.add_argument(
+            SHAPE_FLAGS[name],
+            dest=name,
+            metavar=f"{name.split('_')[-1]}1,...",
+            help=f"{shape.what}, integers >= 1 (default: the config's)",
+        )
+    tu.add_argument(
+        "--tune-seeds",
+        default="100,101",
+        metavar="A,A+1",
+        help="consecutive seeds, not the config's (default 100,101)",
+    )
+    tu.add_argument(
+        "--statistic",
+        default="average",
+        choices=stats.STATISTICS,
+        help="the score's per-seed statistic (default average)",
+    )
+    tu.add_argument(
+        "--max-extensions",
+        type=int,
+        default=tuning.MAX_EXTENSIONS,
+        help=f"grid extensions at most (default {tuning.MAX_EXTENSIONS})",
+    )
     add_set(tu)
     add_executor_flags(tu, "each round's programs")
     tu.add_argument("--resume", action="store_true", help="keep finished programs, continue")
@@ -134,7 +171,7 @@ def _sweep_request(args: argparse.Namespace):
 def sweep_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
     from jaxnigt.run import checkpoint, executors, signals
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.run_dir import NotResumableError, RunDirError
     from jaxnigt.studies import sweep
 
     announce(args)
@@ -144,10 +181,18 @@ def sweep_command(args: argparse.Namespace) -> int:
         raw, axes, sets, out = _sweep_request(args)
         with signals.stop_on_signals() as stop:
             rows = sweep.run_sweep(
-                raw, axes, out, sets=sets, resume=args.resume, overwrite=args.overwrite,
-                progress=not args.no_progress, stop=stop, jobs=args.jobs, ray=args.ray,
+                raw,
+                axes,
+                out,
+                sets=sets,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=not args.no_progress,
+                stop=stop,
+                jobs=args.jobs,
+                ray=args.ray,
                 gpus_per_program=args.gpus_per_program,
-            )  # fmt: skip
+            )
     except signals.Interrupted as e:
         again = ["jaxnigt", "sweep", args.config_given, "--out", str(out), "--resume"]
         again += [x for o in args.over or [] for x in ("--over", o)]
@@ -158,7 +203,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         return error(flagged(e))
     except executors.ExecutorError as e:
         return error(f"--ray: {e}")
-    except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
+    except (NotResumableError, RunDirError, checkpoint.CheckpointError) as e:
         return stopped("sweep", e, "--out", out, resume="--resume")
     failed = sorted({r["point"] for r in rows if r["status"] == "failed"})
     print(
@@ -199,8 +244,8 @@ def _tune_request(args: argparse.Namespace):
 def tune_command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
     from jaxnigt.run import checkpoint, executors, signals
-    from jaxnigt.run import loop as runner
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.loop import RunError
+    from jaxnigt.run.run_dir import NotResumableError, RunDirError
 
     try:
         raw, grid, seeds, algorithms = _tune_request(args)
@@ -211,20 +256,31 @@ def tune_command(args: argparse.Namespace) -> int:
     try:
         with signals.stop_on_signals() as stop:
             report = tuning.tune(
-                raw, args.out, algorithms=algorithms, grid=grid, seeds=seeds,
-                statistic=args.statistic, resume=args.resume, overwrite=args.overwrite,
-                progress=not args.no_progress, source=args.config_given, command=command,
-                stop=stop, jobs=args.jobs, ray=args.ray, gpus_per_program=args.gpus_per_program,
-            )  # fmt: skip
+                raw,
+                args.out,
+                algorithms=algorithms,
+                grid=grid,
+                seeds=seeds,
+                statistic=args.statistic,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=not args.no_progress,
+                source=args.config_given,
+                command=command,
+                stop=stop,
+                jobs=args.jobs,
+                ray=args.ray,
+                gpus_per_program=args.gpus_per_program,
+            )
     except signals.Interrupted as e:
         again = shlex.join(["jaxnigt", *(a for a in args.argv or [] if a != "--resume")])
         print(f"jaxnigt: {e}; continue with: {again} --resume", file=sys.stderr)
         return e.exit_status
     except (tuning.TuningError, config_lib.ConfigError) as e:
         return error(flagged(e, TUNE_FLAGS))
-    except (files.NotResumableError, files.RunDirError, checkpoint.CheckpointError) as e:
+    except (NotResumableError, RunDirError, checkpoint.CheckpointError) as e:
         return stopped("tuning", e, "--out", args.out, resume="--resume")
-    except runner.RunError as e:
+    except RunError as e:
         print(f"jaxnigt: tuning stopped: {e}", file=sys.stderr)
         return 1
     except executors.ExecutorError as e:

@@ -71,8 +71,18 @@ def markdown() -> str:
     ]
     for name, sub in _subcommands(parser).items():
         usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
-        lines += [f"## `jaxnigt {name}`", "", _help(parser, name), "", "```text", usage,
-                  "```", "", "| argument | meaning | default |", "|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## `jaxnigt {name}`",
+            "",
+            _help(parser, name),
+            "",
+            "```text",
+            usage,
+            "```",
+            "",
+            "| argument | meaning | default |",
+            "|---|---|---|",
+        ]
         lines += _flag_rows(sub)
         lines.append("")
     return "\n".join(lines)
@@ -84,8 +94,12 @@ def flags() -> dict[str, set[str]]:
 
     out = {}
     for name, sub in _subcommands(build_parser()).items():
-        out[name] = {s for a in sub._actions if not isinstance(a, argparse._HelpAction)
-                     for s in (a.option_strings or [a.dest])}  # fmt: skip
+        out[name] = {
+            s
+            for a in sub._actions
+            if not isinstance(a, argparse._HelpAction)
+            for s in (a.option_strings or [a.dest])
+        }
     return out
 
 

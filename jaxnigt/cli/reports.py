@@ -9,29 +9,52 @@ from pathlib import Path
 from jaxnigt.cli.common import EXIT_USAGE, add_set, announce, error, flagged
 
 #: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
-COMPARE_FLAGS = {"statistic": "--statistic", "reference": "--reference",
-                 "baselines": "--baselines", "sequential": "--sequential"}  # fmt: skip
+COMPARE_FLAGS = {
+    "statistic": "--statistic",
+    "reference": "--reference",
+    "baselines": "--baselines",
+    "sequential": "--sequential",
+}
 PLOT_FLAGS = {"x": "--x", "y": "--y", "out": "--out"}
 
 
 def add_parsers(sub) -> None:
-    from jaxnigt.analysis import stats, verdicts
+    """The ``plot``, ``compare``, ``plan`` and ``list`` subcommands, in this order."""
+    _add_plot_parser(sub)
+    _add_compare_parser(sub)
+    pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
+    pl.add_argument("config", help="YAML config: a file, or a bundled one's name")
+    add_set(pl)
+    pl.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
+    pl.add_argument("--no-memory", action="store_true", help="skip compiling a step for memory")
+    pl.set_defaults(func=plan_command)
+    lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
+    lst.set_defaults(func=list_command)
 
+
+def _add_plot_parser(sub) -> None:
     plot = sub.add_parser("plot", help="plot return against time/steps/comms")
     plot.add_argument("dirs", nargs="+", help="run directories")
     plot.add_argument(
         "--x", default=None, help="x-axis: time (default), steps or comms; a sweep: the swept key"
     )
     plot.add_argument("--y", default="eval_return", help="metrics column (default eval_return)")
-    plot.add_argument("--out", metavar="FILE",
-                      help="image path, its extension the format: .png, .pdf, .svg, ... (no "
-                      "extension: .png is added; default <dir>/curves_<x>.png)")  # fmt: skip
+    plot.add_argument(
+        "--out",
+        metavar="FILE",
+        help="image path, its extension the format: .png, .pdf, .svg, ... (no "
+        "extension: .png is added; default <dir>/curves_<x>.png)",
+    )
     plot.add_argument(
         "--counts",
         action="store_true",
         help="instead: each worker's share of the gradients, a stacked bar per algorithm",
     )
     plot.set_defaults(func=plot_command)
+
+
+def _add_compare_parser(sub) -> None:
+    from jaxnigt.analysis import stats, verdicts
 
     co = sub.add_parser(
         "compare",
@@ -46,36 +69,35 @@ def add_parsers(sub) -> None:
         "jaxnigt.analysis.verdicts.holm). A method evaluated more than 10 % of the "
         "statistic's scale apart is warned about.",
     )
-    co.add_argument("run_dir", nargs="+",
-                    help="a finished run; several: seed blocks of one config")  # fmt: skip
+    co.add_argument("run_dir", nargs="+", help="a finished run; several: seed blocks of one config")
     co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
     co.add_argument("--baselines", metavar="A,B", help="default: every other algorithm")
-    co.add_argument("--statistic", default="average", choices=stats.STATISTICS,
-                    help="the effect the verdict uses (default average)")  # fmt: skip
+    co.add_argument(
+        "--statistic",
+        default="average",
+        choices=stats.STATISTICS,
+        help="the effect the verdict uses (default average)",
+    )
     co.add_argument(
         "--claim",
         default="ahead",
         choices=verdicts.CLAIMS,
         help="ahead: the reference beats every baseline; tie: they equal it",
     )
-    co.add_argument("--sequential", metavar="5,10,20,40",
-                    help="decide each comparison by looks at these seed counts, each at "
-                    "level 1 - 0.10/looks, with equivalence margins")  # fmt: skip
-    co.add_argument("--out", metavar="FILE",
-                    help="write the JSON to FILE.json and the Markdown to FILE.md (FILE may "
-                    "end in .json or .md; default: compare.json and compare.md, or "
-                    "sequential.*, in the first run directory)")  # fmt: skip
+    co.add_argument(
+        "--sequential",
+        metavar="5,10,20,40",
+        help="decide each comparison by looks at these seed counts, each at "
+        "level 1 - 0.10/looks, with equivalence margins",
+    )
+    co.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the JSON to FILE.json and the Markdown to FILE.md (FILE may "
+        "end in .json or .md; default: compare.json and compare.md, or "
+        "sequential.*, in the first run directory)",
+    )
     co.set_defaults(func=compare_command)
-
-    pl = sub.add_parser("plan", help="trajectories, steps, memory and time of a config, not run")
-    pl.add_argument("config", help="YAML config: a file, or a bundled one's name")
-    add_set(pl)
-    pl.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
-    pl.add_argument("--no-memory", action="store_true", help="skip compiling a step for memory")
-    pl.set_defaults(func=plan_command)
-
-    lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
-    lst.set_defaults(func=list_command)
 
 
 def analysis_problem(e: Exception, flags=COMPARE_FLAGS) -> str:
@@ -131,7 +153,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
     from jaxnigt import analysis
     from jaxnigt.analysis import run_data
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.run_dir import atomic_write_text, describe
 
     baselines = None
     if args.baselines is not None:
@@ -161,11 +183,11 @@ def compare_command(args: argparse.Namespace) -> int:
         return error(analysis_problem(e))
     print(text, flush=True)  # the table, also where its files cannot be written
     try:
-        files.atomic_write_text(json_out, json.dumps(result, indent=2) + "\n")
-        files.atomic_write_text(md_out, text + "\n")
+        atomic_write_text(json_out, json.dumps(result, indent=2) + "\n")
+        atomic_write_text(md_out, text + "\n")
     except OSError as e:
         hint = "; pass --out FILE to write them elsewhere" if args.out is None else ""
-        return error(f"cannot write the comparison: {files.describe(e)}{hint}")
+        return error(f"cannot write the comparison: {describe(e)}{hint}")
     print(f"[jaxnigt] wrote {json_out} and {md_out}")
     return 0
 

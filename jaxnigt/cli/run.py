@@ -100,18 +100,18 @@ def run_dir(args: argparse.Namespace, cfg) -> Path:
     """The run directory: one to continue is checked to hold a run of ``cfg``; a fresh one
     is prepared (created, checked writable, refused if it holds files without --overwrite)."""
     from jaxnigt import config as config_lib
-    from jaxnigt.run import run_dir as files
     from jaxnigt.run.distributed import is_writer
+    from jaxnigt.run.run_dir import check_resumable, prepare_run_dir
 
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):
             raise config_lib.ConfigError("--out and --resume name different directories; give one")
         out = Path(args.resume)
-        files.check_resumable(cfg, out)
+        check_resumable(cfg, out)
         return out
     out = fresh_dir(args, cfg)
     if is_writer():
-        files.prepare_run_dir(out, args.overwrite)
+        prepare_run_dir(out, args.overwrite)
     return out
 
 
@@ -167,11 +167,11 @@ def removed_unless_started(leftovers: Leftovers | None) -> Iterator[None]:
     """An exception out of the block first removes ``leftovers`` (:meth:`Leftovers.remove`:
     only if no result was written), but for a run-directory error: the directory may be
     another process's (its lock refused this one), or this one could not write it."""
-    from jaxnigt.run import run_dir as files
+    from jaxnigt.run.run_dir import RunDirError
 
     try:
         yield
-    except files.RunDirError:
+    except RunDirError:
         raise
     except BaseException:
         if leftovers is not None:
@@ -201,9 +201,9 @@ def _print_summary(out: Path, summary: dict) -> None:
 def command(args: argparse.Namespace) -> int:
     from jaxnigt import config as config_lib
     from jaxnigt.run import checkpoint, experiment, plan, signals, sizing
-    from jaxnigt.run import loop as runner
-    from jaxnigt.run import run_dir as files
     from jaxnigt.run.distributed import is_writer
+    from jaxnigt.run.loop import RunError
+    from jaxnigt.run.run_dir import NotResumableError, RunDirError
 
     problem = init_distributed(args)
     if problem:
@@ -220,7 +220,7 @@ def command(args: argparse.Namespace) -> int:
         return error(flagged(e))
     except sizing.SizeError as e:
         return error(str(e))
-    except (files.NotResumableError, files.RunDirError) as e:
+    except (NotResumableError, RunDirError) as e:
         return error(dir_problem(e, flag))
     for note in notes:
         print(f"[jaxnigt] warning: {note}", file=sys.stderr, flush=True)
@@ -241,9 +241,9 @@ def command(args: argparse.Namespace) -> int:
         return error(str(e))
     except checkpoint.CheckpointError as e:
         return error(f"{e}; rerun without --resume to start afresh")
-    except (files.NotResumableError, files.RunDirError) as e:
+    except (NotResumableError, RunDirError) as e:
         return stopped("run", e, flag, out)
-    except runner.RunError as e:
+    except RunError as e:
         print(f"jaxnigt: run stopped: {e}", file=sys.stderr)
         return 1
     except Exception as e:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxnigt import algorithms as registry
+from jaxnigt import algorithms
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
 from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
@@ -67,7 +67,7 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
 
 def algorithm_names() -> tuple[str, ...]:
     """The algorithms a config may name (:func:`jaxnigt.algorithms.names`)."""
-    return registry.names()
+    return algorithms.names()
 
 
 def readers(key: str) -> tuple[str, ...]:
@@ -75,8 +75,8 @@ def readers(key: str) -> tuple[str, ...]:
     from jaxnigt.algorithms.core import COMMON
 
     if key in COMMON:
-        return registry.names()
-    return tuple(a for a in registry.names() if key in registry.traits(a).options)
+        return algorithms.names()
+    return tuple(a for a in algorithms.names() if key in algorithms.traits(a).options)
 
 
 def _check_read(path: str, hp: HParams, base: HParams, algorithms: Sequence[str]) -> None:

@@ -200,8 +200,10 @@ def restore_latest(run_dir: str | Path, algorithm: str, template: Any, log=print
             bad.append((path, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
             continue
         for corrupt, why in bad:
-            log(f"[jaxnigt] checkpoint {corrupt} is unreadable ({why[:200]}); moved to "
-                f"{corrupt.name}.corrupt, resuming from {path.name}")  # fmt: skip
+            log(
+                f"[jaxnigt] checkpoint {corrupt} is unreadable ({why[:200]}); moved to "
+                f"{corrupt.name}.corrupt, resuming from {path.name}"
+            )
             corrupt.rename(corrupt.with_name(corrupt.name + ".corrupt"))
         return path, state, history, chunks
     if bad:

@@ -60,14 +60,22 @@ def check(ray: str | None) -> None:
         _import_ray()
 
 
-def make(fn: Callable[..., Any], *, jobs: int = 1, ray: str | None = None,
-         gpus_per_program: float = 0.0, stop=None, run_dir_arg: int | None = None):  # fmt: skip
+def make(
+    fn: Callable[..., Any],
+    *,
+    jobs: int = 1,
+    ray: str | None = None,
+    gpus_per_program: float = 0.0,
+    stop=None,
+    run_dir_arg: int | None = None,
+):
     """The executor of ``fn``'s jobs (module docstring).  ``run_dir_arg``: the index of the
     job argument that is its run directory (where a Ray task writes ``task.json``)."""
     if ray is None:
         return processes.Pool(fn, workers=jobs, stop=stop)
-    return RayPool(fn, address=ray, gpus_per_program=gpus_per_program, stop=stop,
-                   run_dir_arg=run_dir_arg)  # fmt: skip
+    return RayPool(
+        fn, address=ray, gpus_per_program=gpus_per_program, stop=stop, run_dir_arg=run_dir_arg
+    )
 
 
 def _import_ray():
@@ -102,8 +110,16 @@ def _task(fn, args: tuple, run_dir_arg: int | None):
 class RayPool(processes.JobQueue):
     """:class:`~jaxnigt.run.processes.Pool`'s interface over Ray tasks (module docstring)."""
 
-    def __init__(self, fn, *, address: str, gpus_per_program: float = 0.0, stop=None,
-                 max_retries: int = MAX_RETRIES, run_dir_arg: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        fn,
+        *,
+        address: str,
+        gpus_per_program: float = 0.0,
+        stop=None,
+        max_retries: int = MAX_RETRIES,
+        run_dir_arg: int | None = None,
+    ):
         ray = self.ray = _import_ray()
         if gpus_per_program < 0:
             raise ValueError(f"gpus_per_program: got {gpus_per_program}; expected >= 0")
@@ -170,8 +186,9 @@ def _connect(ray, address: str) -> None:
         try:
             ray.init(address=address, log_to_driver=True)
         except ConnectionError as e:
-            raise ExecutorError(f"cannot join the Ray cluster at {address!r}: "
-                                f"{str(e).splitlines()[0]}") from None  # fmt: skip
+            raise ExecutorError(
+                f"cannot join the Ray cluster at {address!r}: {str(e).splitlines()[0]}"
+            ) from None
         return
     try:
         ray.init(address="auto", log_to_driver=True)

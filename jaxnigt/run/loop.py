@@ -29,12 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt.config import ExperimentConfig
-from jaxnigt.run import checkpoint
-from jaxnigt.run import devices as parallel
-from jaxnigt.run import metrics as results
+from jaxnigt.run import checkpoint, devices
 from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
 from jaxnigt.run.distributed import to_host
 from jaxnigt.run.evaluations import evaluation_columns, initial_metrics, last_finite
+from jaxnigt.run.metrics import MAX_COUNTED_WORKERS
 from jaxnigt.run.progress import Progress, compile_seconds, wait
 from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
 from jaxnigt.run.trainer import Trainer, make_trainer
@@ -143,7 +142,7 @@ def _cached_programs(config_key: str, algorithm: str, sharded_slots: bool, num_d
     from jaxnigt import config as config_lib
 
     config = config_lib.from_dict(json.loads(config_key))
-    slot_mesh = parallel.make_mesh(config.devices) if sharded_slots else None
+    slot_mesh = devices.make_mesh(config.devices) if sharded_slots else None
     return _programs(make_trainer(config, algorithm, mesh=slot_mesh), config)
 
 
@@ -154,7 +153,7 @@ def programs_for(config: ExperimentConfig, algorithm: str, batch: int) -> _Progr
     compiles nothing new (``jax.jit``'s own cache, keyed on the programs' shapes)."""
     raw = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_PROGRAMS}
     key = json.dumps(raw, sort_keys=True, default=str)
-    slot_mesh = parallel.device_plan(config.devices, batch)[1]
+    slot_mesh = devices.device_plan(config.devices, batch)[1]
     return _cached_programs(key, algorithm, slot_mesh is not None, len(jax.devices()))
 
 
@@ -162,7 +161,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     """The vmapped program and inputs of one algorithm's run."""
     points = grid_points(config, algorithm)
     batch = num_seeds * len(points)
-    mesh, _ = parallel.device_plan(config.devices, batch)
+    mesh, _ = devices.device_plan(config.devices, batch)
     progs = (
         programs_for(config, algorithm, batch) if trainer is None else _programs(trainer, config)
     )
@@ -173,7 +172,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         **{k: np.asarray([p[k] for p in points for _ in range(num_seeds)]) for k in points[0]},
     )
     budget = config.budget if config.budget is not None else math.inf
-    keys, hyper = parallel.shard_batch((keys, hyper), mesh, batch)
+    keys, hyper = devices.shard_batch((keys, hyper), mesh, batch)
     return _Run(
         trainer=tr,
         points=points,
@@ -198,7 +197,7 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
     """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
     was not evaluated, e.g. round 0 of its own shape)."""
     setup = run.trainer.setup
-    if setup.n > results.MAX_COUNTED_WORKERS:  # per-worker counts kept only for small n
+    if setup.n > MAX_COUNTED_WORKERS:  # per-worker counts kept only for small n
         metrics = {k: v for k, v in metrics.items() if k != "worker_counts"}
     evaluated = metrics["active"] if returns is not None else np.zeros_like(metrics["active"])
     if returns is None:
@@ -217,7 +216,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
     found = checkpoint.restore_latest(run_dir, algorithm, run.state, log) if resume else None
     if found is not None:
         found, state, restored, run.chunks = found
-        run.state = parallel.shard_batch(state, run.mesh, run.batch)
+        run.state = devices.shard_batch(state, run.mesh, run.batch)
         run.diverged = np.asarray(restored.pop("diverged_flag", np.zeros((run.batch, 1))))[:, 0] > 0
         run.budgets[run.diverged] = -np.inf
         run.history = [restored]
@@ -303,8 +302,11 @@ def _finished(run: _Run, bar: Progress) -> bool:
     sim_time = float(np.min(clock_time[running]))
     steps_done = int(np.min(steps[running]))
     evaluated = run.last_eval[running]
-    median = float(np.median(evaluated[~np.isnan(evaluated)])) if (~np.isnan(evaluated)).any() \
-        else math.nan  # fmt: skip
+    median = (
+        float(np.median(evaluated[~np.isnan(evaluated)]))
+        if (~np.isnan(evaluated)).any()
+        else math.nan
+    )
     bar.update(
         sim_time if math.isfinite(run.budget) else steps_done,
         round=steps_done,

@@ -191,10 +191,11 @@ def _size_problem(
 
 
 def _devices(config: ExperimentConfig, batch: int) -> int:
-    """The devices one algorithm's program spreads over (:func:`parallel.device_plan`)."""
-    from jaxnigt.run import devices as parallel
+    """The devices one algorithm's program spreads over
+    (:func:`jaxnigt.run.devices.device_plan`)."""
+    from jaxnigt.run import devices
 
-    mesh, slots = parallel.device_plan(config.devices, batch)
+    mesh, slots = devices.device_plan(config.devices, batch)
     return 1 if mesh is None and slots is None else int((mesh or slots).devices.size)
 
 
@@ -336,8 +337,13 @@ def plan(
     rows = []
     for algorithm, floor in memory_floors(config, limit).items():
         problem = floor.problem
-        row = plan_algorithm(config, algorithm, memory=memory and problem is None,
-                             floor=floor.bytes, trainer=floor.trainer)  # fmt: skip
+        row = plan_algorithm(
+            config,
+            algorithm,
+            memory=memory and problem is None,
+            floor=floor.bytes,
+            trainer=floor.trainer,
+        )
         if problem is None and row["memory_mb"] is not None:
             batch = row["runs"]
             step = row["memory_mb"] * 2**20 / _devices(config, batch)

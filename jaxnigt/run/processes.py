@@ -187,8 +187,9 @@ class Pool(JobQueue):
             self.reports = None
 
     def _start(self, i: int) -> None:
-        p = self.ctx.Process(target=_child, args=(self.fn, self.jobs[i], i, self.reports),
-                             name=self.names[i])  # fmt: skip
+        p = self.ctx.Process(
+            target=_child, args=(self.fn, self.jobs[i], i, self.reports), name=self.names[i]
+        )
         p.start()
         self.running[i] = p
 
@@ -219,8 +220,9 @@ class Pool(JobQueue):
 
         if self.stopping and exitcode == -signal.SIGTERM:
             return signals.Interrupted(signal.SIGTERM, self.names[i], 0)
-        return JobError(f"{self.names[i]}: the process ended (exit code {exitcode}) without a "
-                        "report")  # fmt: skip
+        return JobError(
+            f"{self.names[i]}: the process ended (exit code {exitcode}) without a report"
+        )
 
     def _should_stop(self) -> bool:
         failed = any(error is not None for error, _ in self.outcome.values())

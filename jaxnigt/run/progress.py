@@ -70,9 +70,13 @@ class Progress:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(
-                total=round(total, 2), desc=desc, unit=unit, leave=True, dynamic_ncols=True,
+                total=round(total, 2),
+                desc=desc,
+                unit=unit,
+                leave=True,
+                dynamic_ncols=True,
                 postfix={"status": "compiling"},
-            )  # fmt: skip
+            )
 
     started = False
 

@@ -16,11 +16,15 @@ DEFAULT_ETA = (0.001, 0.01, 0.1)
 DEFAULT_TUNE_SEEDS = (100, 101)
 MAX_EXTENSIONS = 4
 TIE_TOL = 1e-6
-SCORED = {"average": "the average return over [0, budget]",
-          "second_half": "the return averaged over [budget/2, budget]",
-          **{s: f"the time to the {round(100 * stats.fraction(s))} % target (pooled over the "
-                "initial grids), a seed that does not reach it counting as the budget"
-             for s in stats.TIME_STATISTICS}}  # fmt: skip
+SCORED = {
+    "average": "the average return over [0, budget]",
+    "second_half": "the return averaged over [budget/2, budget]",
+    **{
+        s: f"the time to the {round(100 * stats.fraction(s))} % target (pooled over the "
+        "initial grids), a seed that does not reach it counting as the budget"
+        for s in stats.TIME_STATISTICS
+    },
+}
 TUNED, TABLE, RECORD = "tuned.yaml", "tuning.json", "tune.json"
 TIE_RULE = (
     "scores within 1e-6·max(1, |best|) tie: (time statistics: the higher average return, then) "
@@ -75,8 +79,13 @@ class Grid:
         """The grid as ``tune.json`` and ``tuning.json`` hold it: ``M`` (null: not tuned) and
         each other shape given under its name."""
         shapes = {k: list(v) for k, v in self.shapes.items()}
-        return {"lr_exp": list(self.lr_exp), "eta": list(self.eta), "M": shapes.pop("M", None),
-                "max_extensions": self.max_extensions, **shapes}  # fmt: skip
+        return {
+            "lr_exp": list(self.lr_exp),
+            "eta": list(self.eta),
+            "M": shapes.pop("M", None),
+            "max_extensions": self.max_extensions,
+            **shapes,
+        }
 
 
 # --------------------------------------------------------------------------------- parsing

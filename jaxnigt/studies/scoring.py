@@ -32,8 +32,14 @@ def score_run(
         # metrics hold float32 values: report the requested grid values
         e = min(exps, key=lambda x: abs(2.0**x - m.learning_rate))
         eta = min(etas, key=lambda x: abs(x - m.eta))
-        point = {"lr_exp": int(e), "learning_rate": 2.0**e, "eta": float(eta), **shapes,
-                 "program": Path(run_dir).name, "method": m.name}  # fmt: skip
+        point = {
+            "lr_exp": int(e),
+            "learning_rate": 2.0**e,
+            "eta": float(eta),
+            **shapes,
+            "program": Path(run_dir).name,
+            "method": m.name,
+        }
         if timed:
             values = m.statistic("time", run.budget, target)
             score = -stats.restricted_mean_time(values, run.budget)
@@ -44,8 +50,9 @@ def score_run(
             score = float(np.mean(values))
         point.update(
             score=score if math.isfinite(score) else math.nan,
-            seed_values=[float(v) for v in values], diverged_seeds=list(m.diverged),
-        )  # fmt: skip
+            seed_values=[float(v) for v in values],
+            diverged_seeds=list(m.diverged),
+        )
         points.append(point)
     return sorted(points, key=lambda p: (p["lr_exp"], p["eta"]))
 
@@ -62,8 +69,13 @@ def pooled_target(run_dirs: Sequence[Path], fraction: float) -> dict[str, Any]:
             levels.append(float(np.nanmedian(m.statistic("second_half", run.budget))))
     initial = np.concatenate(initial)
     value = stats.targets(initial, levels, (fraction,))[fraction]
-    return {"fraction": fraction, "value": value, "R0": float(np.nanmedian(initial)),
-            "R_best": float(np.nanmax(levels)), "pool": [str(d) for d in run_dirs]}  # fmt: skip
+    return {
+        "fraction": fraction,
+        "value": value,
+        "R0": float(np.nanmedian(initial)),
+        "R_best": float(np.nanmax(levels)),
+        "pool": [str(d) for d in run_dirs],
+    }
 
 
 def speed(report: Mapping[str, Any], out: Path, fraction: float = 0.8) -> dict[str, Any]:
@@ -86,5 +98,9 @@ def speed(report: Mapping[str, Any], out: Path, fraction: float = 0.8) -> dict[s
             times[a] = [float(t) for t in values]
             levels[a] = [float(v) for v in method.statistic("second_half", run.budget)]
     medians = [float(stats.median_time(np.asarray(t))) for t in times.values()]
-    return {"target": target, "times": times, "levels": levels,
-            "slowest_median": max(medians, default=math.nan)}  # fmt: skip
+    return {
+        "target": target,
+        "times": times,
+        "levels": levels,
+        "slowest_median": max(medians, default=math.nan),
+    }

@@ -123,8 +123,13 @@ def search_steps(
         points += list((yield [(prog, new) for prog in programs]))
         exps = sorted({*exps, *new})
     interior = best is not None and min(exps) < best["lr_exp"] < max(exps)
-    return {"points": points, "chosen": best, "lr_exp": exps, "interior": interior,
-            "extensions": done}  # fmt: skip
+    return {
+        "points": points,
+        "chosen": best,
+        "lr_exp": exps,
+        "interior": interior,
+        "extensions": done,
+    }
 
 
 def drive(

@@ -81,12 +81,12 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
 
     jax.config.update("jax_enable_compilation_cache", False)
     from jaxnigt import config as config_lib
-    from jaxnigt.run import loop as runner
+    from jaxnigt.run import loop
     from jaxnigt.run.batch import eval_keys
 
     cfg = config_lib.load("configs/demo.yaml", [f"cluster.n={n}", f"algorithms=[{algorithm}]"])
     t0 = time.perf_counter()
-    run = runner._prepare(cfg, algorithm, None, cfg.seeds)
+    run = loop._prepare(cfg, algorithm, None, cfg.seeds)
     t1 = time.perf_counter()
     state = jax.block_until_ready(run.init(run.keys, run.hyper))
     t2 = time.perf_counter()
