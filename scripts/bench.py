@@ -31,8 +31,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 warnings.filterwarnings("ignore")
+# ``benchmarks`` below is scripts/benchmarks: run as a script, this file's folder (scripts/) is
+# first on Python's path.
 
 
 def _schedule(args):

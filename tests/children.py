@@ -41,6 +41,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def with_tests_on_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with tests/ first on ``PYTHONPATH``: a ``python -c`` child imports
+    :mod:`tasks` (the test-only environments) from there."""
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**env, "PYTHONPATH": os.pathsep.join([str(TESTS), *rest])}
+
+
 def cli_argv(*args: str) -> list[str]:
     """``jaxnigt ARGS`` in a child, with the test-only environments of tasks.py registered."""
     return [sys.executable, str(TESTS / "child_cli.py"), *args]

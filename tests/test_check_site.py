@@ -3,15 +3,10 @@ browser), and, where Debian's Chromium and chromedriver are installed, that a sm
 one of each problem is failed page by page and a clean one passes."""
 
 import shutil
-import sys
 from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import check_site
-
-sys.path.pop(0)
+import pytest
 
 
 def test_a_table_wider_than_its_column_is_a_problem():
@@ -36,8 +31,10 @@ def test_tex_left_in_the_visible_text_is_a_problem():
 
 
 def test_broken_images_console_errors_and_the_first_screen():
-    images = [{"src": "a.png", "complete": True, "natural": 640},
-              {"src": "missing.png", "complete": True, "natural": 0}]  # fmt: skip
+    images = [
+        {"src": "a.png", "complete": True, "natural": 640},
+        {"src": "missing.png", "complete": True, "natural": 0},
+    ]
     assert check_site.image_problems(images) == ["broken image missing.png"]
     console = [
         {"level": "SEVERE", "message": "http://127.0.0.1:1/x.js - Failed to load resource: 404"},
@@ -45,8 +42,13 @@ def test_broken_images_console_errors_and_the_first_screen():
         {"level": "WARNING", "message": "deprecated"},
     ]
     assert check_site.console_problems(console) == [f"console: {console[0]['message']}"]
-    screen = {"headers": ["the paper's row", "comparison", "verdict", "effect [interval]"],
-              "bottom": 320.0, "right": 1120.0, "width": 1280, "height": 800}  # fmt: skip
+    screen = {
+        "headers": ["the paper's row", "comparison", "verdict", "effect [interval]"],
+        "bottom": 320.0,
+        "right": 1120.0,
+        "width": 1280,
+        "height": 800,
+    }
     assert check_site.first_screen_problems(screen, ("verdict", "effect")) == []
     low = dict(screen, bottom=950.0, headers=["row", "setting"])
     assert check_site.first_screen_problems(low, ("verdict",)) == [

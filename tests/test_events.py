@@ -11,16 +11,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_natural as natural
+import reference_sim as ref
 
 from jaxnigt.cluster import events
 from jaxnigt.cluster.model import LINK, make_cluster_model, sample_compute_times, sample_noise
-
-try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
-    from tests import reference_natural as natural
-    from tests import reference_sim as ref
-except ImportError:
-    import reference_natural as natural
-    import reference_sim as ref
 
 NUM = 80
 

@@ -62,17 +62,11 @@ def _results_sh(*args):
     env.pop("JAXNIGT_BENCH_JSON", None)
     return subprocess.run(
         ["bash", str(GPU / "results.sh"), *map(str, args)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-
-
-def _gpu_results():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from paper import gpu
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return gpu
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(tmp_path):
@@ -80,7 +74,8 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
     scripts/test_site_jax.sh's, through run.sh), its refusals and its skip rule."""
     assert _results_sh(tmp_path, 90, "--bogus").returncode == 2
     assert _results_sh(tmp_path).returncode == 2  # no SECONDS_LEFT
-    g = _gpu_results()
+    from paper import gpu as g
+
     (sc,) = g.scenarios(tiny=True)
     pipe = g.third.Pipeline(sc, tmp_path / "runs", tmp_path / "docs", grid=g.TINY_GRID)
     pipe.seeds = (100,)
@@ -108,7 +103,8 @@ def test_results_sh_sizes_the_budget_from_the_time_and_skips_what_does_not_fit(t
 
 
 def test_the_sizing_reads_each_algorithms_rate_from_the_benchmark(tmp_path, monkeypatch):
-    g = _gpu_results()
+    from paper import gpu as g
+
     rows = [
         {"algorithm": "rollout+pg", "env": "humanoid", "rollout_batch": 4096,
          "alive_steps_per_s": 285126.0, "compile_s": 28.3, "lower_s": 9.6},
@@ -132,7 +128,6 @@ def test_the_sizing_reads_each_algorithms_rate_from_the_benchmark(tmp_path, monk
 def test_gpu_benchmark_markdown_keeps_the_waves_table_with_its_own_columns():
     """bench_gpu.md is what docs/benchmarks.md quotes: the waves' ms per arrival must survive
     (the first H200 run's markdown had dropped them into the rounds table's columns)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     from benchmarks import gpu
     from benchmarks.common import to_markdown
 

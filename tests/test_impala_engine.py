@@ -5,17 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_sim as ref
 from tasks import match_setup
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.engines.impala_engine import HISTORY
 from jaxnigt.cluster.model import sample_compute_times, sample_noise
 from jaxnigt.run.trainer import build_trainer
-
-try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
-    from tests import reference_sim as ref
-except ImportError:
-    import reference_sim as ref
 
 
 def expected(arrivals, n, B, c, batches, history):

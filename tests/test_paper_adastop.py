@@ -3,7 +3,6 @@ side AdaStop's decision names, no side between identical agents, and censored ti
 restricted time (the budget)."""
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +10,7 @@ import pytest
 
 pytest.importorskip("adastop")  # the optional `paper` extra
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import adastop_check
-
-sys.path.pop(0)
 
 from jaxnigt.analysis.run_data import Method, Run
 
@@ -74,9 +70,12 @@ def test_a_time_statistic_reaches_adastop_as_the_negated_restricted_time():
     fast = [5.0, 6.0, 7.0, 8.0, 9.0, 5.5, 6.5, 7.5, 8.5, 9.5]
     slow = [40.0, math.inf, 45.0, 42.0, math.inf, 41.0, 43.0, 44.0, math.inf, 46.0]
     third = [20.0] * 10
-    run = Run(Path("constructed"), None, budget,
-              {n: _method(n, t, budget) for n, t in
-               (("ref", fast), ("base", slow), ("other", third))})  # fmt: skip
+    run = Run(
+        Path("constructed"),
+        None,
+        budget,
+        {n: _method(n, t, budget) for n, t in (("ref", fast), ("base", slow), ("other", third))},
+    )
     values = adastop_check.per_seed(run, "ref", ["ref", "base"], "time_to_80")
     np.testing.assert_array_equal(values["ref"], [-x for x in fast])
     np.testing.assert_array_equal(values["base"], [-min(x, budget) for x in slow])
@@ -92,15 +91,27 @@ def test_agreement_and_the_page():
     assert adastop_check.fourth_direction("baseline ahead") == "baseline"
     assert adastop_check.fourth_direction("equivalent within the margin") is None
     assert adastop_check.adastop_alpha(0.10) == pytest.approx(0.05)
-    row = {"decision": "larger", "seeds": 15, "ahead": "reference",
-           "nominal": {"decision": "larger", "seeds": 10, "ahead": "reference"},
-           "final_target": {"decision": "larger", "seeds": 15, "ahead": "reference"},
-           "stability": 1.0, "agree": True,
-           "fourth": {"verdict": "confirmed", "seeds": 40, "ahead": "reference",
-                      "same_data": True}}  # fmt: skip
-    result = {"scenario": "s", "reference": "r", "statistic": "time_to_80", "cap": 40,
-              "stability_seeds": 20, "comparisons": {"b": row}}  # fmt: skip
+    row = {
+        "decision": "larger",
+        "seeds": 15,
+        "ahead": "reference",
+        "nominal": {"decision": "larger", "seeds": 10, "ahead": "reference"},
+        "final_target": {"decision": "larger", "seeds": 15, "ahead": "reference"},
+        "stability": 1.0,
+        "agree": True,
+        "fourth": {"verdict": "confirmed", "seeds": 40, "ahead": "reference", "same_data": True},
+    }
+    result = {
+        "scenario": "s",
+        "reference": "r",
+        "statistic": "time_to_80",
+        "cap": 40,
+        "stability_seeds": 20,
+        "comparisons": {"b": row},
+    }
     page = adastop_check.markdown([result], "python scripts/paper adastop s")
     assert "`python scripts/paper adastop s`" in page
-    assert ("| s | r vs b | time_to_80 | confirmed (40 seeds) | r ahead (larger, 15 seeds) "
-            "| yes | r ahead (larger, 10 seeds) | same | 1.00 |") in page  # fmt: skip
+    assert (
+        "| s | r vs b | time_to_80 | confirmed (40 seeds) | r ahead (larger, 15 seeds) "
+        "| yes | r ahead (larger, 10 seeds) | same | 1.00 |"
+    ) in page

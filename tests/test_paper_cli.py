@@ -2,13 +2,8 @@
 and exits with the signal's status (what each command does: the other test_paper_* files)."""
 
 import signal
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import cli
-
-sys.path.pop(0)
 
 from jaxnigt.run import signals
 

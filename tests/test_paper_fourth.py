@@ -2,17 +2,10 @@
 and the store: a block kept in the repository is restored, never run again, and reads back
 as the run it was."""
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import fourth
 from paper import store as results_store
 from paper.third_scenarios import SCENARIOS
-
-sys.path.pop(0)
 
 from jaxnigt.studies import tuning
 
@@ -20,8 +13,12 @@ from jaxnigt.studies import tuning
 def test_the_report_config_is_the_third_editions_and_blocks_add_seeds():
     raw = fourth.report_raw("point_mass_sqrt_dim")
     assert raw["budget"] == 6000.0 and raw["eval"]["every_time"] == 30.0  # its sizing
-    assert raw["per_algorithm"]["rennala_nigt"] == {"learning_rate": 2**-5, "eta": 0.1,
-                                                    "M": 30, "M_init": 30}  # fmt: skip
+    assert raw["per_algorithm"]["rennala_nigt"] == {
+        "learning_rate": 2**-5,
+        "eta": 0.1,
+        "M": 30,
+        "M_init": 30,
+    }
     assert raw["cluster"]["link"] == "shared" and raw["seed"] == 0
     cfg = fourth.block_config("point_mass_sqrt_dim", (5, 10))
     assert (cfg.first_seed, cfg.seeds) == (5, 5)

@@ -3,23 +3,22 @@ page's template give (so the page is regenerated, never edited by hand), and eac
 made from its JSON alone (fixture JSON in a temporary folder)."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from paper import claims, fourth_page, page
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from paper import page
-
-sys.path.pop(0)
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_results_pages_are_regenerated_byte_for_byte_from_their_json():
     docs = ROOT / "docs" / "results"
     pages = page.pages(docs)
-    assert set(pages) == {ROOT / "docs" / "results.md", docs / "third_edition.md",
-                          docs / "second_edition.md"}  # fmt: skip
+    assert set(pages) == {
+        ROOT / "docs" / "results.md",
+        docs / "third_edition.md",
+        docs / "second_edition.md",
+    }
     for path, text in pages.items():
         assert text == path.read_text(), f"regenerate {path}: python scripts/paper page"
     assert len(pages[ROOT / "docs" / "results.md"].encode()) <= 40_000  # one screen first
@@ -27,10 +26,13 @@ def test_the_results_pages_are_regenerated_byte_for_byte_from_their_json():
 
 def _comparison(effect, avg, ratio50, outcome, needed=None):
     return {
-        "effect": effect, "average_return_difference": avg, "outcome": outcome,
-        "needed_seeds": needed, "identical": False,
+        "effect": effect,
+        "average_return_difference": avg,
+        "outcome": outcome,
+        "needed_seeds": needed,
+        "identical": False,
         "time_to_target_ratio": {"0.5": ratio50, "0.8": effect},
-    }  # fmt: skip
+    }
 
 
 def _iv(e, lo, hi):
@@ -39,21 +41,30 @@ def _iv(e, lo, hi):
 
 def _analysis(claim="equal", verdict="refuted"):
     return {
-        "reference": "rennala_nigt", "claim": claim, "statistic": "average", "budget": 150.0,
-        "improvement_over_spread": 12.4, "verdict": verdict, "scenario": "point_mass_equal",
+        "reference": "rennala_nigt",
+        "claim": claim,
+        "statistic": "average",
+        "budget": 150.0,
+        "improvement_over_spread": 12.4,
+        "verdict": verdict,
+        "scenario": "point_mass_equal",
         "algorithms": {
             "rennala_nigt": {"time_to_target": {"0.8": 38.0}, "seeds": 5},
             "sync_nigt": {"time_to_target": {"0.8": None}, "seeds": 5},
         },
-        "comparisons": {"sync_nigt": _comparison(
-            _iv(-1.94, -3.56, -0.55), _iv(-1.94, -3.56, -0.55), _iv(1.1, 0.9, 1.3),
-            "baseline ahead",
-        )},
+        "comparisons": {
+            "sync_nigt": _comparison(
+                _iv(-1.94, -3.56, -0.55),
+                _iv(-1.94, -3.56, -0.55),
+                _iv(1.1, 0.9, 1.3),
+                "baseline ahead",
+            )
+        },
         "tuned": {
             "rennala_nigt": {"learning_rate": 2**-5, "eta": 0.1, "M": 20},
             "sync_nigt": {"learning_rate": 2**-6, "eta": 0.1, "M": 20},
         },
-    }  # fmt: skip
+    }
 
 
 def test_the_tables_come_from_the_fixture_json_alone(tmp_path):
@@ -73,8 +84,10 @@ def test_the_tables_come_from_the_fixture_json_alone(tmp_path):
     assert row.endswith("| **refuted** | refuted |")  # one step back: the second edition's
     # each run's budget and tuned values in a table of their own, one row per run
     (run,) = page.third_runs(tmp_path)[2:]
-    assert run == ("| `point_mass_equal` | shared / all | 150 "
-                   "| rennala_nigt $2^{-5}$, η 0.1, M 20; sync_nigt $2^{-6}$, η 0.1 |")  # fmt: skip
+    assert run == (
+        "| `point_mass_equal` | shared / all | 150 "
+        "| rennala_nigt $2^{-5}$, η 0.1, M 20; sync_nigt $2^{-6}$, η 0.1 |"
+    )
 
 
 def test_a_template_with_an_unknown_placeholder_is_refused(tmp_path):
@@ -87,26 +100,44 @@ def test_a_template_with_an_unknown_placeholder_is_refused(tmp_path):
     assert text.startswith("<!-- Written by") and "| claim | scenario |" in text
 
 
-def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path):
-    from paper import fourth_page
+def _fourth_equal(docs: Path, p: float | None = None) -> None:
+    """The fourth edition's JSON of point_mass_equal in ``docs``: refuted at 10 seeds."""
+    look = {
+        "seeds": 10,
+        "interval": _iv(-2.0, -3.8, -0.2),
+        "margin": [-2.6, 2.6],
+        "outcome": "baseline ahead",
+    }
+    comparison = {"verdict": "refuted", "seeds": 10, "looks": [look]}
+    if p is not None:
+        comparison["p"] = p
+    fourth = {
+        "reference": "rennala_nigt",
+        "statistic": "average",
+        "claim": "tie",
+        "comparisons": {"sync_nigt": comparison},
+    }
+    (docs / "fourth").mkdir(exist_ok=True)
+    (docs / "fourth" / "point_mass_equal.json").write_text(json.dumps(fourth))
 
+
+def _comparisons(docs: Path) -> int:
+    """The opening table's comparisons (one a scenario not run)."""
+    return sum(len(fourth_page.cells(docs, sc)) for r in claims.ROWS for sc in r.scenarios)
+
+
+def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path):
     (tmp_path / "third").mkdir()
-    (tmp_path / "fourth").mkdir()
     (tmp_path / "third" / "point_mass_equal.json").write_text(json.dumps(_analysis()))
     (row,) = [c for c in fourth_page.cells(tmp_path, "point_mass_equal")]
     assert row["edition"] == "third" and row["verdict"] == "sync_nigt ahead"  # its outcome
-    n = sum(len(fourth_page.cells(tmp_path, sc)) for r in fourth_page.ROWS for sc in r.scenarios)
+    n = _comparisons(tmp_path)
     assert fourth_page.editions(tmp_path) == (
         f"A **bold** verdict is the fourth edition's; a plain one (1 of {n}) is an earlier "
         f"edition's at 5 seeds, not yet rerun under the rule; {n - 1} of {n} are not run at CPU "
         "scale."
     )
-    look = {"seeds": 10, "interval": _iv(-2.0, -3.8, -0.2), "margin": [-2.6, 2.6],
-            "outcome": "baseline ahead"}  # fmt: skip
-    fourth = {"reference": "rennala_nigt", "statistic": "average", "claim": "tie",
-              "comparisons": {"sync_nigt": {"verdict": "refuted", "seeds": 10,
-                                            "looks": [look]}}}  # fmt: skip
-    (tmp_path / "fourth" / "point_mass_equal.json").write_text(json.dumps(fourth))
+    _fourth_equal(tmp_path)
     (row,) = fourth_page.cells(tmp_path, "point_mass_equal")
     assert row["edition"] == "fourth" and row["verdict"] == "refuted" and row["seeds"] == 10
     text = fourth_page.table(tmp_path)
@@ -129,12 +160,14 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     wider = fourth_page.table(tmp_path, (*fourth_page.OPENING, extra)).splitlines()
     assert wider[0].endswith("| AdaStop | edition |") and wider[1].endswith("| --- | --- |")
     assert wider[2] == first.removesuffix(" |") + " | fourth |"
+
+
+def test_the_opening_tables_holm_and_adastop_columns_then_the_rows_settings(tmp_path):
     # the family-wise column: Holm's adjusted p over the table's fourth-edition comparisons;
     # the AdaStop column: "agrees", or AdaStop's own decision
-    fourth["comparisons"]["sync_nigt"]["p"] = 0.004
-    (tmp_path / "fourth" / "point_mass_equal.json").write_text(json.dumps(fourth))
-    ada = {"scenarios": {"point_mass_equal": {"comparisons": {"sync_nigt": {
-        "decision": "equal", "ahead": None, "seeds": 10, "agree": False}}}}}  # fmt: skip
+    _fourth_equal(tmp_path, p=0.004)
+    check = {"decision": "equal", "ahead": None, "seeds": 10, "agree": False}
+    ada = {"scenarios": {"point_mass_equal": {"comparisons": {"sync_nigt": check}}}}
     (tmp_path / "fourth" / "adastop.json").write_text(json.dumps(ada))
     first = fourth_page.table(tmp_path).splitlines()[2]
     assert first.endswith("| 10 | holds (p = 0.004) | **differs**: no difference (10 seeds) |")
@@ -149,6 +182,7 @@ def test_the_opening_table_takes_each_scenario_from_its_newest_edition(tmp_path)
     )
     assert "lead growth `point_mass_sqrt` → `point_mass_sqrt_dim` (not run" in settings[4]
     # one comparison of the fourth edition, the other scenarios not run
+    n = _comparisons(tmp_path)
     assert fourth_page.editions(tmp_path) == (
         f"A **bold** verdict is the fourth edition's; {n - 1} of {n} are not run at CPU scale."
     )

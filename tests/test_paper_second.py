@@ -1,17 +1,13 @@
 """scripts/paper/second.py: the second edition's report configs are what its committed
 tuning JSON gives (the pipeline regenerates every one of them), and they load."""
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import second
 from paper.scenarios import DEFAULT_MODEL
 
-sys.path.pop(0)
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "results"
 WRITTEN = [n for n in second.SCENARIOS if (second.CONFIGS / f"{n}.yaml").is_file()]

@@ -1,23 +1,25 @@
 """scripts/paper/sizing.py: a third-edition scenario's budget and cadence from its look."""
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import sizing
 
-sys.path.pop(0)
 INF = math.inf
 
 
 @pytest.mark.parametrize(
     "x, up, down",
-    [(1.0, 1.0, 1.0), (1.2, 1.5, 1.0), (534.0, 600.0, 500.0), (5595.0, 6000.0, 5000.0),
-     (33.5, 40.0, 30.0), (0.07, 0.08, 0.06), (81.0, 100.0, 80.0)],
-)  # fmt: skip
+    [
+        (1.0, 1.0, 1.0),
+        (1.2, 1.5, 1.0),
+        (534.0, 600.0, 500.0),
+        (5595.0, 6000.0, 5000.0),
+        (33.5, 40.0, 30.0),
+        (0.07, 0.08, 0.06),
+        (81.0, 100.0, 80.0),
+    ],
+)
 def test_round_up_and_down_to_round_numbers(x, up, down):
     assert sizing.round_up(x) == pytest.approx(up)
     assert sizing.round_down(x) == pytest.approx(down)

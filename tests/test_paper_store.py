@@ -7,18 +7,13 @@ import json
 import os
 import shutil
 import signal
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import fourth, third, third_scenarios
 from paper import store as results_store
-
-sys.path.pop(0)
 
 from jaxnigt.analysis import run_data
 from jaxnigt.run import checkpoint, signals

@@ -4,16 +4,10 @@ tests/test_paper_sizing.py)."""
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import cli, third, third_scenarios
 from paper.third_scenarios import SCENARIOS
-
-sys.path.pop(0)
 
 
 def test_a_variant_changes_only_the_grids_it_names():

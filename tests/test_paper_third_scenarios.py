@@ -1,13 +1,7 @@
 """scripts/paper/third_scenarios.py: which grid, model and look each scenario runs with."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from paper import third, third_scenarios
 from paper.third_scenarios import SCENARIOS
-
-sys.path.pop(0)
 
 
 def test_the_locomotion_rows_run_at_the_papers_horizon_on_their_reduced_grid(tmp_path):

@@ -6,14 +6,13 @@ import sys
 import textwrap
 
 import jax
-from children import TESTS, child_env, run
+from children import child_env, run, with_tests_on_path
 
 from jaxnigt.run import devices
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
+    import json
     import tasks
     tasks.register_test_envs()
     import jax
@@ -83,7 +82,8 @@ def test_sharded_runs_equal_single_device(tmp_path):
         XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
         JAX_PLATFORMS="cpu",
     )
-    code, stdout, stderr = run([sys.executable, "-c", SCRIPT, str(TESTS)], tmp_path, env=env)
+    env = with_tests_on_path(env)  # the child imports tasks
+    code, stdout, stderr = run([sys.executable, "-c", SCRIPT], tmp_path, env=env)
     assert code == 0, stderr[-3000:]
     line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     result = json.loads(line[len("RESULT") :])

@@ -10,13 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_sim as ref
 
 from jaxnigt.cluster import model, step_clock
-
-try:  # tests/ as a package or as a rootdir on sys.path (pytest's default import mode)
-    from tests import reference_sim as ref
-except ImportError:
-    import reference_sim as ref
 
 
 def compute_times(tm, key, trajectories: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from children import TESTS, run
+from children import child_env, run, with_tests_on_path
 
 from jaxnigt import config as config_lib
 from jaxnigt.run.trainer import make_trainer
@@ -59,7 +59,6 @@ def test_seeds_together_equal_seeds_alone(trainer, run_batch):
 _FRESH = textwrap.dedent(
     """
     import json, sys
-    sys.path.insert(0, sys.argv[3])
     import tasks
     tasks.register_test_envs()
     import jax, jax.numpy as jnp, numpy as np
@@ -80,8 +79,9 @@ def test_same_seed_same_results_in_a_fresh_process(trainer, run_batch, tmp_path)
     program on the same machine: no tolerance)."""
     here = jax.tree.map(np.asarray, run_batch(_keys([0, 1]), trainer.hyper(batch=2))[1])
     raw = json.dumps(config_lib.from_dict(_RAW).to_dict())
-    argv = [sys.executable, "-c", _FRESH, raw, trainer.name, str(TESTS)]
-    code, stdout, stderr = run(argv, tmp_path)  # the suite's cache: the same executable
+    argv = [sys.executable, "-c", _FRESH, raw, trainer.name]
+    env = with_tests_on_path(child_env())  # the suite's cache: the same executable
+    code, stdout, stderr = run(argv, tmp_path, env=env)
     assert code == 0, stderr[-2000:]
     line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     there = json.loads(line[len("RESULT") :])

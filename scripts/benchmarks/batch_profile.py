@@ -14,15 +14,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import interleaved
+# Run as a script, its own folder (scripts/benchmarks) is first on the path.
+from common import interleaved
 
 from jaxnigt.envs import make_env
 from jaxnigt.rl.estimator import policy_gradient

@@ -187,6 +187,13 @@ def to_markdown(table: str) -> str:
     return "\n\n".join(out)
 
 
+def _pythonpath(first: Path) -> str:
+    """``PYTHONPATH`` with ``first`` ahead of what it already holds (a child finds the
+    ``benchmarks`` package there)."""
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join([str(first), *rest])
+
+
 def run_child(module: str, function: str, kwargs: dict[str, Any], timeout: float = 900) -> dict:
     """Runs ``benchmarks.<module>.<function>(**kwargs)`` in a fresh Python process.
 
@@ -195,7 +202,6 @@ def run_child(module: str, function: str, kwargs: dict[str, Any], timeout: float
     """
     code = (
         "import json, sys\n"
-        f"sys.path.insert(0, {str(SCRIPTS_DIR)!r})\n"
         f"from benchmarks import {module} as m\n"
         f"r = m.{function}(**json.loads(sys.argv[1]))\n"
         f"print({CHILD_MARKER!r} + json.dumps(r), flush=True)\n"
@@ -205,7 +211,7 @@ def run_child(module: str, function: str, kwargs: dict[str, Any], timeout: float
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": _pythonpath(SCRIPTS_DIR)},
         check=False,
     )
     for line in proc.stdout.splitlines():

@@ -19,7 +19,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.machinery
 import importlib.metadata as md
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -47,14 +50,26 @@ RUN_MODULES = (
     "benchmarks.scaling",
     "paper.cli",
 )
+SCRIPT_PACKAGES = ("benchmarks", "paper")  # of scripts/
+
+
+def _script_package(name: str) -> None:
+    """Imports the package ``name`` of scripts/ (``benchmarks``, ``paper``) from its folder, so
+    that its modules import as they do under ``python scripts/...`` (scripts/ stays off the
+    path)."""
+    if name in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(name, [str(ROOT / "scripts")])
+    sys.modules[name] = module = importlib.util.module_from_spec(spec)
+    if spec.loader is not None:  # None: a folder without __init__.py (a namespace package)
+        spec.loader.exec_module(module)
 
 
 def load_run_modules() -> None:
     """Imports :data:`RUN_MODULES` and builds one MJX env (mjcf parsing, ``mjx.put_model``)."""
-    import importlib
-
-    sys.path.insert(0, str(ROOT / "scripts"))
     for name in RUN_MODULES:
+        if name.split(".")[0] in SCRIPT_PACKAGES:
+            _script_package(name.split(".")[0])
         importlib.import_module(name)
     from jaxnigt.envs import make_env
 

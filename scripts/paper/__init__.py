@@ -1,9 +1,12 @@
 """The paper's experiments at CPU scale and on a GPU node, and docs/results.md.
 
-* :mod:`paper.scenarios`: one ``Scenario`` type, the base config, the cluster overlays and
-  the cluster models.
-* :mod:`paper.claims`: one ``Claim`` type, each edition's claims and their verdicts.
-* :mod:`paper.second`: the second edition (families tuned at a fixed budget).
+* :mod:`paper.claims`: the registry of the paper's claims: each one's name, reference,
+  baselines, statistic, methods, cluster settings and rows of the opening table, declared
+  once; the lead-growth claim; the second edition's verdicts.
+* :mod:`paper.scenarios`: one ``Scenario`` type (a cluster setting of a claim on an
+  environment), the base config, the cluster overlays and the cluster models.
+* :mod:`paper.second`: the second edition (families tuned at a fixed budget);
+  :mod:`paper.second_analysis`: its analysis.
 * :mod:`paper.third`: the third edition (the paper's protocol; a first look sizes the budget).
 * :mod:`paper.third_scenarios`: the scenarios of the third and fourth editions, their grids
   and looks.

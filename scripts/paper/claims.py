@@ -1,10 +1,19 @@
-"""The paper's claims: one :class:`Claim` type, each edition's claims, and their verdicts.
+"""The paper's claims, each declared once: the registry every edition, page and the GPU run
+read.
 
-A claim names its reference method, its kind (``"ahead"`` or ``"tie"``, the kinds of
-:func:`jaxnigt.analysis.verdicts.verdict`; None for a comparison that is no paper claim), the
-baselines it is about (None: every other method of the run) and its primary statistic,
-fixed before the runs (:data:`jaxnigt.analysis.stats.STATISTICS`).  Every interval, outcome
-and verdict is the library's (:mod:`jaxnigt.analysis`); nothing here computes one.
+A :class:`Claim` declares its name, its reference method and kind (``"ahead"`` or ``"tie"``,
+the kinds of :func:`jaxnigt.analysis.verdicts.verdict`; None for a comparison that is no
+paper claim), the baselines it is about (None: every other method of the run), its primary
+statistic (the third and fourth editions', fixed before their runs; the second edition
+compared every claim by the average return), the methods the third and fourth editions run,
+the cluster settings that test it (:class:`Setting`: scenario ``<env>_<key>``) and its rows
+of the opening table of docs/results.md (:class:`Row`).  :data:`GROWTH` is the lead-growth
+claim, which compares two settings of one environment.
+
+The editions build their scenarios from a setting's key (:meth:`paper.scenarios.Scenario.of`)
+and find its claim here (:func:`claim_of`); the pages read the rows, the settings' words and
+the claims' texts from here.  Every interval, outcome and verdict is the library's
+(:mod:`jaxnigt.analysis`); nothing here computes one.
 """
 
 from __future__ import annotations
@@ -13,15 +22,49 @@ import dataclasses
 
 from jaxnigt.analysis import verdicts
 
+HOMOGENEOUS = ("rennala_nigt", "sync_nigt", "afedpg")
+HETEROGENEOUS = ("malenia_nigt", "afedpg", "rennala_nigt")
+
+_SQRT_DIM = r"$h = \sqrt{i}$, $\kappa = \sqrt{i}\,d^{1/4}$"
+_STRAGGLER = r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$"
+_N10_SQRT_DIM = r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$"
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A cluster setting that tests a claim, run as scenario ``<env>_<key>``; ``cluster``: the
+    setting in words, as the second edition's table of scenarios shows it (None: its key)."""
+
+    key: str
+    cluster: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """A row of the paper's experiment table, as the opening table of docs/results.md shows it:
+    its name, its setting, what the paper observed, and the scenarios (and lead-growth claims,
+    ``<env>_gap``: :data:`GROWTH`) that test it."""
+
+    name: str
+    setting: str
+    paper: str
+    scenarios: tuple[str, ...]
+
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """What a scenario tests: ``reference`` ``kind`` ``baselines`` by ``statistic``."""
+    """What a scenario tests: ``reference`` ``kind`` ``baselines`` by ``statistic``; the
+    fields in full: the module docstring."""
 
+    name: str
     reference: str
     kind: str | None
     baselines: tuple[str, ...] | None = None
     statistic: str = "average"
+    # the methods the third and fourth editions run (none: a claim of the second edition only)
+    methods: tuple[str, ...] = ()
+    settings: tuple[Setting, ...] = ()
+    rows: tuple[Row, ...] = ()
 
     def text(self, comparisons) -> str:
         """The claim in words, e.g. ``rennala_nigt ahead of sync_nigt, afedpg``."""
@@ -31,28 +74,164 @@ class Claim:
         return f"{self.reference} {'ahead of' if self.kind == 'ahead' else 'tied with'} {names}"
 
 
-# The second edition: every claim by the average return over the budget.
-CLAIMS = {
-    "equal": Claim("rennala_nigt", "tie", ("sync_nigt",)),
-    "fastest": Claim("rennala_nigt", "ahead"),
-    "hetero": Claim("malenia_nigt", "ahead", ("afedpg",)),
-    "actor_critic": Claim("rennala_nigt", None),
+@dataclasses.dataclass(frozen=True)
+class Growth:
+    """The lead-growth claim: ``reference``'s lead over each of ``baselines`` grows from
+    ``<env>_<settings[0]>`` to ``<env>_<settings[1]>`` (more communication), on each of
+    ``envs``; ``text``: the claim in the second edition's table of verdicts."""
+
+    text: str
+    reference: str
+    baselines: tuple[str, ...]
+    settings: tuple[str, str]
+    envs: tuple[str, ...]
+
+
+GROWTH = Growth(
+    "bigger gap with more communication",
+    "rennala_nigt",
+    ("sync_nigt", "afedpg"),
+    ("sqrt", "sqrt_dim"),
+    ("point_mass", "reacher"),
+)
+
+# The paper's claims.  Their statistics are the third and fourth editions' primary ones (why:
+# docs/results.md, "The third edition's statistics"): a claim about speed by a statistic of
+# speed.
+_PAPER = (
+    Claim(
+        "equal",
+        "rennala_nigt",
+        "tie",
+        ("sync_nigt",),
+        methods=HOMOGENEOUS,
+        settings=(Setting("equal", r"$h = 1$, $\kappa = 0$"),),
+        rows=(
+            Row(
+                "Equal compute and communication",
+                r"$n = 10$, $h_i = 1$, $\kappa_i = 0$",
+                "the three methods perform about the same",
+                ("point_mass_equal", "reacher_equal"),
+            ),
+        ),
+    ),
+    Claim(
+        "fastest",
+        "rennala_nigt",
+        "ahead",
+        statistic="time_to_80",
+        methods=HOMOGENEOUS,
+        settings=(
+            Setting("sqrt", r"$h = \sqrt{i}$, $\kappa = \sqrt{i}$"),
+            Setting("sqrt_dim", _SQRT_DIM),
+            Setting(
+                "exponential",
+                r"$h = \sqrt{i}$, `noise: exponential`, $\kappa = \sqrt{i}\,d^{1/4}$",
+            ),
+            Setting("straggler", _STRAGGLER),
+            Setting("n100", r"$n = 100$, " + _SQRT_DIM),
+            Setting("n100_decreasing"),
+        ),
+        rows=(
+            Row(
+                "Heterogeneous compute and communication",
+                r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}$",
+                "Rennala NIGT converges faster",
+                ("point_mass_sqrt", "reacher_sqrt"),
+            ),
+            Row(
+                "More expensive communication",
+                _N10_SQRT_DIM,
+                "Rennala NIGT is the most robust; its lead grows with the communication cost",
+                ("point_mass_sqrt_dim", "point_mass_gap", "reacher_sqrt_dim", "reacher_gap"),
+            ),
+            Row(
+                "Other environments",
+                _N10_SQRT_DIM,
+                "a clear lead on Reacher, smaller gaps on Walker2d and Hopper",
+                ("reacher_sqrt_dim", "hopper_sqrt_dim", "walker2d_sqrt_dim"),
+            ),
+            Row(
+                "$n = 100$ workers",
+                r"$n = 100$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
+                "Rennala NIGT still fastest with heterogeneous times and costly communication",
+                ("point_mass_n100", "reacher_n100"),
+            ),
+        ),
+    ),
+    Claim(
+        "hetero",
+        "malenia_nigt",
+        "ahead",
+        ("afedpg",),
+        statistic="second_half",
+        methods=HETEROGENEOUS,
+        settings=(Setting("hetero", r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, sign_flip"),),
+        rows=(
+            Row(
+                "Heterogeneous environments",
+                r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, one worker's observations negated",
+                "Malenia NIGT clearly above AFedPG",
+                ("point_mass_hetero", "reacher_hetero"),
+            ),
+        ),
+    ),
+)
+# Comparisons of the second edition that are no paper claim.
+_BESIDE = (
+    # the actor-critic family (A2C, A3C, IMPALA) against Rennala NIGT
+    Claim("actor_critic", "rennala_nigt", None, settings=(Setting("ac", _SQRT_DIM),)),
     # SEED RL against IMPALA (per-step messages against one per trajectory) and Rennala NIGT
-    "central_inference": Claim("seed_rl", None),
+    Claim(
+        "central_inference",
+        "seed_rl",
+        None,
+        settings=(Setting("seed", _SQRT_DIM + r" (a step exchange: $\sqrt{i}\,(o + a)^{1/4}$)"),),
+    ),
     # the asynchronous baselines beyond the paper, each against Rennala NIGT
-    "beyond_paper": Claim("rennala_nigt", None),
-}
-# The third edition's primary statistics (why: docs/results.md, "The third edition's
-# statistics"): a claim about speed by a statistic of speed.
-THIRD_CLAIMS = {
-    "fastest": dataclasses.replace(CLAIMS["fastest"], statistic="time_to_80"),
-    "equal": CLAIMS["equal"],
-    "hetero": dataclasses.replace(CLAIMS["hetero"], statistic="second_half"),
-}
-# The lead-growth claim: the reference's lead over each of these grows from <env>_sqrt to
-# <env>_sqrt_dim (more communication).
-GAP = ("sqrt", "sqrt_dim")
-GAP_BASELINES = ("sync_nigt", "afedpg")
+    Claim(
+        "beyond_paper",
+        "rennala_nigt",
+        None,
+        settings=(Setting("beyond", _SQRT_DIM), Setting("beyond_straggler", _STRAGGLER)),
+    ),
+)
+
+
+def _by_name(claims) -> dict[str, Claim]:
+    found = {c.name: c for c in claims}
+    keys = [s.key for c in claims for s in c.settings]
+    if len(found) != len(claims) or len(set(keys)) != len(keys):
+        raise ValueError("paper.claims: a claim's name or a setting's key is declared twice")
+    return found
+
+
+#: Every claim by name (the ``claim`` of an analysis JSON).
+CLAIMS = _by_name((*_PAPER, *_BESIDE))
+#: The claims the third and fourth editions test.
+THIRD_CLAIMS = {name: c for name, c in CLAIMS.items() if c.methods}
+#: The opening table's rows, in the table's order.
+ROWS = tuple(row for c in CLAIMS.values() for row in c.rows)
+_SETTINGS = {s.key: (s, c) for c in CLAIMS.values() for s in c.settings}
+
+
+def claim_of(key: str) -> Claim:
+    """The claim that the cluster setting ``key`` tests."""
+    if key not in _SETTINGS:
+        raise KeyError(f"paper.claims: no claim declares the setting {key!r}")
+    return _SETTINGS[key][1]
+
+
+def cluster_text(key: str) -> str:
+    """The setting ``key`` in words (the second edition's table of scenarios)."""
+    return _SETTINGS[key][0].cluster or key
+
+
+def row_scenarios(env: str) -> tuple[str, ...]:
+    """The scenarios on ``env`` that the opening table's rows name, in the table's order
+    (lead-growth entries left out)."""
+    named = [s for row in ROWS for s in row.scenarios]
+    return tuple(dict.fromkeys(s for s in named if s.removeprefix(f"{env}_") in _SETTINGS))
 
 
 def row(a: dict, baseline: str) -> dict:

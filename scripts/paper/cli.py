@@ -22,9 +22,9 @@ from pathlib import Path
 
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
-from paper import fourth, fourth_page, gpu, page, second, third, third_scenarios
+from paper import fourth, fourth_page, gpu, page, second, second_analysis, third, third_scenarios
 from paper import store as results_store
-from paper.claims import GAP_BASELINES
+from paper.claims import GROWTH
 from paper.scenarios import VARIANTS, parse_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,8 @@ def _second(argv) -> int:
                 second.SCENARIOS[name], args.out, args.docs, args.quick, args.models
             )
     if args.command in ("analyze", "all"):
-        second.analyze_all(args.out, args.docs, args.names if args.command == "analyze" else None)
+        names = args.names if args.command == "analyze" else None
+        second_analysis.analyze_all(args.out, args.docs, names)
         page.write_tables(args.docs)
     return 0
 
@@ -158,8 +159,10 @@ def _third(argv) -> int:
     grid = third.variant_grid(args.eta, args.M)
     store = None if args.quick or grid is not None else args.store
     scenarios = third_scenarios.SCENARIOS
-    pipes = [third.Pipeline(scenarios[n], args.out, args.docs, args.quick, grid, args.jobs, store)
-             for n in names]  # fmt: skip
+    pipes = [
+        third.Pipeline(scenarios[n], args.out, args.docs, args.quick, grid, args.jobs, store)
+        for n in names
+    ]
     if args.command == "list":
         for pipe in pipes:
             print(f"{pipe.sc.name} (claim {pipe.sc.claim}): {third.state(pipe)}")
@@ -212,27 +215,40 @@ def _fourth(argv) -> int:
             for block in fourth.blocks(name):
                 what = fourth.rerun_block(name, block, algorithm, args.out, args.store)
                 print(f"[fourth] {name} {fourth.block_name(block)}: {what}", flush=True)
-        return 0
-    if args.command == "list":
+    elif args.command == "list":
         for name in names:
             print(f"{name}: {fourth.state(name, args.out, args.store)}")
-        return 0
-    if args.command == "null":
-        found = {}
-        for name in names:
-            if (r := fourth.null(name, args.out, args.store)) is not None:
-                found[name] = r
-                rates = {a: f"{m['ahead_either_side']:.3f}" for a, m in r["methods"].items()}
-                print(f"[fourth] {name}: a side ahead under the split null {rates}", flush=True)
-        args.docs.mkdir(parents=True, exist_ok=True)
-        path = args.docs / "null.json"
-        known = json.loads(path.read_text()) if path.is_file() else {}
-        path.write_text(json.dumps({**known, **found}, indent=2, sort_keys=True) + "\n")
-        print(f"[fourth] wrote {path}")
-        return 0
-    if args.command == "run":
+    elif args.command == "null":
+        _fourth_null(args, names)
+    elif args.command == "run":
         fourth.run_all(names, args.out, args.store, args.stages)
-        return 0
+    else:
+        _fourth_analyze(args, names)
+    return 0
+
+
+def _merge_json(path: Path, found: dict) -> None:
+    """Writes ``found`` into the JSON object at ``path``, keeping its other entries."""
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps({**known, **found}, indent=2, sort_keys=True) + "\n")
+
+
+def _fourth_null(args, names) -> None:
+    """``fourth null``: the rule on nulls split from each scenario's real seeds (null.json)."""
+    found = {}
+    for name in names:
+        if (r := fourth.null(name, args.out, args.store)) is not None:
+            found[name] = r
+            rates = {a: f"{m['ahead_either_side']:.3f}" for a, m in r["methods"].items()}
+            print(f"[fourth] {name}: a side ahead under the split null {rates}", flush=True)
+    args.docs.mkdir(parents=True, exist_ok=True)
+    _merge_json(args.docs / "null.json", found)
+    print(f"[fourth] wrote {args.docs / 'null.json'}")
+
+
+def _fourth_analyze(args, names) -> None:
+    """``fourth analyze``: each scenario's JSON, the lead-growth claims' and gaps.json, and
+    the forest plot."""
     args.docs.mkdir(parents=True, exist_ok=True)
     found_gaps = {}
     for name in names:
@@ -245,18 +261,14 @@ def _fourth(argv) -> int:
         verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
         print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
     for env in sorted({third_scenarios.SCENARIOS[n].env for n in names}):
-        for baseline in GAP_BASELINES:
+        for baseline in GROWTH.baselines:
             g = fourth.gap(env, baseline, args.out, args.store)
             if g is not None:
-                (args.docs / f"{env}_gap_{baseline}.json").write_text(
-                    json.dumps(g, indent=2) + "\n"
-                )
+                path = args.docs / f"{env}_gap_{baseline}.json"
+                path.write_text(json.dumps(g, indent=2) + "\n")
                 print(f"[fourth] {env} lead growth over {baseline}: {g['verdict']}")
-    path = args.docs / "gaps.json"
-    known = json.loads(path.read_text()) if path.is_file() else {}
-    path.write_text(json.dumps({**known, **found_gaps}, indent=2, sort_keys=True) + "\n")
+    _merge_json(args.docs / "gaps.json", found_gaps)
     print(f"[fourth] wrote {fourth_page.forest(DOCS, args.docs / 'forest.png')}")
-    return 0
 
 
 def _adastop(argv) -> int:

@@ -40,7 +40,7 @@ from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
 from paper import store as results_store
 from paper import third, third_scenarios
-from paper.claims import GAP, THIRD_CLAIMS
+from paper.claims import GROWTH, THIRD_CLAIMS, row_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
@@ -49,8 +49,8 @@ STORE = results_store.STORE
 BLOCKS = ((0, 5), (5, 10), (10, 20), (20, 40))
 # The most seeds a comparison may use, by environment (then "undecided at N seeds").
 CAPS = {"point_mass": 40, "reacher": 20, "hopper": 10, "walker2d": 10}
-NAMES = ("point_mass_equal", "point_mass_sqrt", "point_mass_sqrt_dim", "point_mass_hetero",
-         "point_mass_n100")  # fmt: skip
+# The scenarios run when none are named: point_mass's in the opening table's rows.
+NAMES = row_scenarios("point_mass")
 SHAPED = ("rennala_nigt", "malenia_nigt")  # their tuned M is M = M_init
 
 
@@ -90,8 +90,9 @@ def stored(name: str, block: tuple[int, int], store: Path = STORE) -> Path | Non
     return where if results_store.holds(where) else None
 
 
-def run_block(name: str, block: tuple[int, int], out: Path, store: Path = STORE,
-              third_out: Path = THIRD_OUT) -> str:  # fmt: skip
+def run_block(
+    name: str, block: tuple[int, int], out: Path, store: Path = STORE, third_out: Path = THIRD_OUT
+) -> str:
     """Runs (or restores, or keeps) one block; returns what it did.  The first block is the
     third edition's report run when that ran here (``third_out``) with the same config."""
     run_dir = out / name / block_name(block)
@@ -204,11 +205,15 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
     claim = THIRD_CLAIMS[sc.claim]
     seeds = min(len(m.seeds) for m in run.algorithms().values())
     result = sequential.compare_sequential(
-        run, claim.reference, statistic=claim.statistic, claim=claim.kind,
-        baselines=claim.baselines, stages=[b[1] for b in blocks(name)],
-    )  # fmt: skip
-    result.update(scenario=name, claim=sc.claim, seeds_run=seeds,
-                  run=results_store.relative(run.path.parent))  # fmt: skip
+        run,
+        claim.reference,
+        statistic=claim.statistic,
+        claim=claim.kind,
+        baselines=claim.baselines,
+        stages=[b[1] for b in blocks(name)],
+    )
+    where = results_store.relative(run.path.parent)
+    result.update(scenario=name, claim=sc.claim, seeds_run=seeds, run=where)
     result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     return result
 
@@ -289,15 +294,17 @@ GAP_MARGIN = (-math.log(1.25), math.log(1.25))  # the time margin, as a log rati
 
 
 def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
-    """The lead-growth claim from ``<env>_sqrt`` to ``<env>_sqrt_dim`` by the sequential
-    rule: at each look, the growth of the log time-to-80 % ratio (reference over
+    """The lead-growth claim (:data:`paper.claims.GROWTH`) from ``<env>_sqrt`` to
+    ``<env>_sqrt_dim`` by the sequential rule: at each look, the growth of the log time-to-80 %
+    ratio (reference over
     ``baseline``) on the first k seeds of both scenarios, each scenario's 80 % target pooled
     over its first k seeds (:func:`jaxnigt.analysis.verdicts.speed_lead_growth`; the four
     groups are the same seeds, resampled jointly).  None
     before both scenarios have a block, or where ``env`` has only one of them (hopper)."""
     from jaxnigt.analysis import comparison, verdicts
 
-    names = [f"{env}_{key}" for key in GAP]
+    names = [f"{env}_{key}" for key in GROWTH.settings]
+    pair = (GROWTH.reference, baseline)
     if not all(n in third_scenarios.SCENARIOS for n in names):
         return None
     runs = [merged_run(n, out, store) for n in names]
@@ -311,22 +318,21 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
         for run in runs:
             sub = {a: sequential.first_seeds(m, k) for a, m in run.algorithms().items()}
             part = dataclasses.replace(run, methods=sub)
-            a = comparison.compare(part, "rennala_nigt", statistic="time_to_80",
-                                   baselines=[baseline], reps=200)  # fmt: skip
+            a = comparison.compare(
+                part, GROWTH.reference, statistic="time_to_80", baselines=[baseline], reps=200
+            )
             target = a["targets"]["0.8"]
-            groups.append(tuple(sub[m].statistic("time", run.budget, target)
-                                for m in ("rennala_nigt", baseline)))  # fmt: skip
+            groups.append(tuple(sub[m].statistic("time", run.budget, target) for m in pair))
         used = {
-            tuple(sequential.first_seeds(r.algorithms()[m], k).seeds)
-            for r in runs
-            for m in ("rennala_nigt", baseline)
+            tuple(sequential.first_seeds(r.algorithms()[m], k).seeds) for r in runs for m in pair
         }
         same = len(used) == 1
         growth = verdicts.speed_lead_growth(*groups, level=level, paired=same)
         return growth["log_lead_difference"]
 
-    result = sequential.run_rule(interval_at, lambda k: GAP_MARGIN, tie=0.0, stages=stages,
-                                 available=seeds)  # fmt: skip
-    result.update(env=env, baseline=baseline, scenarios=names, seeds_run=seeds,
-                  verdict=sequential.claim_verdict("ahead", result))  # fmt: skip
+    result = sequential.run_rule(
+        interval_at, lambda k: GAP_MARGIN, tie=0.0, stages=stages, available=seeds
+    )
+    verdict = sequential.claim_verdict("ahead", result)
+    result.update(env=env, baseline=baseline, scenarios=names, seeds_run=seeds, verdict=verdict)
     return result

@@ -1,11 +1,11 @@
 """The opening screen of docs/results.md: the paper's experiment table, row by row, with what
 jaxnigt finds, and one figure of every decided effect (a forest plot).
 
-Each row of the paper's table names its scenarios; a scenario's cell comes from the newest
-edition that ran it: the fourth edition's sequential JSON (``docs/results/fourth``), else the
-third edition's analysis (``docs/results/third``, 5 seeds, no sequential rule), else the second
-edition's (``docs/results``), else "not run at CPU scale".  Nothing is computed here: every
-interval and verdict is read from that JSON.
+Each row of the paper's table (:data:`paper.claims.ROWS`) names its scenarios; a scenario's
+cell comes from the newest edition that ran it: the fourth edition's sequential JSON
+(``docs/results/fourth``), else the third edition's analysis (``docs/results/third``, 5 seeds,
+no sequential rule), else the second edition's (``docs/results``), else "not run at CPU
+scale".  Nothing is computed here: every interval and verdict is read from that JSON.
 """
 
 from __future__ import annotations
@@ -18,43 +18,14 @@ from pathlib import Path
 
 from jaxnigt.analysis import report_text, verdicts
 from paper import claims, third_scenarios
+from paper.claims import GROWTH, ROWS, Row
 
 VERDICT_COLOURS = {"confirmed": "tab:green", "refuted": "tab:red", "equivalent": "tab:blue"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """A row of the paper's experiment table: its setting, what the paper observed, and the
-    scenarios (and lead-growth claims, ``<env>_gap``) that test it."""
-
-    name: str
-    setting: str
-    paper: str
-    scenarios: tuple[str, ...]
-
-
-ROWS = (
-    Row("Equal compute and communication", r"$n = 10$, $h_i = 1$, $\kappa_i = 0$",
-        "the three methods perform about the same", ("point_mass_equal", "reacher_equal")),
-    Row("Heterogeneous compute and communication",
-        r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}$",
-        "Rennala NIGT converges faster", ("point_mass_sqrt", "reacher_sqrt")),
-    Row("More expensive communication",
-        r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
-        "Rennala NIGT is the most robust; its lead grows with the communication cost",
-        ("point_mass_sqrt_dim", "point_mass_gap", "reacher_sqrt_dim", "reacher_gap")),
-    Row("Other environments", r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
-        "a clear lead on Reacher, smaller gaps on Walker2d and Hopper",
-        ("reacher_sqrt_dim", "hopper_sqrt_dim", "walker2d_sqrt_dim")),
-    Row("$n = 100$ workers", r"$n = 100$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$",
-        "Rennala NIGT still fastest with heterogeneous times and costly communication",
-        ("point_mass_n100", "reacher_n100")),
-    Row("Heterogeneous environments",
-        r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, one worker's observations negated",
-        "Malenia NIGT clearly above AFedPG", ("point_mass_hetero", "reacher_hetero")),
-)  # fmt: skip
-_STATISTIC = {"time_to_80": "time-to-80 % ratio", "average": "Δ average return",
-              "second_half": "Δ second-half return"}  # fmt: skip
+_STATISTIC = {
+    "time_to_80": "time-to-80 % ratio",
+    "average": "Δ average return",
+    "second_half": "Δ second-half return",
+}
 
 
 def _load(path: Path) -> dict | None:
@@ -67,32 +38,60 @@ def cells(docs: Path, scenario: str) -> list[dict]:
         return _gap_cells(docs, scenario.removesuffix("_gap"))
     fourth = _load(docs / "fourth" / f"{scenario}.json")
     if fourth is not None:
-        return [{"scenario": scenario, "reference": fourth["reference"], "baseline": b,
-                 "verdict": r["verdict"],
-                 "effect": r["looks"][-1]["interval"], "seeds": r["seeds"],
-                 "statistic": fourth["statistic"], "edition": "fourth",
-                 "margin": r["looks"][-1]["margin"], "p": r.get("p")}
-                for b, r in fourth["comparisons"].items()]  # fmt: skip
+        return [
+            {
+                "scenario": scenario,
+                "reference": fourth["reference"],
+                "baseline": b,
+                "verdict": r["verdict"],
+                "effect": r["looks"][-1]["interval"],
+                "seeds": r["seeds"],
+                "statistic": fourth["statistic"],
+                "edition": "fourth",
+                "margin": r["looks"][-1]["margin"],
+                "p": r.get("p"),
+            }
+            for b, r in fourth["comparisons"].items()
+        ]
     for edition, where in (("third", docs / "third"), ("second", docs)):
         a = _load(where / f"{scenario}.json")
         if a is not None and "comparisons" in a:
             statistic = a.get("statistic", "average")
             # an earlier edition's comparison: its own outcome (the claim's verdict of that
             # edition spans several comparisons, and a comparison outside the claim has none)
-            return [{"scenario": scenario, "reference": a["reference"], "baseline": b,
-                     "verdict": report_text.outcome_text(claims.row(a, b), a["reference"], b),
-                     "effect": c.get("effect", c["average_return_difference"]),
-                     "seeds": a["algorithms"][a["reference"]]["seeds"], "statistic": statistic,
-                     "edition": edition, "margin": None, "p": None}
-                    for b, c in a["comparisons"].items()]  # fmt: skip
-    return [{"scenario": scenario, "baseline": None, "verdict": "not run at CPU scale",
-             "effect": None, "seeds": None, "statistic": None, "edition": None,
-             "margin": None, "p": None}]  # fmt: skip
+            return [
+                {
+                    "scenario": scenario,
+                    "reference": a["reference"],
+                    "baseline": b,
+                    "verdict": report_text.outcome_text(claims.row(a, b), a["reference"], b),
+                    "effect": c.get("effect", c["average_return_difference"]),
+                    "seeds": a["algorithms"][a["reference"]]["seeds"],
+                    "statistic": statistic,
+                    "edition": edition,
+                    "margin": None,
+                    "p": None,
+                }
+                for b, c in a["comparisons"].items()
+            ]
+    return [
+        {
+            "scenario": scenario,
+            "baseline": None,
+            "verdict": "not run at CPU scale",
+            "effect": None,
+            "seeds": None,
+            "statistic": None,
+            "edition": None,
+            "margin": None,
+            "p": None,
+        }
+    ]
 
 
 def _gap_cells(docs: Path, env: str) -> list[dict]:
     out = []
-    for baseline in ("sync_nigt", "afedpg"):
+    for baseline in GROWTH.baselines:
         g = _load(docs / "fourth" / f"{env}_gap_{baseline}.json")
         edition = "fourth"
         if g is None:
@@ -101,19 +100,32 @@ def _gap_cells(docs: Path, env: str) -> list[dict]:
             continue
         effect = g["looks"][-1]["interval"] if "looks" in g else g["log_lead_difference"]
         verdict = g["verdict"] if edition == "fourth" else f"{g['verdict']} (5 seeds)"
-        out.append({"scenario": f"{env}: √i → √i·d^{{1/4}}", "env": env,
-                    "reference": "rennala_nigt", "baseline": baseline, "verdict": verdict,
-                    "effect": effect, "seeds": g.get("seeds", 5), "statistic": "lead_growth",
-                    "edition": edition, "p": g.get("p") if edition == "fourth" else None,
-                    "margin": g["looks"][-1]["margin"] if "looks" in g else None})  # fmt: skip
+        out.append(
+            {
+                "scenario": f"{env}: √i → √i·d^{{1/4}}",
+                "env": env,
+                "reference": GROWTH.reference,
+                "baseline": baseline,
+                "verdict": verdict,
+                "effect": effect,
+                "seeds": g.get("seeds", 5),
+                "statistic": "lead_growth",
+                "edition": edition,
+                "p": g.get("p") if edition == "fourth" else None,
+                "margin": g["looks"][-1]["margin"] if "looks" in g else None,
+            }
+        )
     return out
 
 
 def _effect(c: dict) -> str:
     if c["effect"] is None:
         return "–"
-    what = "growth of the log time ratio" if c["statistic"] == "lead_growth" else (
-        _STATISTIC.get(c["statistic"], c["statistic"]))  # fmt: skip
+    what = (
+        "growth of the log time ratio"
+        if c["statistic"] == "lead_growth"
+        else _STATISTIC.get(c["statistic"], c["statistic"])
+    )
     return f"{what}: {report_text.fmt(c['effect'])}"
 
 
@@ -198,11 +210,10 @@ OPENING = (
     Column("comparison", lambda r, c, first: _comparison(c)),
     Column("verdict", lambda r, c, first: _verdict(c)),
     Column("effect [interval]", lambda r, c, first: _effect(c)),
-    Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]),
-           "---:"),
+    Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]), "---:"),
     Column("Holm, family-wise 10 %", lambda r, c, first: _holm(c)),
     Column("AdaStop", lambda r, c, first: _adastop(c)),
-)  # fmt: skip
+)
 
 
 def _markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> str:
@@ -229,7 +240,8 @@ def _scenario(docs: Path, scenario: str) -> str:
     not the fourth."""
     if scenario.endswith("_gap"):
         env = scenario.removesuffix("_gap")
-        text = f"lead growth `{env}_sqrt` → `{env}_sqrt_dim`"
+        small, large = GROWTH.settings
+        text = f"lead growth `{env}_{small}` → `{env}_{large}`"
     else:
         text = f"`{scenario}`{_mark(scenario)}"
     found = cells(docs, scenario)
@@ -242,8 +254,15 @@ def _scenario(docs: Path, scenario: str) -> str:
 def settings(docs: Path) -> str:
     """The paper's rows as the opening table names them: each one's setting, what the paper
     observed there and the scenarios that test it (Markdown)."""
-    rows = [[f"**{row.name}**", row.setting, row.paper,
-             ", ".join(_scenario(docs, s) for s in row.scenarios)] for row in ROWS]  # fmt: skip
+    rows = [
+        [
+            f"**{row.name}**",
+            row.setting,
+            row.paper,
+            ", ".join(_scenario(docs, s) for s in row.scenarios),
+        ]
+        for row in ROWS
+    ]
     headers = ["the paper's row", "setting", "the paper observed", "scenarios"]
     return _markdown(headers, ["---"] * len(headers), rows)
 
@@ -258,8 +277,10 @@ def editions(docs: Path) -> str:
         return f"Every verdict (all {len(found)}, in bold) is the fourth edition's."
     text = "A **bold** verdict is the fourth edition's"
     if earlier:
-        text += (f"; a plain one ({earlier} of {len(found)}) is an earlier edition's at 5 seeds, "
-                 "not yet rerun under the rule")  # fmt: skip
+        text += (
+            f"; a plain one ({earlier} of {len(found)}) is an earlier edition's at 5 seeds, "
+            "not yet rerun under the rule"
+        )
     return text + (f"; {missing} of {len(found)} are not run at CPU scale." if missing else ".")
 
 
@@ -291,13 +312,22 @@ def forest(docs: Path, out: Path) -> Path:
     rows = list({(c["scenario"], c["baseline"]): c for c in rows}.values())
     time = [c for c in rows if c["statistic"] in ("time_to_80", "lead_growth")]
     ret = [c for c in rows if c not in time]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * max(len(time), len(ret), 4) + 1.6),
-                             dpi=100, gridspec_kw={"wspace": 0.9})  # fmt: skip
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(12, 0.45 * max(len(time), len(ret), 4) + 1.6),
+        dpi=100,
+        gridspec_kw={"wspace": 0.9},
+    )
     panels = (
-        (axes[0], time, "log time ratio (baseline / reference; lead growth: its change)",
-         math.log(1.25)),
+        (
+            axes[0],
+            time,
+            "log time ratio (baseline / reference; lead growth: its change)",
+            math.log(1.25),
+        ),
         (axes[1], ret, "return difference / improvement (reference − baseline)", 0.1),
-    )  # fmt: skip
+    )
     for ax, group, label, margin in panels:
         ax.axvspan(-margin, margin, color="0.9", label="equivalence margin")
         ax.axvline(0, color="0.4", lw=0.8)
@@ -391,8 +421,9 @@ def adastop_summary(docs: Path) -> str:
     if a is None:
         return "not run yet."
     rows = [(n, b, c) for n, sc in a["scenarios"].items() for b, c in sc["comparisons"].items()]
-    differ = [f"`{n}` vs {b} (stability {c['stability']:.2f})" for n, b, c in rows
-              if not c["agree"]]  # fmt: skip
+    differ = [
+        f"`{n}` vs {b} (stability {c['stability']:.2f})" for n, b, c in rows if not c["agree"]
+    ]
     text = f"AdaStop agrees with the verdict on {len(rows) - len(differ)} of {len(rows)}"
     text += " comparisons" + (f"; it differs on {', '.join(differ)}." if differ else ".")
     return text

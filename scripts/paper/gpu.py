@@ -52,15 +52,15 @@ DEFAULT_RATE = {"humanoid": 2e5, "point_mass": 2e4}
 DEFAULT_COMPILE_S = {"humanoid": 60.0, "point_mass": 8.0}
 TINY_BUDGET = 600.0  # the tiny mode's "paper" budget
 _HUMANOID = {"env": {"name": "humanoid", "solver_iterations": 1, "ls_iterations": 4}}
+# The cluster settings, in order (each one's claim: paper.claims), and their overlays.
 _CLUSTERS = {"sqrt_dim": {}, "sqrt": SQRT, "equal": EQUAL, "hetero": HETERO}
-CLAIM = {"sqrt_dim": "fastest", "sqrt": "fastest", "equal": "equal", "hetero": "hetero"}
 GRID = dataclasses.replace(third_scenarios.PAPER_GRID, max_extensions=1)
 TINY_GRID = tuning.Grid(lr_exp=(-7, -5), eta=(0.1,), shapes={"M": (4,)}, max_extensions=0)
 _TINY = {"env": {"name": "point_mass"}, "cluster": {"n": 4}, "hparams": {"M": 4, "M_init": 4}}
 
 
 def scenarios(tiny: bool) -> list[Scenario]:
-    keys = ("sqrt_dim",) if tiny else tuple(CLAIM)
+    keys = ("sqrt_dim",) if tiny else tuple(_CLUSTERS)
     out = []
     for key in keys:
         overrides = merge(_TINY if tiny else _HUMANOID, _CLUSTERS[key])
@@ -69,7 +69,7 @@ def scenarios(tiny: bool) -> list[Scenario]:
         paper = TINY_BUDGET if tiny else PAPER_BUDGET[key]
         only = ("rennala_nigt", "sync_nigt") if tiny else ()
         env = overrides["env"]["name"]
-        out.append(Scenario(name, env, overrides, CLAIM[key], seeds, look=paper, only=only))
+        out.append(Scenario(name, env, overrides, key, seeds, look=paper, only=only))
     return out
 
 
@@ -83,8 +83,9 @@ def device_figures(env: str, rate: float | None, compile_s: float | None) -> dic
     bench = Path(os.environ.get("JAXNIGT_BENCH_JSON") or "")
     if rate is None and bench.name and bench.is_file():
         table = json.loads(bench.read_text()).get("results", {}).get("gpu", {})
-        rows = [r for r in table.get("rows", [])
-                if r.get("env") == env and r.get("alive_steps_per_s")]  # fmt: skip
+        rows = [
+            r for r in table.get("rows", []) if r.get("env") == env and r.get("alive_steps_per_s")
+        ]
         if rows:
             rate = max(r["alive_steps_per_s"] for r in rows)
             slowest = max(r.get("compile_s", 0.0) + r.get("lower_s", 0.0) for r in rows)
@@ -104,8 +105,12 @@ def device_figures(env: str, rate: float | None, compile_s: float | None) -> dic
         rate, source = DEFAULT_RATE.get(env, DEFAULT_RATE["humanoid"]), "this script's default"
     if compile_s is None:
         compile_s = DEFAULT_COMPILE_S.get(env, DEFAULT_COMPILE_S["humanoid"])
-    return {"steps_per_s": float(rate), "compile_s": float(compile_s), "source": source,
-            "per_algorithm": per_algorithm}  # fmt: skip
+    return {
+        "steps_per_s": float(rate),
+        "compile_s": float(compile_s),
+        "source": source,
+        "per_algorithm": per_algorithm,
+    }
 
 
 def programs(pipe: third.Pipeline) -> list[tuple[str, int]]:
@@ -131,8 +136,9 @@ def size(pipe: third.Pipeline, seconds: float, figures: dict) -> dict:
     steps_per_time = sum(per_time[a] * runs for a, runs in progs)
     rates = figures.get("per_algorithm") or {}
     # seconds of device time per unit of simulated time, each program at its algorithm's rate
-    seconds_per_time = sum(per_time[a] * runs / rates.get(a, figures["steps_per_s"])
-                           for a, runs in progs)  # fmt: skip
+    seconds_per_time = sum(
+        per_time[a] * runs / rates.get(a, figures["steps_per_s"]) for a, runs in progs
+    )
     free = seconds - len(progs) * figures["compile_s"]
     budget = min(pipe.sc.look, free / seconds_per_time)
     round_time = rows.get("rennala_nigt", next(iter(rows.values())))["step_time"]
@@ -151,11 +157,16 @@ def run(out: Path, seconds: float, *, tiny: bool = False, rate=None, compile_s=N
     """Every scenario in order within ``seconds``; ``OUT/manifest.json`` after every step."""
     start = time.monotonic()
     docs = out / "docs"
-    manifest = {"seconds": seconds, "tiny": tiny, "scenarios": {}, "shrunk": [
-        "no first look: the budget is sized from the time (module docstring)",
-        f"at most {GRID.max_extensions} grid extension per algorithm (CPU editions: "
-        f"{tuning.MAX_EXTENSIONS})",
-    ]}  # fmt: skip
+    manifest = {
+        "seconds": seconds,
+        "tiny": tiny,
+        "scenarios": {},
+        "shrunk": [
+            "no first look: the budget is sized from the time (module docstring)",
+            f"at most {GRID.max_extensions} grid extension per algorithm (CPU editions: "
+            f"{tuning.MAX_EXTENSIONS})",
+        ],
+    }
 
     def save():
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -176,8 +187,9 @@ def run(out: Path, seconds: float, *, tiny: bool = False, rate=None, compile_s=N
             save()
             continue
         budget = fit["budget"]
-        pipe.size(budget, sizing.round_down(budget / sizing.MIN_EVALS),
-                  f"sized from the time: {fit}")  # fmt: skip
+        pipe.size(
+            budget, sizing.round_down(budget / sizing.MIN_EVALS), f"sized from the time: {fit}"
+        )
         print(f"[gpu-results] {sc.name}: budget {budget:g} (paper {sc.look:g})", flush=True)
         t0 = time.monotonic()
         for stage in ("tune", "run", "analyze"):

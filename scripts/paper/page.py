@@ -18,7 +18,7 @@ from pathlib import Path
 from jaxnigt.analysis import report_text, verdicts
 from paper import fourth_page, second, third_scenarios
 from paper import store as results_store
-from paper.claims import CLAIMS, GAP_BASELINES, claim_verdict, row
+from paper.claims import CLAIMS, GROWTH, claim_verdict, cluster_text, row
 from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
 
 HERE = Path(__file__).resolve().parent
@@ -28,21 +28,6 @@ EDITIONS = (
     ("third_edition.md", HERE / "third_page.md"),
     ("second_edition.md", HERE / "second_page.md"),
 )
-_SQRT_DIM = r"$h = \sqrt{i}$, $\kappa = \sqrt{i}\,d^{1/4}$"
-_CLUSTER = {
-    "equal": r"$h = 1$, $\kappa = 0$",
-    "sqrt": r"$h = \sqrt{i}$, $\kappa = \sqrt{i}$",
-    "sqrt_dim": _SQRT_DIM,
-    "exponential": r"$h = \sqrt{i}$, `noise: exponential`, $\kappa = \sqrt{i}\,d^{1/4}$",
-    "straggler": r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$",
-    "n100": r"$n = 100$, " + _SQRT_DIM,
-    "hetero": r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, sign_flip",
-    "ac": _SQRT_DIM,
-    "seed": _SQRT_DIM + r" (a step exchange: $\sqrt{i}\,(o + a)^{1/4}$)",
-    "beyond": _SQRT_DIM,
-    "beyond_straggler": r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$",
-}
-GAP_CLAIM = "bigger gap with more communication"
 
 
 def _load(docs: Path, name: str) -> dict | None:
@@ -70,10 +55,16 @@ def _claim_text(a: dict) -> str:
     return CLAIMS[a["claim"]].text(a["comparisons"])
 
 
+def _growth(env: str) -> str:
+    """The lead-growth claim's two scenarios on ``env``, e.g. ``point_mass_sqrt`` → ``…_dim``."""
+    small, large = GROWTH.settings
+    return f"`{env}_{small}` → `{env}_{large}`"
+
+
 def _gaps(docs: Path):
     """``(env, baseline, gap JSON)`` of every lead-growth analysis in ``docs``."""
-    for env in ("point_mass", "reacher"):
-        for baseline in GAP_BASELINES:
+    for env in GROWTH.envs:
+        for baseline in GROWTH.baselines:
             g = _load(docs, f"{env}_gap_{baseline}")
             if g is not None:
                 yield env, baseline, g
@@ -92,15 +83,17 @@ def verdict_rows(docs: Path) -> list[str]:
         decision = claim_verdict(a)
         text = "–" if decision is None else f"**{report_text.verdict_text(decision)}**"
         if decision is not None and a.get("verdict") not in (None, decision["verdict"]):
-            print(f"[results] {sc.model_dir(model)}: stored verdict {a['verdict']!r}; the "
-                  f"rule gives {decision['verdict']!r} (shown)")  # fmt: skip
+            print(
+                f"[results] {sc.model_dir(model)}: stored verdict {a['verdict']!r}; the "
+                f"rule gives {decision['verdict']!r} (shown)"
+            )
         rows.append(
             f"| {a['claim']} | `{sc.name}` | {model[0]} / {model[1]} | {_claim_text(a)} | {text} "
             f"| {a['improvement_over_spread']:.0f} | {_command(sc, model)} |"
         )
     for env, baseline, g in _gaps(docs):
         rows.append(
-            f"| {GAP_CLAIM} | `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | rennala_nigt's "
+            f"| {GROWTH.text} | {_growth(env)} | shared / all | {GROWTH.reference}'s "
             f"lead over {baseline} grows | **{report_text.verdict_text(g)}** | – "
             f"| `python scripts/paper second analyze` |"
         )
@@ -127,7 +120,7 @@ def comparison_rows(docs: Path) -> list[str]:
         c = {"outcome": verdicts.outcome(g["lead_difference"]), "needed_seeds": g["needed_seeds"]}
         text = report_text.outcome_text(c, "the lead grows", "the lead shrinks")
         rows.append(
-            f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the lead over "
+            f"| {_growth(env)} | shared / all | growth of the lead over "
             f"{baseline} (per unit of improvement) | {report_text.fmt(g['lead_difference'], 3)} "
             f"| – | {text.replace(' ahead', '')} |"
         )
@@ -266,13 +259,13 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
                 f"| {_num(ref)} / {_num(other)} | {decision} | {old_text} |"
             )
             decision = "″"  # ditto: the run's verdict covers its comparisons
-    for env in ("point_mass", "reacher"):
-        for baseline in GAP_BASELINES:
+    for env in GROWTH.envs:
+        for baseline in GROWTH.baselines:
             g = _load(docs / sub, f"{env}_gap_{baseline}")
             if g is not None:
                 iv = report_text.fmt(g["log_lead_difference"])
                 rows.append(
-                    f"| `{env}_sqrt` → `{env}_sqrt_dim` | shared / all | growth of the log "
+                    f"| {_growth(env)} | shared / all | growth of the log "
                     f"time-to-80 % ratio over {baseline} | **{iv}** | – | – "
                     f"| **{report_text.verdict_text(g)}** | – |"
                 )
@@ -282,8 +275,10 @@ def third_rows(docs: Path, sub: str = THIRD) -> list[str]:
 def third_runs(docs: Path, sub: str = THIRD) -> list[str]:
     """The budget and tuned values of every run of :func:`third_rows`'s table, one row per
     run."""
-    rows = ["| scenario | model (link / allreduce) | budget | tuned (α, η, M) |",
-            "|---|---|---:|---|"]  # fmt: skip
+    rows = [
+        "| scenario | model (link / allreduce) | budget | tuned (α, η, M) |",
+        "|---|---|---:|---|",
+    ]
     for name, a in _third(docs, sub):
         model = _model(name, a) + (", matched batch" if _matched(name, a) else "")
         rows.append(f"| `{a['scenario']}` | {model} | {a['budget']:,.0f} | {_tuned_text(a)} |")
@@ -292,11 +287,13 @@ def third_runs(docs: Path, sub: str = THIRD) -> list[str]:
 
 def _third_tables(docs: Path, sub: str) -> str:
     """A third-edition placeholder: the claims table, then its runs' budgets and tunings."""
-    return "\n\n".join((
-        "\n".join(third_rows(docs, sub)),
-        "Each run's budget and tuned values (step size α, η, and M for the NIGT methods):",
-        "\n".join(third_runs(docs, sub)),
-    ))  # fmt: skip
+    return "\n\n".join(
+        (
+            "\n".join(third_rows(docs, sub)),
+            "Each run's budget and tuned values (step size α, η, and M for the NIGT methods):",
+            "\n".join(third_runs(docs, sub)),
+        )
+    )
 
 
 def _num(v) -> str:
@@ -339,7 +336,7 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         for m in MODELS:
             small = _load(docs, second.SCENARIOS[f"{env}_sqrt_dim"].model_dir(m))
             large = _load(docs, second.SCENARIOS[f"{env}_n100"].model_dir(m))
-            cells = [_cell(a, b) for a in (small, large) for b in GAP_BASELINES]
+            cells = [_cell(a, b) for a in (small, large) for b in GROWTH.baselines]
             rows.append(f"| {m[0]} / {m[1]} | {' | '.join(cells)} |")
         text = text.replace(f"{{{{MATRIX:{env}}}}}", "\n".join(rows))
     for sc in second.SCENARIOS.values():
@@ -366,10 +363,9 @@ def _scenario_rows(docs: Path) -> list[str]:
             continue
         env = second.FAMILIES[sc.family].base["env"]
         where = env["name"] + (f", $H = {env['horizon']}$" if "horizon" in env else "")
-        key = sc.name.removeprefix(env["name"] + "_")
         updates = " / ".join(f"{d['updates_median']:,.0f}" for d in a["algorithms"].values())
         rows.append(
-            f"| `{sc.name}` | {where}, {_CLUSTER.get(key, key)} | {a['budget']:,.0f} | "
+            f"| `{sc.name}` | {where}, {cluster_text(sc.setting)} | {a['budget']:,.0f} | "
             f"{updates} ({' / '.join(a['algorithms'])}) | [{sc.name}.png](results/{sc.name}.png) |"
         )
     return rows
@@ -403,8 +399,10 @@ def _store_size(docs: Path) -> str:
     text += f", {inv.finished_mb:.1f} MB"
     if inv.unfinished:
         plural = "s" * (inv.unfinished != 1)
-        text += (f", and the newest checkpoints of {inv.unfinished} unfinished program{plural}, "
-                 f"{inv.unfinished_mb:.1f} MB")  # fmt: skip
+        text += (
+            f", and the newest checkpoints of {inv.unfinished} unfinished program{plural}, "
+            f"{inv.unfinished_mb:.1f} MB"
+        )
     return f"{text}; budget {results_store.BUDGET_MB} MB"
 
 

@@ -1,9 +1,9 @@
 """The paper's scenarios: one :class:`Scenario` type, the base config and the cluster overlays.
 
-A scenario is an environment, cluster ``overrides`` over :func:`base`, the claim it tests
-(:mod:`paper.claims`), its report seeds and the cluster models it runs under.  Each edition
-reads the fields it needs: the second edition tunes a *family* of scenarios at a fixed
-``budget``; the third and fourth size their budget from a first ``look``.
+A scenario is an environment, cluster ``overrides`` over :func:`base`, the cluster setting
+whose claim it tests (:mod:`paper.claims`), its report seeds and the cluster models it runs
+under.  Each edition reads the fields it needs: the second edition tunes a *family* of
+scenarios at a fixed ``budget``; the third and fourth size their budget from a first ``look``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import dataclasses
 
 from jaxnigt.algorithms import traits
 from jaxnigt.config import merge
+from paper import claims
 
 # The cluster models (link, allreduce); the first is the default.
 DEFAULT_MODEL = ("shared", "all")
@@ -20,9 +21,6 @@ MODELS += (("independent", "contributors"),)
 # The cluster-model variants a scenario may need: the option and its value.  A variant's
 # tuning retunes only the algorithms that option affects (their ``Traits.cluster_options``).
 VARIANTS = {"independent": ("link", "independent"), "contributors": ("allreduce", "contributors")}
-
-HOMOGENEOUS = ("rennala_nigt", "sync_nigt", "afedpg")
-HETEROGENEOUS = ("malenia_nigt", "afedpg", "rennala_nigt")
 
 EQUAL = {"cluster": {"h": "equal", "kappa": 0.0, "scale_by_dim": False}}
 SQRT = {"cluster": {"scale_by_dim": False}}
@@ -52,7 +50,8 @@ def base(env: str, extra: dict | None = None) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-    """One claim's scenario: ``env`` with the cluster ``overrides`` over :func:`base`.
+    """A scenario of the claim of ``setting`` (:func:`paper.claims.claim_of`): ``env`` with the
+    cluster ``overrides`` over :func:`base`.
 
     ``seeds`` report seeds from 0, under each of ``models``.  The second edition tunes the
     scenario's ``family`` at the fixed ``budget`` (with ``include``: ``(family, algorithms)``
@@ -64,7 +63,7 @@ class Scenario:
     name: str
     env: str
     overrides: dict
-    claim: str
+    setting: str
     seeds: int = 5
     models: tuple[tuple[str, str], ...] = (DEFAULT_MODEL,)
     budget: float | None = None
@@ -74,10 +73,20 @@ class Scenario:
     sensitivity: bool = False
     only: tuple[str, ...] = ()
 
+    @classmethod
+    def of(cls, env: str, setting: str, overrides: dict, **fields) -> Scenario:
+        """The scenario ``<env>_<setting>``."""
+        return cls(f"{env}_{setting}", env, overrides, setting, **fields)
+
+    @property
+    def claim(self) -> str:
+        """The name of the claim it tests (:data:`paper.claims.CLAIMS`)."""
+        return claims.claim_of(self.setting).name
+
     @property
     def algorithms(self) -> tuple[str, ...]:
         """The claim's methods (the third and fourth editions' runs)."""
-        every = HETEROGENEOUS if self.claim == "hetero" else HOMOGENEOUS
+        every = claims.claim_of(self.setting).methods
         return tuple(a for a in every if not self.only or a in self.only)
 
     def model_dir(self, model: tuple[str, str]) -> str:

@@ -23,10 +23,7 @@ variant (``link: independent``, ``allreduce: contributors``) retunes only the al
 whose ``Traits.cluster_options`` include that option.  The winners go to
 ``scripts/paper/configs/<scenario>.yaml`` (the report configs) and ``DOCS/tuning_<family>.json``.
 
-**Analysis** (per scenario and cluster model): :func:`jaxnigt.analysis.compare` of the
-claim's reference (Rennala NIGT; Malenia NIGT for heterogeneous environments) against every
-baseline, the claim's verdict over its baselines (:mod:`paper.claims`), and
-:func:`jaxnigt.analysis.verdicts.lead_growth` from ``<env>_sqrt`` to ``<env>_sqrt_dim``.
+**Analysis**: :mod:`paper.second_analysis`.
 """
 
 from __future__ import annotations
@@ -39,19 +36,15 @@ from pathlib import Path
 
 import yaml
 
-from jaxnigt import analysis
 from jaxnigt import config as config_lib
-from jaxnigt.analysis import run_data, verdicts
 from jaxnigt.config import merge
 from jaxnigt.studies import tuning
-from paper.claims import CLAIMS, GAP_BASELINES, claim_verdict
+from paper.claims import HETEROGENEOUS, HOMOGENEOUS
 from paper.scenarios import (
     DEFAULT_MODEL,
     EQUAL,
     EXPONENTIAL,
     HETERO,
-    HETEROGENEOUS,
-    HOMOGENEOUS,
     LOCOMOTION,
     MODELS,
     N100,
@@ -150,24 +143,23 @@ FAMILIES = {
 ENVS = ("point_mass", "reacher")
 
 
-def _scenario(name, family, overrides, budget, claim, seeds=5, **kw) -> Scenario:
+def _scenario(setting, family, overrides, budget, seeds=5, **kw) -> Scenario:
+    """The scenario ``<env>_<setting>`` of ``family``'s environment."""
     env = FAMILIES[family].base["env"]["name"]
-    return Scenario(name, env, overrides, claim, seeds, budget=budget, family=family, **kw)
+    return Scenario.of(env, setting, overrides, seeds=seeds, budget=budget, family=family, **kw)
 
 
 def _env_scenarios(env: str) -> list[Scenario]:
     return [
-        _scenario(f"{env}_equal", env, EQUAL, 2000, "equal"),
-        _scenario(f"{env}_sqrt", env, SQRT, 7500, "fastest"),
-        _scenario(f"{env}_sqrt_dim", env, {}, 32000, "fastest", models=MODELS),
-        _scenario(f"{env}_exponential", env, EXPONENTIAL, 32000, "fastest"),
-        _scenario(f"{env}_straggler", env, STRAGGLER, 32000, "fastest"),
-        _scenario(f"{env}_n100", f"{env}_n100", {}, 88000, "fastest", models=MODELS),
+        _scenario("equal", env, EQUAL, 2000),
+        _scenario("sqrt", env, SQRT, 7500),
+        _scenario("sqrt_dim", env, {}, 32000, models=MODELS),
+        _scenario("exponential", env, EXPONENTIAL, 32000),
+        _scenario("straggler", env, STRAGGLER, 32000),
+        _scenario("n100", f"{env}_n100", {}, 88000, models=MODELS),
         # 15 seeds: with 5 the interval of Malenia NIGT vs AFedPG was too wide to decide
         # (first pass: 1.90 [-1.26, 4.78], about 13 seeds needed)
-        _scenario(
-            f"{env}_hetero", f"{env}_hetero", {}, FAMILIES[f"{env}_hetero"].budget, "hetero", 15
-        ),
+        _scenario("hetero", f"{env}_hetero", {}, FAMILIES[f"{env}_hetero"].budget, 15),
     ]
 
 
@@ -175,15 +167,14 @@ def _beside(kind: str, env: str):
     """The scenarios that run a family beside other families' methods (no paper claims)."""
     if kind == "ac":
         ac = dict(models=_AC_MODELS, include=((env, _R),))
-        yield _scenario(f"{env}_ac", f"{env}_ac", {}, 32000, "actor_critic", **ac)
+        yield _scenario("ac", f"{env}_ac", {}, 32000, **ac)
     elif kind == "seed":
         seed = dict(models=_AC_MODELS, include=((env, _R), (f"{env}_ac", ("impala",))))
-        yield _scenario(f"{env}_seed", f"{env}_seed", {}, 32000, "central_inference", **seed)
+        yield _scenario("seed", f"{env}_seed", {}, 32000, **seed)
     else:
         beyond = dict(models=_AC_MODELS, include=((env, ("rennala_nigt", "afedpg")),))
-        for tag, overrides in (("", {}), ("_straggler", STRAGGLER)):
-            name = f"{env}_beyond{tag}"
-            yield _scenario(name, f"{env}_beyond", overrides, 32000, "beyond_paper", **beyond)
+        for setting, overrides in (("beyond", {}), ("beyond_straggler", STRAGGLER)):
+            yield _scenario(setting, f"{env}_beyond", overrides, 32000, **beyond)
 
 
 SCENARIOS = {
@@ -194,7 +185,7 @@ SCENARIOS = {
         # Locomotion at H = 1000: a Rennala NIGT round takes ~32 time units here, so ~190
         # updates (twice the tuning budget); episodes lengthen as the hopper learns, and longer
         # budgets did not fit the CPU time of this edition.
-        _scenario("hopper_sqrt_dim", "hopper", {}, 6200, "fastest"),
+        _scenario("sqrt_dim", "hopper", {}, 6200),
         *(s for kind in ("ac", "seed", "beyond") for env in ENVS for s in _beside(kind, env)),
     )
 }
@@ -396,89 +387,3 @@ def list_all() -> None:
 def families_needing(variant: str) -> set[str]:
     """Families with a scenario whose cluster models include ``variant``."""
     return {sc.family for sc in SCENARIOS.values() for m in sc.models if variant in m}
-
-
-# ----------------------------------------------------------------------------- analysis
-def analyze_run(sc: Scenario, model, run_dir: Path) -> tuple[dict, run_data.Run]:
-    run = run_data.load_run(run_dir)
-    claim = CLAIMS[sc.claim]
-    result = analysis.compare(run, claim.reference, claim=claim.kind or "ahead")
-    result.update(scenario=sc.name, model={"link": model[0], "allreduce": model[1]})
-    result.update(claim=sc.claim, run=sc.model_dir(model))
-    decision = claim_verdict(result)
-    result["verdict"] = None if decision is None else decision["verdict"]
-    result["needed_seeds"] = None if decision is None else decision["needed_seeds"]
-    return result, run
-
-
-def gap_growth(small: tuple, large: tuple, baseline: str) -> dict:
-    """Does the reference's lead over ``baseline`` (in average return, per unit of
-    improvement) grow from scenario ``small`` to ``large``?  Each is ``(analysis, run)``."""
-
-    def groups(a, run):
-        methods = run.algorithms()
-        values = [methods[m].statistic("average", run.budget) for m in (a["reference"], baseline)]
-        return (*values, a["best_second_half_median"] - a["initial_median_return"])
-
-    return verdicts.lead_growth(groups(*small), groups(*large))
-
-
-def analyze_all(out: Path, docs: Path, names: list[str] | None = None) -> None:
-    """Analyzes the finished runs of the scenarios ``names`` (default every one); the
-    tables are :func:`paper.page.write_tables`'s."""
-    from jaxnigt.run.plots import plot_runs
-
-    analyses = {}
-    for sc in SCENARIOS.values():
-        if names and sc.name not in names:
-            continue
-        for model in sc.models:
-            name, run_dir = sc.model_dir(model), out / sc.model_dir(model)
-            if not (run_dir / "summary.json").is_file():
-                continue
-            a, run = analyze_run(sc, model, run_dir)
-            analyses[name] = (a, run)
-            (docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
-            title = f"{sc.name} (link {model[0]}, allreduce {model[1]})"
-            plot_runs([run_dir], out=docs / f"{name}.png", budget=run.budget, title=title)
-            for t in (k for k in next(iter(a["algorithms"].values())) if k.startswith("eval_type")):
-                plot_runs([run_dir], y=t, out=docs / f"{name}_{t}.png", title=f"{title}: {t}")
-        model_matrix(out, sc, docs)
-    for env in ("point_mass", "reacher"):
-        small, large = analyses.get(f"{env}_sqrt"), analyses.get(f"{env}_sqrt_dim")
-        if small and large:
-            for baseline in GAP_BASELINES:
-                g = gap_growth(small, large, baseline)
-                (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
-
-
-def model_matrix(out: Path, sc: Scenario, docs: Path) -> Path | None:
-    """The four cluster models of ``sc`` side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from jaxnigt.run.plots import draw_curves
-
-    dirs = [(m, out / sc.model_dir(m)) for m in sc.models]
-    if len(dirs) != 4 or not all((d / "metrics.csv").is_file() for _, d in dirs):
-        return None
-    budget = config_lib.from_dict(config_lib.read_yaml(dirs[0][1] / "config.yaml")).budget
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=100, sharex=True, sharey=True)
-    for ax, (model, d) in zip(axes.ravel(), dirs, strict=False):
-        draw_curves(ax, d, x="sim_time", y="eval_return")
-        ax.set_title(f"link {model[0]}, allreduce {model[1]}", fontsize=10)
-        ax.axvline(budget, color="0.5", lw=0.8, ls=":")
-        ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=8)
-    for ax in axes[1]:
-        ax.set_xlabel("simulated time")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("eval return")
-    fig.suptitle(f"{sc.name}: the four cluster models (median, 20/80 % band over seeds)")
-    fig.tight_layout()
-    path = docs / f"{sc.name}_models.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path

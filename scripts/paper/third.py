@@ -61,7 +61,7 @@ from jaxnigt.run import checkpoint, signals
 from jaxnigt.studies import tuning
 from paper import sizing
 from paper import store as results_store
-from paper.claims import GAP, GAP_BASELINES, THIRD_CLAIMS
+from paper.claims import GROWTH, THIRD_CLAIMS
 from paper.scenarios import DEFAULT_MODEL, VARIANTS, Scenario, affected, base
 from paper.third_scenarios import GRIDS, PAPER_GRID, QUICK_GRID, TUNE_SEEDS, quick_scenario
 
@@ -87,8 +87,16 @@ def _timed(raw: dict, budget: float, every: float) -> dict:
 class Pipeline:
     """The stages of one scenario, in ``out/<scenario>``; ``docs`` gets the JSON."""
 
-    def __init__(self, sc: Scenario, out: Path, docs: Path, quick: bool = False, grid=None,
-                 jobs: int = 1, store: Path | None = None):  # fmt: skip
+    def __init__(
+        self,
+        sc: Scenario,
+        out: Path,
+        docs: Path,
+        quick: bool = False,
+        grid=None,
+        jobs: int = 1,
+        store: Path | None = None,
+    ):
         self.sc = quick_scenario(sc) if quick else sc
         self.jobs = jobs
         # the results store's folder of the scenario (None: nothing kept, e.g. a smoke test)
@@ -106,8 +114,11 @@ class Pipeline:
         ones are kept; without it, SIGTERM's default action ended the process before that."""
         kept = None if self.store is None else self.store / where.name
         if kept is not None and (restored := results_store.bring_stage(kept, where)):
-            print(f"[third] {self.sc.name} {where.name}: restored from the store (not run): "
-                  f"{', '.join(restored)}", flush=True)  # fmt: skip
+            print(
+                f"[third] {self.sc.name} {where.name}: restored from the store (not run): "
+                f"{', '.join(restored)}",
+                flush=True,
+            )
         with signals.stop_on_signals() as stop:
             try:
                 return tuning.tune(
@@ -127,11 +138,17 @@ class Pipeline:
                     ([], []) if kept is None else results_store.keep_stage(where, kept)
                 )
                 if packed:
-                    print(f"[third] {self.sc.name} {where.name}: kept in the store: "
-                          f"{', '.join(packed)}", flush=True)  # fmt: skip
+                    print(
+                        f"[third] {self.sc.name} {where.name}: kept in the store: "
+                        f"{', '.join(packed)}",
+                        flush=True,
+                    )
                 if partial:
-                    print(f"[third] {self.sc.name} {where.name}: unfinished, newest checkpoint "
-                          f"kept in the store: {', '.join(partial)}", flush=True)  # fmt: skip
+                    print(
+                        f"[third] {self.sc.name} {where.name}: unfinished, newest checkpoint "
+                        f"kept in the store: {', '.join(partial)}",
+                        flush=True,
+                    )
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
@@ -325,28 +342,24 @@ class Pipeline:
 
 
 def gap_growth(out: Path, docs: Path, env: str) -> list[dict]:
-    """The lead-growth claim on ``env``: speed_lead_growth from ``<env>_sqrt`` to
-    ``<env>_sqrt_dim`` for each baseline (their report runs, default model)."""
+    """The lead-growth claim (:data:`paper.claims.GROWTH`) on ``env``: speed_lead_growth from
+    ``<env>_sqrt`` to ``<env>_sqrt_dim`` for each baseline (their report runs, default model)."""
     runs = []
-    for key in GAP:
+    for key in GROWTH.settings:
         run_dir = out / f"{env}_{key}" / f"{env}_{key}"
         path = docs / f"{env}_{key}.json"
         if not (run_dir / "summary.json").is_file() or not path.is_file():
             return []
         runs.append((run_data.load_run(run_dir), json.loads(path.read_text())))
     done = []
-    for baseline in GAP_BASELINES:
+    for baseline in GROWTH.baselines:
         groups = []
         for run, a in runs:
             methods, target = run.algorithms(), a["targets"]["0.8"]
-            groups.append(
-                tuple(
-                    methods[m].statistic("time", run.budget, target)
-                    for m in ("rennala_nigt", baseline)
-                )
-            )
+            pair = (GROWTH.reference, baseline)
+            groups.append(tuple(methods[m].statistic("time", run.budget, target) for m in pair))
         g = verdicts.speed_lead_growth(*groups)
-        g.update(env=env, baseline=baseline, scenarios=[f"{env}_{k}" for k in GAP])
+        g.update(env=env, baseline=baseline, scenarios=[f"{env}_{k}" for k in GROWTH.settings])
         (docs / f"{env}_gap_{baseline}.json").write_text(json.dumps(g, indent=2) + "\n")
         done.append(g)
     return done
