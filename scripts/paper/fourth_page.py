@@ -181,7 +181,7 @@ def _holm(c: dict) -> str:
     if p is None:
         return "–"
     decided = c["verdict"] in ("confirmed", "refuted")
-    text = f"p = {p:.2g}"
+    text = "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
     if not decided:
         return text
     return f"holds ({text})" if p <= FAMILY_ALPHA else f"not family-wise ({text})"
