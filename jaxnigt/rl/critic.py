@@ -133,9 +133,15 @@ def vtrace_targets(rewards, values, mask, gamma, log_rho, *, clip_rho=1.0, clip_
 
     def one(v_tm1, v_t, r_t, d_t, rho):
         out = rlax.vtrace_td_error_and_advantage(
-            v_tm1, v_t, r_t, d_t, rho, lambda_=1.0,
-            clip_rho_threshold=clip_rho, clip_pg_rho_threshold=clip_pg_rho,
-        )  # fmt: skip
+            v_tm1,
+            v_t,
+            r_t,
+            d_t,
+            rho,
+            lambda_=1.0,
+            clip_rho_threshold=clip_rho,
+            clip_pg_rho_threshold=clip_pg_rho,
+        )
         return out.pg_advantage, out.errors + v_tm1
 
     values = values * mask

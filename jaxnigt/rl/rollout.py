@@ -259,10 +259,15 @@ def _refill(slot_step, task, state0, step_keys, types, params_at, shared, lanes:
     lane_params = params_at is not None
     step = jax.vmap(slot_step, in_axes=(0 if lane_params else None, 0, 0, 0, 0))
     zeros = jnp.zeros(W, jnp.int32)
-    sample = jax.eval_shape(lambda: step(
-        params_at(zeros, zeros) if lane_params else shared,
-        take(state0, zeros), jnp.ones(W), step_keys[:W, 0], types[:W],
-    )[2])  # fmt: skip
+    sample = jax.eval_shape(
+        lambda: step(
+            params_at(zeros, zeros) if lane_params else shared,
+            take(state0, zeros),
+            jnp.ones(W),
+            step_keys[:W, 0],
+            types[:W],
+        )[2]
+    )
     bufs = tuple(jnp.zeros((S, H, *x.shape[1:]), x.dtype) for x in sample)
 
     def lane_step(c: _Lanes, _) -> tuple[_Lanes, None]:
