@@ -11,7 +11,8 @@ links, both AllReduce models, a learning-rate grid and a heterogeneous task, eac
 The scenarios start from ``configs/demo.yaml`` and the report configs in
 ``scripts/paper/configs/``, so compare two commits whose configs agree.  Exit status 1 names
 the first file that differs.
-``--quick`` skips the demo (the slowest).
+``--quick`` skips the demo and the bundled configs (the slowest); ``--only`` names scenarios
+(``bundled_<config>`` for each config in ``configs/``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ SCENARIOS = {
     ),
     "demo": ("configs/demo.yaml", []),
 }
+#: Every bundled config (``configs/``, one scenario each, ``bundled_<name>``), shortened to
+#: a few rounds of one seed: their cluster models, algorithms and environments as shipped.
+BUNDLED_SHORT = ["seeds=1", "max_rounds=2", "eval.every=1", "eval.episodes=2", "on_nonfinite=mark"]
+SCENARIOS |= {
+    f"bundled_{path.stem}": (str(path), BUNDLED_SHORT)
+    for path in sorted(Path(__file__).resolve().parents[1].glob("configs/*.yaml"))
+    if path.stem != "demo"
+}
 FILES = ("metrics.csv", "worker_counts.csv")
 WALL_CLOCK = ("wall_seconds", "compile_seconds")  # summary.json fields that are not results
 
@@ -107,7 +116,8 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="skip the demo")
     p.add_argument("--only", nargs="+", choices=list(SCENARIOS), help="run only these")
     args = p.parse_args()
-    names = [n for n in (args.only or SCENARIOS) if not (args.quick and n == "demo")]
+    slow = lambda n: n == "demo" or n.startswith("bundled_")
+    names = [n for n in (args.only or SCENARIOS) if not (args.quick and slow(n))]
     for name in names:
         run(name, args.out)
     return compare(args.out, args.compare, names) if args.compare else 0

@@ -162,7 +162,8 @@ def admm_init(
     theta = core.stack_workers(z, setup.n)
     hyper = {**hyper, "rho": jnp.asarray(hyper.get("rho", opts.rho), jnp.float32)}
     extra = AdmmExtra(theta, jax.tree.map(jnp.zeros_like, theta))
-    return core.initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra)
+    drawn = core.run_cluster(setup, key)[1]
+    return core.initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra, power=drawn)
 
 
 def _local_step(setup: Setup, opts: AdmmOptions, state: TrainState, k_roll, theta, k):
@@ -189,7 +190,7 @@ def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState, budget: jax.Ar
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
     sched = schedules.sync(
-        setup.cluster,
+        core.cluster_of(setup, state),
         k_sched,
         state.counters.time,
         state.busy_until,

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxnigt.cluster import model as cluster_model
 from jaxnigt.cluster import schedules
 from jaxnigt.cluster.model import ClusterModel
 
@@ -136,6 +137,8 @@ class TrainState(NamedTuple):
       busy_until: ``[n]`` when each worker is free to start the next round's work.
       hyper: :data:`TracedHParams`.
       extra: engine-specific state (asynchronous engine, ADMM's per-worker θ and λ).
+      power: the run's drawn power trace (:func:`jaxnigt.cluster.model.realize`: outages
+        drawn from its key); None when the cluster model's power is not drawn per run.
     """
 
     params: Any
@@ -146,6 +149,7 @@ class TrainState(NamedTuple):
     busy_until: jax.Array
     hyper: TracedHParams
     extra: Any
+    power: Any = None
 
 
 class StepMetrics(NamedTuple):
@@ -281,8 +285,29 @@ AlgorithmFactory = Callable[[Setup, Any], Algorithm]
 # ------------------------------------------------------------------------------ helpers
 
 
+def run_cluster(setup: Setup, key: jax.Array) -> tuple[ClusterModel, Any]:
+    """The cluster model of one run: its outages drawn from the run's ``key``
+    (:func:`jaxnigt.cluster.model.realize`).
+
+    Returns:
+      ``(model, drawn)``; give ``drawn`` to :func:`initial_state` (``power``).
+    """
+    return cluster_model.realize(setup.cluster, key)
+
+
+def cluster_of(setup: Setup, state: TrainState) -> ClusterModel:
+    """The cluster model a step of ``state``'s run simulates (its drawn power, if any)."""
+    return cluster_model.with_trace(setup.cluster, state.power)
+
+
 def initial_state(
-    setup: Setup, params: Any, opt_state: Any, key: jax.Array, hyper: TracedHParams, extra=()
+    setup: Setup,
+    params: Any,
+    opt_state: Any,
+    key: jax.Array,
+    hyper: TracedHParams,
+    extra=(),
+    power: Any = None,
 ) -> TrainState:
     """A run's state at simulated time 0: no steps, zero counters, idle workers.
 
@@ -293,6 +318,7 @@ def initial_state(
       key: the state's key.
       hyper: the traced hyperparameters.
       extra: the engine's state.
+      power: the run's drawn power trace (:func:`run_cluster`).
 
     Returns:
       The :class:`TrainState`.
@@ -307,6 +333,7 @@ def initial_state(
         busy_until=jnp.zeros((setup.n,), jnp.float32),
         hyper=hyper,
         extra=extra,
+        power=power,
     )
 
 

@@ -36,7 +36,42 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxnigt.cluster.model import ClusterModel, sample_compute_times, sample_worker_compute_time
+from jaxnigt.cluster import power
+from jaxnigt.cluster.model import (
+    ClusterModel,
+    realize,
+    sample_compute_times,
+    sample_worker_compute_time,
+)
+
+
+def compute_end(model: ClusterModel, s: jax.Array, tau: jax.Array, worker=None) -> jax.Array:
+    """When work ``tau`` begun at ``s`` is done: ``s + tau``, or through the workers' power
+    trace (:func:`jaxnigt.cluster.power.finish`).
+
+    Args:
+      model: the cluster model.
+      s: start times, ``[n]`` (``worker`` None) or ``[]``.
+      tau: the work, as ``s``.
+      worker: ``[]`` the one worker of scalar ``s`` (None: every worker).
+
+    Returns:
+      The end times.
+    """
+    trace = model.trace
+    if trace is None:
+        return s + tau
+    return power.finish(trace if worker is None else trace.take(worker), s, tau)
+
+
+def exchange_end(model: ClusterModel, s: jax.Array, length: jax.Array, worker=None) -> jax.Array:
+    """When an exchange of ``length`` begun at ``s`` ends: ``s + length``, or with exchanges
+    that wait for a down worker (``ClusterModel.exchanges_wait``) ``length`` of its up time
+    later (:func:`jaxnigt.cluster.power.exchange_end`).  Arguments as :func:`compute_end`."""
+    if not model.exchanges_wait:
+        return s + length
+    trace = model.trace
+    return power.exchange_end(trace if worker is None else trace.take(worker), s, length)
 
 
 class AsyncState(NamedTuple):
@@ -107,7 +142,7 @@ def async_init(model: ClusterModel, key: jax.Array, t0: jax.typing.ArrayLike) ->
     tau = sample_compute_times(model, key, 1)[:, 0]
     n = model.n
     return AsyncState(
-        compute_end=t0 + tau,
+        compute_end=compute_end(model, jnp.full((n,), t0), tau),
         dispatch_version=jnp.zeros((n,), jnp.int32),
         dispatch_count=jnp.ones((n,), jnp.int32),
         version=jnp.int32(0),
@@ -132,10 +167,10 @@ def next_exchange(model: ClusterModel, state: AsyncState) -> tuple[jax.Array, ja
     if model.link == "shared":
         w = jnp.argmin(state.compute_end).astype(jnp.int32)
         start = jnp.maximum(state.link_free, state.compute_end[w])
-    else:
-        w = jnp.argmin(state.compute_end + model.kappa).astype(jnp.int32)
-        start = state.compute_end[w]
-    return w, start, start + model.kappa[w]
+        return w, start, exchange_end(model, start, model.kappa[w], w)
+    w = jnp.argmin(exchange_end(model, state.compute_end, model.kappa)).astype(jnp.int32)
+    start = state.compute_end[w]
+    return w, start, exchange_end(model, start, model.kappa[w], w)
 
 
 def async_next(
@@ -178,7 +213,7 @@ def _exchange(model: ClusterModel, key: jax.Array, state: AsyncState, updates):
     version = state.version + updates
     tau = sample_worker_compute_time(model, key, w)
     new_state = AsyncState(
-        compute_end=state.compute_end.at[w].set(t + tau),
+        compute_end=state.compute_end.at[w].set(compute_end(model, t, tau, w)),
         dispatch_version=state.dispatch_version.at[w].set(version),
         dispatch_count=state.dispatch_count.at[w].add(1),
         version=version,
@@ -217,7 +252,8 @@ def arrival_blocks(model: ClusterModel, key: jax.Array, blocks: int, size: int) 
     (``Algorithm.simulate_clock``), without rollouts.
 
     Args:
-      model: the cluster model.
+      model: the cluster model (outages drawn from ``key``: :func:`~jaxnigt.cluster.model.
+        realize`).
       key: every worker starts at time 0 with key ``fold_in(key, 0)``, block b draws with
         ``fold_in(key, 1 + b)``.
       blocks: static number of blocks.
@@ -226,6 +262,7 @@ def arrival_blocks(model: ClusterModel, key: jax.Array, blocks: int, size: int) 
     Returns:
       The arrivals stacked ``[blocks, size]``.
     """
+    model = realize(model, key)[0]
     state = async_init(model, jax.random.fold_in(key, 0), 0.0)
 
     def block(s, b):
@@ -344,17 +381,24 @@ def bounded_next(
         done=state.done.at[w].set(0.0),
     )
     if stops:
-        new = _cancel_stale(new, arrival.time, R)
+        new = _cancel_stale(model, new, arrival.time, R)
     event = Event(arrival, accepted, wasted.astype(jnp.float32), state.dispatch_event[w])
     return new, event
 
 
-def _cancel_stale(state: BoundedState, t: jax.Array, R) -> BoundedState:
+def _cancel_stale(model: ClusterModel, state: BoundedState, t: jax.Array, R) -> BoundedState:
     """Cancels, at time ``t``, every in-flight gradient whose delay has reached ``R``."""
     c = state.clock
     stale = ~state.cancelled & (c.version - c.dispatch_version >= R)
     computing = c.compute_time > 0
-    fraction = (t - c.dispatch_time) / jnp.where(computing, c.compute_time, 1.0)
+    trace = model.trace
+    if trace is None:
+        done = t - c.dispatch_time
+    else:
+        done = power.work_at(trace, jnp.full_like(c.dispatch_time, t)) - power.work_at(
+            trace, c.dispatch_time
+        )
+    fraction = done / jnp.where(computing, c.compute_time, 1.0)
     done = jnp.where(computing, jnp.clip(fraction, 0.0, 1.0), 1.0)
     compute_end = jnp.where(stale, jnp.minimum(c.compute_end, t), c.compute_end)
     return state._replace(

@@ -10,6 +10,12 @@ the noise kind and :data:`CHOICES`:
 * ``inflight``: what happens to a gradient still being computed when a round ends.
 * ``link``: the server link of the exchanges of the per-arrival and per-step methods.
 * ``allreduce``: who takes part in a round's AllReduce.
+* ``down_exchange``: whether a worker that is down (power 0) waits to exchange.
+
+The record's ``power`` is the workers' computation power over time (:mod:`jaxnigt.cluster.power`):
+None for constant power (the constant model, exactly), a :class:`~jaxnigt.cluster.power.
+PowerTrace`, or :class:`~jaxnigt.cluster.power.Outages` that each run draws from its key
+(:func:`realize`).
 
 Each :class:`Choice` is the one definition of a choice: its name, its allowed values (the
 default first) and its help text.  The config's ``cluster:`` keys, their checks and reference
@@ -33,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnigt.cluster import power as power_lib
 from jaxnigt.cluster import timing
 
 
@@ -74,8 +81,16 @@ ALLREDUCE = Choice(
     "who takes part in a round's AllReduce: all workers (cost max_i κ_i) or the contributors "
     "(b_i ≥ 1; the others receive the new point over their own link)",
 )
+DOWN_EXCHANGE = Choice(
+    "down_exchange",
+    ("wait", "free"),
+    "what a worker that is down (computation power 0, cluster.power) does with its exchanges: "
+    "wait (it neither computes nor exchanges: an exchange pauses while it is down, an "
+    "AllReduce waits until every participant is up) or free (exchanges ignore the power; only "
+    "computing stops)",
+)
 #: The named choices, in the order of the config's keys.
-CHOICES = (INFLIGHT, LINK, ALLREDUCE)
+CHOICES = (INFLIGHT, LINK, ALLREDUCE, DOWN_EXCHANGE)
 
 
 def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
@@ -121,6 +136,10 @@ class ClusterModel:
       inflight: one of :data:`INFLIGHT`'s values.
       link: one of :data:`LINK`'s values.
       allreduce: one of :data:`ALLREDUCE`'s values.
+      down_exchange: one of :data:`DOWN_EXCHANGE`'s values.
+      power: the computation power over time: None (constant: speed 1), a
+        :class:`~jaxnigt.cluster.power.PowerTrace` (``[n, K]``) or
+        :class:`~jaxnigt.cluster.power.Outages` to draw per run (:func:`realize`).
     """
 
     h: jax.Array
@@ -132,6 +151,8 @@ class ClusterModel:
     inflight: str = _static(INFLIGHT.default)
     link: str = _static(LINK.default)
     allreduce: str = _static(ALLREDUCE.default)
+    down_exchange: str = _static(DOWN_EXCHANGE.default)
+    power: Any = None
 
     def __post_init__(self):
         check_choice("noise", self.noise, timing.NOISES)
@@ -142,6 +163,44 @@ class ClusterModel:
     def n(self) -> int:
         """The number of workers (static: the arrays' length)."""
         return self.h.shape[-1]
+
+    @property
+    def trace(self) -> power_lib.PowerTrace | None:
+        """The drawn power trace (None: constant power).
+
+        Raises:
+          ValueError: the record's outages were not drawn yet (:func:`realize`).
+        """
+        if isinstance(self.power, power_lib.Outages):
+            raise ValueError("the cluster model's outages are drawn per run: realize(model, key)")
+        return self.power
+
+    @property
+    def exchanges_wait(self) -> bool:
+        """Exchanges follow the power: a trace is set and ``down_exchange`` is ``wait``."""
+        return self.trace is not None and self.down_exchange == "wait"
+
+
+def realize(model: ClusterModel, key: jax.Array) -> tuple[ClusterModel, Any]:
+    """The record of one run, its outages drawn (other records are returned as they are).
+
+    Args:
+      model: the cluster model.
+      key: the run's key; the outages are drawn from ``fold_in(key, power.OUTAGE_TAG)``.
+
+    Returns:
+      ``(model, drawn)``: the record with a :class:`~jaxnigt.cluster.power.PowerTrace`, and
+      the drawn trace (None when nothing was drawn: the run keeps no copy).
+    """
+    if not isinstance(model.power, power_lib.Outages):
+        return model, None
+    trace = power_lib.draw_outages(model.power, jax.random.fold_in(key, power_lib.OUTAGE_TAG))
+    return dataclasses.replace(model, power=trace), trace
+
+
+def with_trace(model: ClusterModel, drawn: Any) -> ClusterModel:
+    """``model`` with a run's drawn trace (:func:`realize`); ``model`` when none was drawn."""
+    return model if drawn is None else dataclasses.replace(model, power=drawn)
 
 
 def _float32(values: Any) -> jax.Array:
@@ -175,6 +234,8 @@ def make_cluster_model(
     worker_types: Any = None,
     message: Any = None,
     message_size: int | None = None,
+    power: str = "constant",
+    power_horizon: float | None = None,
     **choices: str,
 ) -> ClusterModel:
     """Builds a validated :class:`ClusterModel`.
@@ -193,6 +254,8 @@ def make_cluster_model(
         ``kappa``, with ``scale_by_dim`` and ``message_size`` times ``(message_size / dim) **
         0.25``: the size of an observation and an action instead of ``d``.
       message_size: the size of a per-step message.
+      power: the computation power's source (:data:`jaxnigt.cluster.power.SOURCES`).
+      power_horizon: the simulated time a drawn or periodic power trace covers (the budget).
       **choices: the named choices (:data:`CHOICES`) by name; default their defaults.
 
     Returns:
@@ -216,7 +279,10 @@ def make_cluster_model(
     types = np.zeros(n, np.int32) if worker_types is None else np.asarray(worker_types)
     noise_params = jnp.asarray(timing.padded_params(params))
     types = jnp.asarray(types, jnp.int32)
-    return ClusterModel(_float32(h_v), kappa32, message32, noise_params, types, kind, **choices)
+    trace = power_lib.build(power, n, power_horizon)
+    return ClusterModel(
+        _float32(h_v), kappa32, message32, noise_params, types, kind, **choices, power=trace
+    )
 
 
 def from_config(
@@ -227,6 +293,7 @@ def from_config(
     horizon: int | None = None,
     message: Any = None,
     message_size: int | None = None,
+    budget: float | None = None,
 ) -> ClusterModel:
     """The record of a config's ``cluster:`` section.
 
@@ -238,6 +305,8 @@ def from_config(
       horizon: the trajectory length (``per_step``).
       message: each worker's per-step message time (see :func:`make_cluster_model`).
       message_size: the size of a per-step message (see :func:`make_cluster_model`).
+      budget: the run's simulated-time budget: what a drawn power trace covers unless the
+        section's ``power_horizon`` says.
 
     Returns:
       The :class:`ClusterModel`.
@@ -257,6 +326,8 @@ def from_config(
         worker_types=worker_types,
         message=message,
         message_size=message_size,
+        power=cluster.power,
+        power_horizon=cluster.power_horizon if cluster.power_horizon is not None else budget,
         **{choice.name: getattr(cluster, choice.name) for choice in CHOICES},
     )
 

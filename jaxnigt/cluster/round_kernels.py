@@ -29,6 +29,7 @@ from jaxnigt.cluster.rounds import (
     RoundSchedule,
     WorkerTimes,
     check_static,
+    ends,
     finish_round,
     sequential_cumsum,
     start_offsets,
@@ -93,7 +94,7 @@ def rennala_round(
     n, m = first.shape[0], rows.shape[0]
     off = start_offsets(t0, busy_until)
     cum_rows = sequential_cumsum(tau_rows)
-    cand = (off[rows][:, None] + cum_rows[:, :M]).reshape(-1)
+    cand = ends(model, t0, off[rows], cum_rows[:, :M], rows).reshape(-1)
     # Flat index j * M + k orders candidates by (worker, k) because rows are sorted, and
     # top_k puts the lower flat index first among equal values.  The barrier keeps XLA from
     # folding later slices of the result into the top_k, which turns it into a full sort on
@@ -157,7 +158,7 @@ def rennala_from_times(
         )
     t0 = jnp.asarray(t0, jnp.float32)
     tau = tau[:, : M + 1].astype(jnp.float32)
-    rows = rennala_candidates(start_offsets(t0, busy_until) + tau[:, 0], M)
+    rows = rennala_candidates(ends(model, t0, start_offsets(t0, busy_until), tau[:, 0]), M)
     return rennala_round(model, t0, busy_until, tau[:, 0], rows, tau[rows], M=M)
 
 
@@ -202,7 +203,7 @@ def malenia_from_times(
     M = check_static("M", M)
     cap = check_static("capacity", capacity)
     t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
-    comp = off[:, None] + cum
+    comp = ends(model, t0, off, cum)
     used = comp[:, :cap]
     flat = used.reshape(-1)
     order = jnp.argsort(flat, stable=True)
@@ -278,7 +279,7 @@ def msync_from_times(
     if m > n:
         raise ValueError(f"msync needs m <= n, got m = {m} with n = {n}")
     t0, tau, off, cum = _prologue("msync (one gradient)", tau, 1, t0, busy_until)
-    first = off + cum[:, 0]
+    first = ends(model, t0, off, cum[:, 0])
     _, rows = lax.top_k(-first, m)  # ascending completion; ties: lower worker id first
     rows = lax.optimization_barrier(rows)
     counts = jnp.zeros((n,), jnp.int32).at[rows].set(1)
@@ -324,7 +325,7 @@ def sync_from_times(
     b = check_static("per_worker", per_worker)
     n = tau.shape[0]
     t0, tau, off, cum = _prologue("sync (per_worker)", tau, b, t0, busy_until)
-    flat = (off[:, None] + cum).reshape(-1)
+    flat = ends(model, t0, off, cum).reshape(-1)
     order = jnp.argsort(flat, stable=True)
     counts = jnp.full((n,), b, jnp.int32)
     coll = Collection(

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxnigt.cluster import power
 from jaxnigt.cluster.model import ClusterModel
 
 
@@ -161,6 +162,47 @@ def start_offsets(t0: jax.typing.ArrayLike, busy_until: jax.Array) -> jax.Array:
     return jnp.maximum(jnp.asarray(busy_until, jnp.float32) - t0, 0.0)
 
 
+def ends(
+    model: ClusterModel,
+    t0: jax.Array,
+    off: jax.Array,
+    work: jax.Array,
+    rows: jax.Array | None = None,
+) -> jax.Array:
+    """When each worker, starting at ``t0 + off``, has done ``work`` (relative to ``t0``).
+
+    Under constant power this is ``off + work``; with a power trace (``model.power``) each
+    worker's work clock maps it (:func:`jaxnigt.cluster.power.finish`): the rules decide in
+    work time and read their completions in simulated time.
+
+    Args:
+      model: the cluster model.
+      t0: ``[]`` the round's start.
+      off: ``[m]`` each worker's start relative to ``t0``.
+      work: ``[m]`` or ``[m, K]`` amounts of work (prefix sums of compute times).
+      rows: ``[m]`` the workers ``off`` and ``work`` belong to (None: all ``n``).
+
+    Returns:
+      ``work``'s shape: the completion times relative to ``t0``.
+    """
+    start = off if work.ndim == off.ndim else off[:, None]
+    trace = model.trace
+    if trace is None:
+        return start + work
+    trace = trace if rows is None else trace.take(rows)
+    return power.finish(trace, t0 + start, work) - t0
+
+
+def worked(model: ClusterModel, t0: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
+    """``[n]`` the work each worker does between the relative times ``a`` and ``b``
+    (``b - a`` under constant power)."""
+    trace = model.trace
+    if trace is None:
+        return b - a
+    a, b = jnp.broadcast_arrays(t0 + a, t0 + b)
+    return power.work_at(trace, b) - power.work_at(trace, a)
+
+
 def worker_times(off: jax.Array, tau: jax.Array, cum: jax.Array, counts: jax.Array):
     """:class:`WorkerTimes` from full ``[n, K]`` matrices and the used ``counts``
     (requires ``K > max(counts)`` for the next gradient; it is clipped to column K-1)."""
@@ -188,6 +230,8 @@ def allreduce_times(
       P).
     """
     kappa = jnp.asarray(model.kappa, jnp.float32)
+    if model.exchanges_wait:
+        return _allreduce_while_down(model, kappa, counts, t_collect_end)
     if model.allreduce == "all":
         kappa_p = jnp.max(kappa)
         return kappa_p, jnp.full(kappa.shape, t_collect_end + kappa_p)
@@ -197,27 +241,43 @@ def allreduce_times(
     return kappa_p, t_collect_end + ready
 
 
+def _allreduce_while_down(model, kappa, counts, t_collect_end):
+    """:func:`allreduce_times` when exchanges wait for down workers: the AllReduce needs
+    ``kappa_P`` of time with every participant up; a worker outside it receives the new
+    point over its own link (its ``kappa_i`` of up time from ``T``), not before the AllReduce
+    ends."""
+    trace = model.trace
+    inside = jnp.ones(kappa.shape, bool) if model.allreduce == "all" else counts >= 1
+    kappa_p = jnp.max(jnp.where(inside, kappa, 0.0))
+    done = power.joint_exchange_end(trace, inside, t_collect_end, kappa_p)
+    own = power.exchange_end(trace, jnp.full(kappa.shape, t_collect_end), kappa)
+    ready = jnp.where(inside, done, jnp.maximum(done, own))
+    return done - t_collect_end, ready
+
+
 def _in_flight(
-    inflight: str, t0, busy_until, work: WorkerTimes, t_rel, ready, has_inflight, may_continue
+    model: ClusterModel, t0, busy_until, work: WorkerTimes, t_rel, ready, has_inflight, may_continue
 ):
     """``(wasted time, wasted trajectories, busy_until)`` of each worker, its gradient in
-    flight at ``T`` cancelled or discarded (``inflight``; see :func:`finish_round`)."""
+    flight at ``T`` cancelled or discarded (``model.inflight``; see :func:`finish_round`).
+    With a power trace, a cancelled gradient wastes the work done on it by ``T``."""
+    inflight = model.inflight
     started = work.off < t_rel
-    last = work.off + work.done  # the worker's last used completion (or its start)
+    last = ends(model, t0, work.off, work.done)  # its last used completion (or its start)
     # In flight: its next gradient began strictly before T (a worker whose completion is
     # exactly at T would only begin one at T: it has done no work and is free at T).
     busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
     if may_continue is not None:
         busy = busy & may_continue
     if inflight == "cancel":
-        wasted = jnp.where(busy, t_rel - last, 0.0)
+        wasted = jnp.where(busy, worked(model, t0, last, t_rel), 0.0)
         safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)
         frac = jnp.where(busy & (work.tau_next > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
         return wasted, frac, ready
     wasted = jnp.where(busy, work.tau_next, 0.0)
     frac = busy.astype(jnp.float32)
     free = jnp.where(started, t0 + last, jnp.asarray(busy_until, jnp.float32))
-    free = jnp.where(busy, t0 + (work.off + work.cum_next), free)
+    free = jnp.where(busy, t0 + ends(model, t0, work.off, work.cum_next), free)
     return wasted, frac, jnp.maximum(ready, free)
 
 
@@ -251,7 +311,7 @@ def finish_round(
     t_collect_end = t0 + t_rel
     comm_time, ready = allreduce_times(model, coll.counts, t_collect_end)
     wasted, frac, new_busy = _in_flight(
-        model.inflight, t0, busy_until, work, t_rel, ready, has_inflight, may_continue
+        model, t0, busy_until, work, t_rel, ready, has_inflight, may_continue
     )
     return RoundSchedule(
         slot_worker=coll.slot_worker.astype(jnp.int32),

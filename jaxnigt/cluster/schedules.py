@@ -31,7 +31,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster.model import ClusterModel, sample_compute_times, sample_noise
+from jaxnigt.cluster.model import ClusterModel, realize, sample_compute_times, sample_noise
 from jaxnigt.cluster.round_kernels import (
     MALENIA_RTOL,
     malenia_from_times,
@@ -41,7 +41,13 @@ from jaxnigt.cluster.round_kernels import (
     rennala_round,
     sync_from_times,
 )
-from jaxnigt.cluster.rounds import RoundSchedule, check_static, sequential_cumsum, start_offsets
+from jaxnigt.cluster.rounds import (
+    RoundSchedule,
+    check_static,
+    ends,
+    sequential_cumsum,
+    start_offsets,
+)
 
 __all__ = [
     "MALENIA_RTOL",
@@ -137,12 +143,13 @@ def rennala(
     """
     M = check_static("M", M)
     t0 = jnp.asarray(t0, jnp.float32)
-    first, rows, tau_rows = sample_rennala_times(model, key, start_offsets(t0, busy_until), M=M)
+    off = start_offsets(t0, busy_until)
+    first, rows, tau_rows = sample_rennala_times(model, key, off, M=M, t0=t0)
     return rennala_round(model, t0, busy_until, first, rows, tau_rows, M=M)
 
 
 def sample_rennala_times(
-    model: ClusterModel, key: jax.Array, off: jax.Array, *, M: int
+    model: ClusterModel, key: jax.Array, off: jax.Array, *, M: int, t0: jax.typing.ArrayLike = 0.0
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The compute times one Rennala round needs, drawn lazily: ``O(n + M^2)`` draws.
 
@@ -160,12 +167,13 @@ def sample_rennala_times(
       key: PRNG key of the round's compute times.
       off: ``[n]`` each worker's start relative to the round's (:func:`start_offsets`).
       M: static batch size.
+      t0: the round's start (where a power trace maps work to time).
 
     Returns:
       ``(first, rows, tau_rows)``.
     """
     first = sample_compute_times(model, jax.random.fold_in(key, 0), 1)[:, 0]
-    rows = rennala_candidates(off + first, M)
+    rows = rennala_candidates(ends(model, t0, off, first), M)
     h_rows = model.h[rows][:, None]
     rest = h_rows * sample_noise(model, jax.random.fold_in(key, 1), (rows.shape[0], M))
     return first, rows, jnp.concatenate([first[rows][:, None], rest], axis=1)
@@ -259,13 +267,16 @@ def run_rounds(
 
     Args:
       schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
-      model: the cluster model.
+      model: the cluster model (outages drawn from ``key``: :func:`~jaxnigt.cluster.model.
+        realize`).
       key: PRNG key; round r is keyed ``fold_in(key, r)``.
       rounds: static number of rounds.
 
     Returns:
       The schedules stacked along a leading ``[rounds]`` axis.
     """
+
+    model = realize(model, key)[0]
 
     def one(carry, r):
         t0, busy = carry

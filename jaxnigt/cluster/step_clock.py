@@ -11,7 +11,9 @@ other method (:mod:`jaxnigt.cluster.timing`; with ``per_step`` the model's ``h``
 the per-step time), spread evenly over its H steps.  Step ``j`` of a trajectory:
 
 * its compute share ends at ``request = end of step j-1 + tau/H`` (the trajectory's start
-  for ``j = 0``; a trajectory starts when the previous one ends);
+  for ``j = 0``; a trajectory starts when the previous one ends); with a power trace that
+  share of work is done on the worker's work clock, and its exchange waits while it is down
+  (:func:`jaxnigt.cluster.events.compute_end`, :func:`~jaxnigt.cluster.events.exchange_end`);
 * its exchange (observation up, action down) takes ``m_i`` (the message time) on the server
   link (the cluster model's ``link``, as in :mod:`jaxnigt.cluster.events`):
 
@@ -43,7 +45,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster.model import ClusterModel, sample_worker_compute_time
+from jaxnigt.cluster.events import compute_end, exchange_end
+from jaxnigt.cluster.model import ClusterModel, realize, sample_worker_compute_time
 
 
 class ClockState(NamedTuple):
@@ -109,7 +112,7 @@ def init(model: ClusterModel, time_key: jax.Array, horizon: int) -> ClockState:
     share = jax.vmap(lambda w: _share(model, time_key, w, 0, horizon))(workers)
     zero = jnp.float32(0.0)
     return ClockState(
-        request=share,
+        request=share if model.trace is None else compute_end(model, jnp.zeros((n,)), share),
         step=jnp.zeros((n,), jnp.int32),
         traj=jnp.zeros((n,), jnp.int32),
         share=share,
@@ -174,10 +177,10 @@ def _serve(model, message, inference, time_key, version, done_at, batch, horizon
     s, out, count = carry
     if model.link == "shared":
         w = jnp.argmin(s.request).astype(jnp.int32)
-        served = jnp.maximum(s.link_free, s.request[w]) + message[w]
+        served = exchange_end(model, jnp.maximum(s.link_free, s.request[w]), message[w], w)
     else:
-        w = jnp.argmin(s.request + message).astype(jnp.int32)
-        served = s.request[w] + message[w]
+        w = jnp.argmin(exchange_end(model, s.request, message)).astype(jnp.int32)
+        served = exchange_end(model, s.request[w], message[w], w)
     end = served + inference
     j = s.step[w]
     versions = s.versions.at[w, j].set(served_version(served, version, done_at))
@@ -191,7 +194,7 @@ def _serve(model, message, inference, time_key, version, done_at, batch, horizon
     traj = s.traj[w] + last.astype(jnp.int32)
     share = jnp.where(last, _share(model, time_key, w, traj, horizon), s.share[w])
     s = ClockState(
-        request=s.request.at[w].set(end + share),
+        request=s.request.at[w].set(compute_end(model, end, share, w)),
         step=s.step.at[w].set(jnp.where(last, 0, j + 1)),
         traj=s.traj.at[w].set(traj),
         share=s.share.at[w].set(share),
@@ -251,6 +254,7 @@ def simulate(
       The final clock, the batches stacked ``[updates, ...]`` and each update's completion
       ``[updates]``.
     """
+    model = realize(model, key)[0]
     state = init(model, key, horizon)
     done_at = jnp.full((history,), -jnp.inf, jnp.float32)
     learner_time = jnp.asarray(learner_time, jnp.float32)

@@ -17,10 +17,21 @@ from typing import Any
 import numpy as np
 
 from jaxnigt import algorithms
+from jaxnigt.cluster import power
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
 from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
 from jaxnigt.config.text import apply_overrides, parse_override, read_yaml
+
+
+def _check_power(cfg: ExperimentConfig) -> None:
+    """``cluster.power`` against n and the time it must cover (reads a trace file)."""
+    c = cfg.cluster
+    horizon = c.power_horizon if c.power_horizon is not None else cfg.budget
+    try:
+        power.check_spec(c.power, c.n, horizon)
+    except ValueError as e:
+        raise ConfigError(f"cluster.power: {str(e).removeprefix('power: ')}") from None
 
 
 def _check_consistency(cfg: ExperimentConfig) -> None:
@@ -40,6 +51,7 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
                 f"{path}.msync_m: got {hp.msync_m}; an m-synchronous round waits for at most "
                 f"cluster.n = {n} workers"
             )
+    _check_power(cfg)
     if env.types is not None and len(env.types) != n:
         raise ConfigError(
             f"env.types: got {len(env.types)} entries; expected one per worker (cluster.n = {n})"

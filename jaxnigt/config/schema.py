@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxnigt import algorithms
-from jaxnigt.cluster import model, timing
+from jaxnigt.cluster import model, power, timing
 from jaxnigt.cluster.schedules import MATCH_M
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
@@ -97,6 +97,16 @@ def _noise(path, v, ctx):
         timing.parse_noise(v)
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
+    return v
+
+
+def _power(path, v, ctx):
+    if not isinstance(v, str):
+        raise ConfigError(f"{path}: got {v!r}; expected {power.SOURCE_TEXT}")
+    try:
+        power.parse_power(v)
+    except ValueError as e:
+        raise ConfigError(f"{path}: {str(e).removeprefix('power: ')}") from None
     return v
 
 
@@ -184,6 +194,14 @@ class ClusterConfig:
       kappa: time of one vector exchange of each worker: a profile, number or list (>= 0).
       scale_by_dim: multiply κ by d^{1/4} (d = number of policy parameters).
       per_step: h is per environment step (a trajectory costs H·h_i).
+      power: each worker's computation power over time (docs/cluster_model.md, "Computation
+        power"): ``constant`` (speed 1), ``outages:UP:DOWN`` (alternately up and down for
+        exponential times of these means, numbers or profile names, drawn per run),
+        ``periodic:PERIOD:LOW`` (speed 1 for half of each period, LOW for the other half) or
+        ``trace:FILE`` (a CSV of ``worker,start,speed`` changes, relative to the working
+        directory).
+      power_horizon: the simulated time a drawn or periodic power covers (default: the
+        budget); past it every worker is up at speed 1.
     """
 
     n: int = _opt(_int(1), 10)
@@ -192,6 +210,8 @@ class ClusterConfig:
     kappa: Any = _opt(_profile(positive=False), 0.0)
     scale_by_dim: bool = _opt(_bool, False)
     per_step: bool = _opt(_bool, False)
+    power: str = _opt(_power, "constant")
+    power_horizon: float | None = _opt(_optional(_float(0.0)))
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ def make_setup(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) ->
         dim=dim,
         horizon=task.horizon,
         message_size=policy.obs_size + policy.action_size,
+        budget=config.budget,
     )
     return Setup(
         task=task, policy=policy, cluster=cluster, M=hp.M, M_init=hp.M_init or hp.M, mesh=mesh

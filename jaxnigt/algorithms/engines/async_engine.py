@@ -44,6 +44,7 @@ from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.algorithms.engines import waves
 from jaxnigt.cluster import events
+from jaxnigt.cluster.model import realize
 from jaxnigt.rl.collect import slot_keys
 from jaxnigt.rl.rollout import rollout
 
@@ -187,11 +188,12 @@ def _simulate_clock(setup: Setup, block_size: int, rule: EventRule, key: jax.Arr
     if not rule.refuses:
         arr = events.arrival_blocks(setup.cluster, key, steps, block_size)
         return jnp.full((steps,), block_size, jnp.int32), arr.time[:, -1]
-    state = rule.init(events.async_init(setup.cluster, jax.random.fold_in(key, 0), 0.0))
+    model = realize(setup.cluster, key)[0]
+    state = rule.init(events.async_init(model, jax.random.fold_in(key, 0), 0.0))
 
     def block(s, b):
         run_key = jax.random.fold_in(key, 1 + b)
-        one = lambda s, _: rule.next(setup.cluster, run_key, s)
+        one = lambda s, _: rule.next(model, run_key, s)
         s, ev = jax.lax.scan(one, s, None, length=block_size)
         return s, (jnp.sum(ev.accepted.astype(jnp.int32)), ev.arrival.time[-1])
 
@@ -209,22 +211,24 @@ def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
       hyper: the traced hyperparameters.
 
     Returns:
-      ``(params, opt_state, event_state, time_key, roll_key)``.
+      ``(params, opt_state, event_state, time_key, roll_key, drawn)``; ``drawn`` is the run's
+      drawn power trace (:func:`~jaxnigt.algorithms.core.run_cluster`), for its state.
     """
     k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
     params = setup.policy.init(k_init)
-    event_state = events.async_init(setup.cluster, k_first, 0.0)
-    return params, optimizer(hyper).init(params), event_state, k_time, k_roll
+    model, drawn = core.run_cluster(setup, key)
+    event_state = events.async_init(model, k_first, 0.0)
+    return params, optimizer(hyper).init(params), event_state, k_time, k_roll, drawn
 
 
 def _init(
     setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
 ) -> TrainState:
     """Every worker dispatched at x_0 (server version 0) at time 0."""
-    params, opt_state, event_state, k_time, k_roll = start(setup, optimizer, key, hyper)
+    params, opt_state, event_state, k_time, k_roll, drawn = start(setup, optimizer, key, hyper)
     workers = core.stack_workers(params, setup.n)
     extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll)
-    return core.initial_state(setup, params, opt_state, key, hyper, extra)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
 
 
 class _Plan(NamedTuple):
@@ -240,7 +244,7 @@ class _Plan(NamedTuple):
     num_live: jax.Array  # [] the processed exchanges are a prefix of this length
 
 
-def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array):
+def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array):
     """``(event state, plan)``: the block's exchange sequence and the rule's state after its
     processed exchanges.
 
@@ -250,7 +254,7 @@ def _plan(setup: Setup, rule: EventRule, block: int, ex: AsyncExtra, budget: jax
 
     def step(s, _):
         live = rule.clock(s).time < budget
-        nxt, ev = rule.next(setup.cluster, ex.time_key, s)
+        nxt, ev = rule.next(model, ex.time_key, s)
         return core.select(live, nxt, s), (ev, live)
 
     final, (ev, live) = jax.lax.scan(step, ex.event_state, None, length=block)
@@ -346,7 +350,8 @@ def _block(
     """Up to ``options.block`` exchanges, each accepted one a server update, stopping after
     the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
-    event_state, plan = _plan(setup, rule, options.block, ex, budget)
+    model = core.cluster_of(setup, state)
+    event_state, plan = _plan(model, rule, options.block, ex, budget)
     opt = optimizer(state.hyper)
     event0 = rule.exchanges(ex.event_state)
     roll = functools.partial(

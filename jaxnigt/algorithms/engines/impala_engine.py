@@ -127,7 +127,7 @@ def make(
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
-    params, opt_state, event_state, k_time, k_roll = async_engine.start(
+    params, opt_state, event_state, k_time, k_roll, drawn = async_engine.start(
         setup, optimizer, key, hyper
     )
     extra = ImpalaExtra(
@@ -140,7 +140,7 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
         time_key=k_time,
         roll_key=k_roll,
     )
-    return core.initial_state(setup, params, opt_state, key, hyper, extra)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
 
 
 def _received(ex: ImpalaExtra, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -201,7 +201,8 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
     state, ex, stats = carry
     live = ex.done_at[0] < budget  # the previous update completed before the budget
     # the same keys as the per-arrival engine: fold_in(time_key, version) per arrival
-    event_state, arr = events.async_arrivals(setup.cluster, ex.time_key, ex.event_state, B)
+    model = core.cluster_of(setup, state)
+    event_state, arr = events.async_arrivals(model, ex.time_key, ex.event_state, B)
     w = arr.worker
     behaviour, lag, lost_before = _behaviour(ex, arr)
     keys = slot_keys(ex.roll_key, w, arr.grad_index)

@@ -183,7 +183,9 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
     """x_0 at time 0, nothing collected yet."""
     k_init, k_run = jax.random.split(key)
     params = setup.policy.init(k_init)
-    return core.initial_state(setup, params, optimizer(hyper).init(params), k_run, hyper)
+    drawn = core.run_cluster(setup, key)[1]
+    opt_state = optimizer(hyper).init(params)
+    return core.initial_state(setup, params, opt_state, k_run, hyper, power=drawn)
 
 
 def _round(
@@ -200,7 +202,8 @@ def _round(
     batches of ``M``), one update."""
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
-    sched = schedule(setup.cluster, k_sched, state.counters.time, state.busy_until)
+    model = core.cluster_of(setup, state)
+    sched = schedule(model, k_sched, state.counters.time, state.busy_until)
     w = weights(sched)
     grads, stats = gradient_from_schedule(
         setup.task,

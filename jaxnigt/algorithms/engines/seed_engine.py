@@ -175,17 +175,17 @@ def make(
 
 def _init(setup: Setup, options: SeedOptions, optimizer, key, hyper) -> TrainState:
     # x_0 and the keys of the other event engines (the same initial point for a seed)
-    params, opt_state, _, k_time, k_roll = async_engine.start(setup, optimizer, key, hyper)
+    params, opt_state, _, k_time, k_roll, drawn = async_engine.start(setup, optimizer, key, hyper)
     R = options.versions
     extra = SeedExtra(
-        clock=step_clock.init(setup.cluster, k_time, setup.horizon),
+        clock=step_clock.init(core.run_cluster(setup, key)[0], k_time, setup.horizon),
         history=core.stack_workers(params, R),
         version=jnp.int32(0),
         done_at=jnp.full((R,), -jnp.inf, jnp.float32),
         time_key=k_time,
         roll_key=k_roll,
     )
-    return core.initial_state(setup, params, opt_state, key, hyper, extra)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
 
 
 def behaviour_log_prob(policy, history: Any, traj, index: jax.Array) -> jax.Array:
@@ -206,7 +206,7 @@ def _batch(setup, options: SeedOptions, opt, estimator, hyper, budget, carry, _)
     live = ex.done_at[0] < budget  # the previous update completed before the budget
     message = message_times(setup.cluster, options)
     clock, b = step_clock.next_batch(
-        setup.cluster,
+        core.cluster_of(setup, state),
         message,
         options.inference_time,
         ex.time_key,
