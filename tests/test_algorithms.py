@@ -373,3 +373,76 @@ def test_msync_nigt_waits_for_the_fastest_m_and_stops_the_others():
     with pytest.raises(ValueError, match=r"msync_m \(5\) must be at most cluster.n \(4\)"):
         make_trainer(dataclasses.replace(cfg, hparams=dataclasses.replace(cfg.hparams, msync_m=5)),
                      "msync_nigt")  # fmt: skip
+
+
+# --- computation power: every engine on the work clock ------------------------------------------
+
+# One algorithm per engine and clock: round rules, ADMM's local steps, the per-arrival engine
+# (plain, bounded delay, actor-critic), IMPALA's learner and SEED RL's per-step clock.
+_POWER_ENGINES = [
+    "rennala_nigt",
+    "malenia_nigt",
+    "admm_pg",
+    "afedpg",
+    "ringmaster_pg",
+    "impala",
+    "seed_rl",
+]
+
+
+def _power_cfg(name, **cluster):
+    return config_lib.from_dict({
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 3, "h": "sqrt", "noise": "exponential", **cluster},
+        "algorithms": [name],
+        "hparams": {"M": 4, "learning_rate": _LR.get(name, 1e-3), **_BLOCK.get(name, {})},
+        "budget": 1000.0,
+    })  # fmt: skip
+
+
+_BLOCK = {n: {"async_block": 3} for n in ("afedpg", "ringmaster_pg", "impala", "seed_rl")}
+
+
+def _write_trace(path, rows):
+    path.write_text("worker,start,speed\n" + "".join(f"{w},{s},{v}\n" for w, s, v in rows))
+    return f"trace:{path}"
+
+
+@pytest.mark.parametrize("name", _POWER_ENGINES)
+def test_every_engine_at_power_two_is_the_constant_run_twice_as_fast(name, tmp_path):
+    """v = 2 for every worker (κ = 0): every compute time halves, so every engine makes the
+    same arrivals in the same order, the same gradients and updates, at half the times."""
+    spec = _write_trace(tmp_path / "two.csv", [(w, 0, 2) for w in (1, 2, 3)])
+    (s1, m1), (s2, m2) = (_chunk(_power_cfg(name, power=p), name, 4) for p in ("constant", spec))
+    chex.assert_trees_all_close(s2.params, s1.params, rtol=1e-5, atol=1e-6)
+    for k in ("env_steps", "grads", "worker_counts", "comms"):
+        np.testing.assert_array_equal(m2[k], m1[k], k)
+    np.testing.assert_allclose(m2["sim_time"], 0.5 * np.asarray(m1["sim_time"]), rtol=1e-5)
+    assert s1.power is None and s2.power is None  # a trace file is not drawn per run
+
+
+@pytest.mark.parametrize("name", ["rennala_nigt", "afedpg"])
+def test_a_worker_down_for_the_whole_run_never_contributes(name, tmp_path):
+    """Rennala's AllReduce over the contributors and AFedPG's arrivals go on without it (an
+    AllReduce over all workers would wait for it for ever: docs/cluster_model.md)."""
+    spec = _write_trace(tmp_path / "down.csv", [(2, 0, 0)])
+    cluster = {"power": spec, "kappa": 0.1, "allreduce": "contributors"}
+    _, m = _chunk(_power_cfg(name, **cluster), name, 6)
+    counts = np.asarray(m["worker_counts"])
+    assert counts[:, 1].sum() == 0 and counts.sum() == np.asarray(m["grads"]).sum() > 0
+    assert np.all(np.isfinite(np.asarray(m["sim_time"])))
+
+
+def test_outages_are_drawn_per_run_from_its_key():
+    """Each seed draws its own outages (kept in its state), the same for the same key."""
+    cfg = _power_cfg("rennala_nigt", power="outages:5:2")
+    tr = make_trainer(cfg, "rennala_nigt")
+    init = jax.jit(jax.vmap(tr.init))
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(2))
+    a, b = init(keys, tr.hyper(2)), init(keys, tr.hyper(2))
+    chex.assert_trees_all_close(a.power, b.power)
+    chex.assert_shape(a.power.start, (2, 3, tr.setup.cluster.power.bouts * 2 + 1))
+    assert not np.allclose(a.power.start[0], a.power.start[1])
+    state, m = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 5)))(a)
+    assert np.all(np.isfinite(np.asarray(m["sim_time"])))
+    chex.assert_trees_all_close(state.power, a.power)  # the trace does not change in a run
