@@ -12,8 +12,8 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, seeds, compile, gym, memory, central, jobs,
-gpu
+Subcommands: schedule, rollout, overhead, scaling, power, seeds, compile, gym, memory, central,
+jobs, gpu
 (``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
@@ -52,6 +52,8 @@ def _schedule(args):
         ("ratio_vs_n10", "ratio vs n=10", ".2f"),
         ("full_draw_ms", "full-draw ms (previous method)", ".3f"),
         ("full_over_lazy", "previous / now", ".1f"),
+        ("outages_ms", "outages ms", ".3f"),
+        ("outages_over_constant", "outages / constant", ".2f"),
         ("compile_s", "compile s", ".2f"),
     )
     return rows, format_table(rows, cols)
@@ -102,6 +104,13 @@ def _central(args):
 
     rows = central.run(args.quick)
     return rows, central.format_rows(rows)
+
+
+def _power(args):
+    from benchmarks import power
+
+    rows = power.run(args.quick, env=args.env or "reacher")
+    return rows, power.format_rows(rows)
 
 
 def _compile(args):
@@ -182,6 +191,7 @@ BENCHMARKS = {
     "rollout": (_rollout, "rollout + policy gradient vs bare env stepping (env-steps/s)"),
     "overhead": (_overhead, "rennala_nigt training rounds vs bare rollout + gradient"),
     "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG (waves vs 1)"),
+    "power": (_power, "a Rennala NIGT round under outages vs constant power (n = 10, 10,000)"),
     "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
     "compile": (_compile, "cold compile time of the first round per env"),
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
@@ -192,8 +202,8 @@ BENCHMARKS = {
     "gpu": (_gpu, "humanoid rollouts, rounds/s and 5 seeds x 3 algorithms on a GPU"),
 }
 ALL = (
-    "schedule", "rollout", "overhead", "scaling", "seeds", "compile", "gym", "memory", "central",
-    "jobs",
+    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "compile", "gym", "memory",
+    "central", "jobs",
 )  # fmt: skip
 
 
@@ -217,7 +227,8 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
         elif name == "schedule":
             out.append(
                 f"schedule n={r['n']}: {r['ratio_vs_n10']:.2f}x the n=10 call; "
-                f"previous full-draw method / now = {r['full_over_lazy']:.1f}"
+                f"previous full-draw method / now = {r['full_over_lazy']:.1f}; "
+                f"outages / constant power = {r['outages_over_constant']:.2f}"
             )
         elif name == "rollout":
             out.append(
@@ -278,6 +289,12 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
                 f"{r['kb_per_traj_peak_rss']:.2f} KB/trajectory (peak RSS of the run) "
                 f"vs d*4 = {r['kb_per_traj_d4']:.2f} KB"
             )
+        elif name == "power" and r["power"] != "constant":
+            out.append(
+                f"power rennala_nigt {r['env']} n={r['n']}: {r['power']} / constant per round = "
+                f"{r['over_constant']:.3f} (target <= {r['target']}: "
+                f"{'met' if r['met'] else 'NOT met'})"
+            )
         elif name == "central":
             out.append(
                 f"central {r['env']} n={r['n']}: seed_rl / impala per update = "
@@ -330,7 +347,7 @@ def _parser() -> argparse.ArgumentParser:
         if name in ("rollout", "gpu"):
             p.add_argument("--solver-iterations", type=int, default=None)
             p.add_argument("--ls-iterations", type=int, default=None)
-        if name == "scaling":
+        if name in ("scaling", "power"):
             p.add_argument("--env", default=None, help="default: reacher")
         if name == "compile":
             p.add_argument(

@@ -428,8 +428,19 @@ def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, param
 
 
 def select(flag: jax.Array, new: Any, old: Any) -> Any:
-    """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure)."""
-    return jax.tree.map(lambda a, b: jnp.where(flag, a, b), new, old)
+    """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure).
+
+    A :class:`TrainState`'s ``power`` (the run's drawn trace, the same for its whole run and
+    ``[n, K]``: the largest array of a run with outages at large n) is taken from ``old`` as
+    it is, not selected element by element."""
+    is_state = lambda x: isinstance(x, TrainState)
+
+    def pick(a, b):
+        if is_state(a):
+            return TrainState(*pick(tuple(a[:-1]), tuple(b[:-1])), power=b.power)
+        return jax.tree.map(lambda x, y: jnp.where(flag, x, y), a, b)
+
+    return jax.tree.map(pick, new, old, is_leaf=is_state)
 
 
 def push_newest(stack: Any, x: Any) -> Any:

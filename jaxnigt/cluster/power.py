@@ -71,16 +71,20 @@ class PowerTrace:
       speed: the power of each stretch (the last one holds for ever).
       work: ``W_i(start)``: the work done by each stretch's start.
       up: ``U_i(start)``: the time up (speed > 0) by each stretch's start.
-      up_from: the start of the first stretch at or after this one with speed > 0 (inf: none).
-      down_from: the start of the first stretch at or after this one with speed 0 (inf: none).
+      work_end: ``W_i`` at each stretch's end (the last stretch: inf if its speed is > 0).
+      up_end: ``U_i`` at each stretch's end (likewise).
+      up_next: the start of the first later stretch with speed > 0 (inf: none).
+      down_next: the start of the first later stretch with speed 0 (inf: none).
     """
 
     start: jax.Array
     speed: jax.Array
     work: jax.Array
     up: jax.Array
-    up_from: jax.Array
-    down_from: jax.Array
+    work_end: jax.Array
+    up_end: jax.Array
+    up_next: jax.Array
+    down_next: jax.Array
 
     @property
     def stretches(self) -> int:
@@ -124,10 +128,19 @@ def make_trace(start: Any, speed: Any) -> PowerTrace:
     zero = jnp.zeros((*start.shape[:1], 1), jnp.float32)
     work = jnp.concatenate([zero, jnp.cumsum(speed[:, :-1] * length, axis=1)], axis=1)
     up = jnp.concatenate([zero, jnp.cumsum(jnp.where(speed[:, :-1] > 0, length, 0.0), axis=1)], 1)
-    inf = jnp.float32(jnp.inf)
-    up_from = lax.cummin(jnp.where(speed > 0, start, inf), axis=1, reverse=True)
-    down_from = lax.cummin(jnp.where(speed > 0, inf, start), axis=1, reverse=True)
-    return PowerTrace(start, speed, work, up, up_from, down_from)
+    inf = jnp.full((start.shape[0], 1), jnp.inf, jnp.float32)
+    up_from = lax.cummin(jnp.where(speed > 0, start, jnp.inf), axis=1, reverse=True)
+    down_from = lax.cummin(jnp.where(speed > 0, jnp.inf, start), axis=1, reverse=True)
+    moving = speed[:, -1:] > 0
+    work_end = jnp.concatenate([work[:, 1:], jnp.where(moving, inf, work[:, -1:])], axis=1)
+    up_end = jnp.concatenate([up[:, 1:], jnp.where(moving, inf, up[:, -1:])], axis=1)
+    up_next = jnp.concatenate([up_from[:, 1:], inf], axis=1)
+    down_next = jnp.concatenate([down_from[:, 1:], inf], axis=1)
+    return PowerTrace(start, speed, work, up, work_end, up_end, up_next, down_next)
+
+
+#: Bytes of a trace per worker and stretch (its eight float32 arrays).
+BYTES_PER_STRETCH = 8 * 4
 
 
 # ------------------------------------------------------------------ one worker's clocks
@@ -142,22 +155,14 @@ def _stretch(row: PowerTrace, t: jax.Array) -> jax.Array:
     return jnp.clip(j, 0, row.stretches - 1)
 
 
-def _after(values: jax.Array, j: jax.Array) -> jax.Array:
-    """``values[j + 1]``, inf past the last stretch."""
-    padded = jnp.concatenate([values, jnp.full((1,), jnp.inf, values.dtype)])
-    return padded[j + 1]
-
-
 def _clock_at(at_start: jax.Array, rate: jax.Array, row: PowerTrace, t: jax.Array) -> jax.Array:
     j = _stretch(row, t)
     return at_start[j] + rate[j] * (t - row.start[j])
 
 
-def _first_time(at_start: jax.Array, rate: jax.Array, row: PowerTrace, value: jax.Array):
-    """The first time a clock (``at_start`` at each start, slope ``rate``) reaches ``value``
-    (``> 0``); inf when it never does."""
-    last = jnp.where(rate[-1] > 0, jnp.inf, at_start[-1])
-    end = jnp.concatenate([at_start[1:], last[None]])  # the clock at each stretch's end
+def _first_time(at_start, end, rate, row: PowerTrace, value: jax.Array):
+    """The first time a clock (``at_start`` at each start, ``end`` at each stretch's end,
+    slope ``rate``) reaches ``value`` (``> 0``); inf when it never does."""
     j = jnp.minimum(jnp.searchsorted(end, value, side="left"), row.stretches - 1)
     safe = jnp.where(rate[j] > 0, rate[j], 1.0)
     t = row.start[j] + (value - at_start[j]) / safe
@@ -166,24 +171,26 @@ def _first_time(at_start: jax.Array, rate: jax.Array, row: PowerTrace, value: ja
 
 def _finish(row: PowerTrace, s: jax.Array, tau: jax.Array) -> jax.Array:
     target = _clock_at(row.work, row.speed, row, s) + tau
-    return jnp.where(tau > 0, jnp.maximum(s, _first_time(row.work, row.speed, row, target)), s)
+    end = _first_time(row.work, row.work_end, row.speed, row, target)
+    return jnp.where(tau > 0, jnp.maximum(s, end), s)
 
 
 def _next_up(row: PowerTrace, t: jax.Array) -> jax.Array:
     j = _stretch(row, t)
-    return jnp.where(row.speed[j] > 0, t, _after(row.up_from, j))
+    return jnp.where(row.speed[j] > 0, t, row.up_next[j])
 
 
 def _next_down(row: PowerTrace, t: jax.Array) -> jax.Array:
     """The next time at or after ``t`` the worker is down (``t`` itself when it is)."""
     j = _stretch(row, t)
-    return jnp.where(row.speed[j] > 0, _after(row.down_from, j), t)
+    return jnp.where(row.speed[j] > 0, row.down_next[j], t)
 
 
 def _exchange_end(row: PowerTrace, s: jax.Array, kappa: jax.Array) -> jax.Array:
     rate = (row.speed > 0).astype(jnp.float32)
     target = _clock_at(row.up, rate, row, s) + kappa
-    return jnp.where(kappa > 0, jnp.maximum(s, _first_time(row.up, rate, row, target)), s)
+    end = _first_time(row.up, row.up_end, rate, row, target)
+    return jnp.where(kappa > 0, jnp.maximum(s, end), s)
 
 
 def _rows(fn, trace: PowerTrace, *args: jax.Array) -> jax.Array:
@@ -244,8 +251,9 @@ def joint_exchange_end(
     0 is instantaneous.
 
     Args:
-      trace: ``[n, K]``.
-      members: ``[n]`` bool (no member: ``s``).
+      trace: the members' rows, ``[m, K]`` (gather them with :meth:`PowerTrace.take`: the cost
+        is that of ``m`` rows).
+      members: ``[m]`` bool, which rows take part (no member: ``s``).
       s: ``[]`` when it may start.
       kappa: ``[]`` its length.
 
@@ -254,13 +262,13 @@ def joint_exchange_end(
     """
     s = jnp.asarray(s, jnp.float32)
     kappa = jnp.asarray(kappa, jnp.float32)
-    n = trace.start.shape[0]
+    m = trace.start.shape[0]
 
     def all_up(t):
         # The first time >= t every member is up: a fixed point of "the latest next-up".
         def body(c):
             u, _ = c
-            nxt = jnp.max(jnp.where(members, next_up(trace, jnp.full((n,), u)), -jnp.inf))
+            nxt = jnp.max(jnp.where(members, next_up(trace, jnp.full((m,), u)), -jnp.inf))
             nxt = jnp.maximum(nxt, u)
             return nxt, (nxt > u) & jnp.isfinite(nxt)
 
@@ -269,7 +277,7 @@ def joint_exchange_end(
     def body(c):
         t, left, _ = c
         a = all_up(t)
-        downs = jax.vmap(_next_down)(trace, jnp.full((n,), a))
+        downs = jax.vmap(_next_down)(trace, jnp.full((m,), a))
         d = jnp.min(jnp.where(members, downs, jnp.inf))
         fits = (d - a >= left) | ~jnp.isfinite(a)
         end = jnp.where(fits, a + left, d)

@@ -215,7 +215,7 @@ def worker_times(off: jax.Array, tau: jax.Array, cum: jax.Array, counts: jax.Arr
 
 
 def allreduce_times(
-    model: ClusterModel, counts: jax.Array, t_collect_end: jax.Array
+    model: ClusterModel, counts: jax.Array, t_collect_end: jax.Array, most: int | None = None
 ) -> tuple[jax.Array, jax.Array]:
     """The AllReduce after a collection that ends at ``t_collect_end``.
 
@@ -223,6 +223,7 @@ def allreduce_times(
       model: the cluster model (``kappa``; ``allreduce`` names the participants P).
       counts: ``[n]`` gradients each worker contributed.
       t_collect_end: ``[]`` the end of the collection.
+      most: at most this many workers contribute (static; the round's slots); None: n.
 
     Returns:
       ``(kappa_P, ready)``: the AllReduce's cost and ``[n]`` when each worker has the new
@@ -231,7 +232,8 @@ def allreduce_times(
     """
     kappa = jnp.asarray(model.kappa, jnp.float32)
     if model.exchanges_wait:
-        return _allreduce_while_down(model, kappa, counts, t_collect_end)
+        most = kappa.shape[0] if most is None else most
+        return _allreduce_while_down(model, kappa, counts, t_collect_end, most)
     if model.allreduce == "all":
         kappa_p = jnp.max(kappa)
         return kappa_p, jnp.full(kappa.shape, t_collect_end + kappa_p)
@@ -241,15 +243,23 @@ def allreduce_times(
     return kappa_p, t_collect_end + ready
 
 
-def _allreduce_while_down(model, kappa, counts, t_collect_end):
+def _allreduce_while_down(model, kappa, counts, t_collect_end, most):
     """:func:`allreduce_times` when exchanges wait for down workers: the AllReduce needs
     ``kappa_P`` of time with every participant up; a worker outside it receives the new
     point over its own link (its ``kappa_i`` of up time from ``T``), not before the AllReduce
-    ends."""
-    trace = model.trace
-    inside = jnp.ones(kappa.shape, bool) if model.allreduce == "all" else counts >= 1
+    ends.  The AllReduce's wait is computed on its participants' rows alone (at most
+    ``most`` of them with ``contributors``)."""
+    trace, n = model.trace, kappa.shape[0]
+    if model.allreduce == "all":
+        inside = jnp.ones((n,), bool)
+        done = power.joint_exchange_end(trace, inside, t_collect_end, jnp.max(kappa))
+        return done - t_collect_end, jnp.full((n,), done)
+    inside = counts >= 1
     kappa_p = jnp.max(jnp.where(inside, kappa, 0.0))
-    done = power.joint_exchange_end(trace, inside, t_collect_end, kappa_p)
+    size = min(n, int(most))
+    (rows,) = jnp.nonzero(inside, size=size, fill_value=0)
+    member = jnp.arange(size) < jnp.sum(inside)
+    done = power.joint_exchange_end(trace.take(rows), member, t_collect_end, kappa_p)
     own = power.exchange_end(trace, jnp.full(kappa.shape, t_collect_end), kappa)
     ready = jnp.where(inside, done, jnp.maximum(done, own))
     return done - t_collect_end, ready
@@ -309,7 +319,9 @@ def finish_round(
     """
     t_rel = coll.t_rel
     t_collect_end = t0 + t_rel
-    comm_time, ready = allreduce_times(model, coll.counts, t_collect_end)
+    comm_time, ready = allreduce_times(
+        model, coll.counts, t_collect_end, most=coll.slot_worker.shape[0]
+    )
     wasted, frac, new_busy = _in_flight(
         model, t0, busy_until, work, t_rel, ready, has_inflight, may_continue
     )

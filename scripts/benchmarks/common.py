@@ -41,12 +41,14 @@ def make_config(
     solver_iterations: int | None = None,
     ls_iterations: int | None = None,
     lanes: float | None = None,
+    cluster: dict[str, Any] | None = None,
 ):
     """An :class:`~jaxnigt.config.ExperimentConfig` for a benchmark (via ``from_dict``).
 
     h = sqrt profile, κ = 0, a round cap instead of a time budget; M_init = M so round 0 is
     an ordinary round (one compiled shape). ``solver_iterations`` / ``ls_iterations`` set
     the MJX solver (``env.solver_iterations`` / ``env.ls_iterations``; None = brax default).
+    ``cluster`` sets more ``cluster:`` keys (the power, the AllReduce, ...).
     """
     from jaxnigt import config as config_lib
 
@@ -63,7 +65,7 @@ def make_config(
             "ls_iterations": ls_iterations,
             "lanes": lanes,
         },
-        "cluster": {"n": n, "h": "sqrt", "noise": noise},
+        "cluster": {"n": n, "h": "sqrt", "noise": noise, **(cluster or {})},
         "hparams": {"M": M, "M_init": M, "async_block": async_block, "async_wave": async_wave},
         "eval": {"every": 10, "episodes": 4},
     }
