@@ -101,7 +101,7 @@ def make(setup: Setup, hparams: Any) -> Algorithm:
         init=functools.partial(admm_init, setup, opts),
         step=functools.partial(admm_step, setup, opts),
         eval_params=updates.held_params,
-        simulate_clock=functools.partial(core.simulate_rounds, schedule, setup.cluster),
+        simulate_clock=functools.partial(schedules.round_clock, schedule, setup.cluster),
         traits=TRAITS,
     )
 

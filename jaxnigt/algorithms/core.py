@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import optax
 
 from jaxnigt.cluster import model as cluster_model
-from jaxnigt.cluster import schedules
 from jaxnigt.cluster.model import ClusterModel
 
 # Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
@@ -286,17 +285,13 @@ AlgorithmFactory = Callable[[Setup, Any], Algorithm]
 
 
 def run_cluster(setup: Setup, key: jax.Array) -> tuple[ClusterModel, Any]:
-    """The cluster model of one run: its outages drawn from the run's ``key``
-    (:func:`jaxnigt.cluster.model.realize`).
-
-    Returns:
-      ``(model, drawn)``; give ``drawn`` to :func:`initial_state` (``power``).
-    """
+    """``(model, drawn)``: one run's cluster model, its outages drawn from ``key``
+    (:func:`jaxnigt.cluster.model.realize`); ``drawn`` goes to :func:`initial_state`."""
     return cluster_model.realize(setup.cluster, key)
 
 
 def cluster_of(setup: Setup, state: TrainState) -> ClusterModel:
-    """The cluster model a step of ``state``'s run simulates (its drawn power, if any)."""
+    """The cluster model a step of ``state``'s run simulates (with its drawn power)."""
     return cluster_model.with_trace(setup.cluster, state.power)
 
 
@@ -428,11 +423,8 @@ def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, param
 
 
 def select(flag: jax.Array, new: Any, old: Any) -> Any:
-    """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure).
-
-    A :class:`TrainState`'s ``power`` (the run's drawn trace, the same for its whole run and
-    ``[n, K]``: the largest array of a run with outages at large n) is taken from ``old`` as
-    it is, not selected element by element."""
+    """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure);
+    a :class:`TrainState`'s ``power`` (its run's trace, fixed for the run) is ``old``'s."""
     is_state = lambda x: isinstance(x, TrainState)
 
     def pick(a, b):
@@ -457,19 +449,3 @@ def stack_workers(tree: Any, n: int) -> Any:
 def mean_return(sum_return: jax.Array, count: jax.Array) -> jax.Array:
     """Mean return from summed statistics (``count`` clipped at 1)."""
     return sum_return / jnp.maximum(count, 1.0)
-
-
-def simulate_rounds(schedule: Callable, model: ClusterModel, key: jax.Array, steps: int):
-    """Consecutive rounds of a schedule from time 0, without rollouts.
-
-    Args:
-      schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
-      model: the cluster model.
-      key: round r is keyed ``fold_in(key, r)``.
-      steps: static number of rounds.
-
-    Returns:
-      ``(trajectories, end_time)``, each ``[steps]``.
-    """
-    s = schedules.run_rounds(schedule, model, key, steps)
-    return s.num_slots, s.t_end

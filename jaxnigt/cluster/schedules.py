@@ -61,6 +61,7 @@ __all__ = [
     "msync_from_times",
     "rennala",
     "rennala_from_times",
+    "round_clock",
     "run_rounds",
     "sample_rennala_times",
     "sequential_cumsum",
@@ -285,3 +286,22 @@ def run_rounds(
 
     init = (jnp.float32(0.0), jnp.zeros((model.n,), jnp.float32))
     return jax.lax.scan(one, init, jnp.arange(rounds))[1]
+
+
+def round_clock(
+    schedule: Callable, model: ClusterModel, key: jax.Array, rounds: int
+) -> tuple[jax.Array, jax.Array]:
+    """The clock alone of a round method (``Algorithm.simulate_clock``): :func:`run_rounds`'
+    trajectories per round and end times.
+
+    Args:
+      schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
+      model: the cluster model.
+      key: round r is keyed ``fold_in(key, r)``.
+      rounds: static number of rounds.
+
+    Returns:
+      ``(trajectories, end_time)``, each ``[rounds]``.
+    """
+    s = run_rounds(schedule, model, key, rounds)
+    return s.num_slots, s.t_end

@@ -173,7 +173,7 @@ def make(
         eval_params=update.eval_params,
         first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
         simulate_clock=functools.partial(
-            core.simulate_rounds, schedule(setup, options, setup.M), setup.cluster
+            schedules.round_clock, schedule(setup, options, setup.M), setup.cluster
         ),
         traits=traits.using(update),
     )
