@@ -425,14 +425,13 @@ def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, param
 def select(flag: jax.Array, new: Any, old: Any) -> Any:
     """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure);
     a :class:`TrainState`'s ``power`` (its run's trace, fixed for the run) is ``old``'s."""
-    is_state = lambda x: isinstance(x, TrainState)
 
     def pick(a, b):
-        if is_state(a):
+        if isinstance(a, TrainState):
             return TrainState(*pick(tuple(a[:-1]), tuple(b[:-1])), power=b.power)
         return jax.tree.map(lambda x, y: jnp.where(flag, x, y), a, b)
 
-    return jax.tree.map(pick, new, old, is_leaf=is_state)
+    return jax.tree.map(pick, new, old, is_leaf=lambda x: isinstance(x, TrainState))
 
 
 def push_newest(stack: Any, x: Any) -> Any:

@@ -250,12 +250,11 @@ def make_cluster_model(
       per_step: ``h`` is a per-environment-step time; a trajectory costs ``horizon * h``.
       horizon: trajectory length ``H`` (required with ``per_step``).
       worker_types: ``[n]`` environment type of each worker (default all 0).
-      message: each worker's per-step message time (a profile, values ``>= 0``); default
-        ``kappa``, with ``scale_by_dim`` and ``message_size`` times ``(message_size / dim) **
-        0.25``: the size of an observation and an action instead of ``d``.
+      message: each worker's per-step message time (a profile, ``>= 0``); default ``kappa``,
+        with ``scale_by_dim`` times ``(message_size / dim) ** 0.25`` (the message's size).
       message_size: the size of a per-step message.
-      power: the computation power's source (:data:`jaxnigt.cluster.power.SOURCES`).
-      power_horizon: the simulated time a drawn or periodic power trace covers (the budget).
+      power: the computation power (:data:`jaxnigt.cluster.power.SOURCES`) and
+        ``power_horizon`` the time a drawn or periodic trace covers (the budget).
       **choices: the named choices (:data:`CHOICES`) by name; default their defaults.
 
     Returns:
@@ -276,9 +275,8 @@ def make_cluster_model(
         message32 = _float32(timing.profile_values(message, n, name="message", allow_zero=True))
     else:
         message32 = _sized(kappa32, message_size / dim if scale_by_dim and message_size else 1)
-    types = np.zeros(n, np.int32) if worker_types is None else np.asarray(worker_types)
+    types = jnp.asarray(np.zeros(n) if worker_types is None else worker_types, jnp.int32)
     noise_params = jnp.asarray(timing.padded_params(params))
-    types = jnp.asarray(types, jnp.int32)
     trace = power_lib.build(power, n, power_horizon)
     return ClusterModel(
         _float32(h_v), kappa32, message32, noise_params, types, kind, **choices, power=trace
