@@ -446,3 +446,14 @@ def test_outages_are_drawn_per_run_from_its_key():
     state, m = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 5)))(a)
     assert np.all(np.isfinite(np.asarray(m["sim_time"])))
     chex.assert_trees_all_close(state.power, a.power)  # the trace does not change in a run
+
+
+@pytest.mark.parametrize("name", ["afedpg", "impala", "seed_rl", "sync_nigt"])
+def test_outages_drawn_per_run_build_and_run_every_engine(name):
+    """The engines that size themselves on the host's cluster model (the per-arrival waves)
+    build under outages too; each seed runs on its own draw."""
+    tr = make_trainer(_power_cfg(name, power="outages:5:2"), name)
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(2))
+    state = jax.jit(jax.vmap(tr.init))(keys, tr.hyper(2))
+    _, m = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 3)))(state)
+    assert np.all(np.isfinite(np.asarray(m["sim_time"]))) and np.all(np.asarray(m["grads"]) > 0)

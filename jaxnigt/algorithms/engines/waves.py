@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from jaxnigt.cluster import events
-from jaxnigt.cluster.model import ClusterModel
+from jaxnigt.cluster.model import ClusterModel, realize
 
 # A batch of W rollouts costs about (OVERHEAD + W) single-trajectory units of batched work:
 # on a CPU a batch-1 rollout costs what ~6 trajectories cost in a large batch (measured on
@@ -31,7 +31,8 @@ def default_wave(
 ) -> int:
     """A wave capacity for this cluster and backend: the power of two ``W <= min(n, block)``
     that minimizes the estimated block cost ``waves(W) * (overhead + W)``, with ``waves(W)``
-    counted on ``blocks`` simulated blocks (fixed key) by :func:`count_waves`.
+    counted on ``blocks`` simulated blocks (fixed key; outages drawn from it too) by
+    :func:`count_waves`.
 
     Every capacity gives the same results; this only trades batch slots for sequential waves.
     Where simulating the blocks would cost more than :data:`WAVE_SIMULATION_LIMIT` worker
@@ -53,6 +54,7 @@ def default_wave(
     if block * blocks * model.n > WAVE_SIMULATION_LIMIT:
         return min(top, LARGE_N_WAVE)
     overhead = WAVE_OVERHEAD.get(backend or jax.default_backend(), WAVE_OVERHEAD["gpu"])
+    model = realize(model, jax.random.key(0))[0]  # outages: one draw stands for every run's
     state = events.async_init(model, jax.random.key(0), 0.0)
     simulate = jax.jit(events.async_arrivals, static_argnums=3)
     _, arr = simulate(model, jax.random.key(1), state, block * blocks)
