@@ -135,6 +135,10 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--rule", "seed", "--horizon", "3", "--message-size", "0"], "--message-size"),
         (["--rule", "ringmaster", "--R", "0"], "--R"),
         (["--rule", "async", "--stops"], "--stops"),
+        (["--power", "sometimes"], "--power"),
+        (["--power", "outages:5:1"], "--power-horizon"),
+        (["--power", "periodic:4:0.5"], "--power-horizon"),
+        (["--power", "outages:5:1", "--power-horizon", "0"], "--power-horizon"),
     ],
 )
 def test_bad_flags(tmp_path, capsys, argv, flag):
@@ -381,3 +385,159 @@ def test_the_flags_are_read_through_the_config_schema():
         clock.validate(parser.parse_args([*BASE, "--allreduce", "some"]))
     with pytest.raises(clock.FlagError, match=r"^--capacity: got 0; expected an integer >= 1"):
         clock.validate(parser.parse_args([*BASE, "--capacity", "0"]))
+
+
+# ------------------------------------------------------------------ computation power
+
+
+def _trace(directory, text, name="down.csv"):
+    directory.mkdir(exist_ok=True)
+    path = directory / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+DOWN = "worker,start,speed\n2,1.5,0\n2,6,1\n"  # worker 2 down on [1.5, 6)
+
+
+def test_a_power_trace_stalls_the_sync_round_and_rennala_goes_on_without_the_down_worker(
+    tmp_path, capsys
+):
+    """docs/cluster_model.md's worked example: n = 3, h = 1, M = 4, worker 2 down on
+    [1.5, 6).  Sync: its 2nd gradient is half done at 1.5 and done at 6.5, so the rounds end
+    at 1, 6.5, 7.5.  Rennala: rounds end at 2, 4, 6; rounds 2 and 3 use no gradient of
+    worker 2 (column b_1)."""
+    trace = _trace(tmp_path / "in", DOWN)
+    argv = ["--n", "3", "--h", "1", "--M", "4", "--rounds", "3", "--power", f"trace:{trace}"]
+    ends = {}
+    for rule in ("sync", "rennala"):
+        out = tmp_path / f"{rule}.csv"
+        status, stdout, err = _run([*argv, "--rule", rule, "--out", str(out)], capsys)
+        assert status == 0 and err == "", err
+        assert f"power=trace:{trace} -> {out}" in stdout and "theory" not in stdout
+        header, rows = _read(out)
+        a = np.array(rows)
+        ends[rule] = a[:, header.index("t_end")]
+        if rule == "rennala":
+            np.testing.assert_array_equal(a[:, header.index("b_1")], [1, 0, 0])
+            np.testing.assert_array_equal(a[:, header.index("grads_used")], [4, 4, 4])
+    np.testing.assert_allclose(ends["sync"], [1.0, 6.5, 7.5])
+    np.testing.assert_allclose(ends["rennala"], [2.0, 4.0, 6.0])
+
+
+def test_drawn_outages_come_from_the_seed_key(tmp_path, capsys):
+    """``--power outages:UP:DOWN`` draws each run's outages from ``--seed``'s key, as every
+    clock does (``model.realize``): the same seed gives the same rows, another seed others,
+    and the rows are those of the realized trace run by hand.  The async clock (which
+    starts its engine itself) draws them too."""
+    base = ["--n", "3", "--h", "1", "--rounds", "12", "--power", "outages:2:3"]
+    base += ["--power-horizon", "100"]
+    rows = {}
+    for rule in ("rennala", "async"):
+        for seed in ("1", "1", "2"):
+            out = tmp_path / f"{rule}{seed}.csv"
+            status, _, err = _run(
+                [*base, "--rule", rule, "--seed", seed, "--out", str(out)], capsys
+            )
+            assert status == 0, err
+            rows[rule, seed] = out.read_text()
+    for rule in ("rennala", "async"):
+        assert rows[rule, "1"] != rows[rule, "2"]
+    cm = model.make_cluster_model(3, h=1, power="outages:2:3", power_horizon=100.0)
+    key = jax.random.key(1)
+    drawn = model.realize(cm, key)[0]
+    _, arr = simulation.simulate_async(drawn, key, arrivals=12)
+    _, by_hand = simulation.simulate_async(cm, key, arrivals=12)
+    np.testing.assert_array_equal(np.asarray(arr.time), np.asarray(by_hand.time))
+    _, got = _read(tmp_path / "async1.csv")
+    np.testing.assert_allclose(np.array(got)[:, 4], np.asarray(arr.time), rtol=1e-6)
+    assert np.all(np.diff(np.asarray(arr.time)) >= 0) and np.isfinite(arr.time).all()
+
+
+def test_a_round_that_never_ends_is_a_note(tmp_path, capsys):
+    """Worker 2 down for good at 1.5: the sync round 1 never ends; the CSV is written, and
+    one note on stderr says from which round its times are not finite."""
+    trace = _trace(tmp_path / "in", "2,1.5,0\n")
+    out = tmp_path / "c.csv"
+    argv = ["--n", "3", "--h", "1", "--rounds", "3", "--rule", "sync", "--out", str(out)]
+    status, _, err = _run([*argv, "--power", f"trace:{trace}"], capsys)
+    assert status == 0
+    assert err.strip().splitlines() == [
+        "jaxnigt clock: note: round 1 never ends (the workers it waits for are down for "
+        "good: --power); its row and the rows after it have no finite times"
+    ]
+    _, rows = _read(out)
+    assert rows[0][3] == 1.0 and not np.isfinite(rows[1][3])
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (None, "trace file {path!r} does not exist"),
+        ("dir", "trace file {path!r} cannot be read: [Errno 21] Is a directory: {path!r}"),
+        (
+            b"\xff\xfe\n",
+            "trace file {path!r} cannot be read: 'utf-8' codec can't decode byte 0xff in "
+            "position 0: invalid start byte",
+        ),
+        ("2,1,-1\n", "trace {path!r} line 1: speed must be >= 0, got -1.0"),
+        ("worker,start,speed\n2,-1,0\n", "trace {path!r} line 2: start must be >= 0, got -1.0"),
+        ("4,1,0\n", "trace {path!r} line 1: worker must be an integer in 1..3, got '4'"),
+        ("0,1,0\n", "trace {path!r} line 1: worker must be an integer in 1..3, got '0'"),
+        (
+            "2,3,0\n2,1,1\n",
+            "trace {path!r} line 2: worker 2's starts must increase, got 1.0 after 3.0",
+        ),
+        ("2,x,0\n", "trace {path!r} line 1: not a number in '2,x,0'"),
+        ("2,1\n", "trace {path!r} line 1: expected worker,start,speed, got '2,1'"),
+        ("worker,start,speed\n", "trace file {path!r} has no rows"),
+        (
+            "1,4,0\n2,5,0\n3,2,0\n",
+            "trace {path!r}: every worker is at speed 0 from t = 5 on: no gradient could "
+            "ever finish after it",
+        ),
+    ],
+)
+def test_a_bad_power_trace_is_one_line_naming_the_file_and_line(tmp_path, capsys, text, message):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = inputs / "trace.csv"
+    if text == "dir":
+        path.mkdir()
+    elif text is not None:
+        _trace(inputs, text, "trace.csv")
+    out = tmp_path / "c.csv"
+    status, stdout, err = _run([*BASE, "--power", f"trace:{path}", "--out", str(out)], capsys)
+    assert status == 2 and stdout == ""
+    expected = message.format(path=str(path))
+    assert err.strip().splitlines() == [f"jaxnigt clock: error: --power: {expected}"]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("outages:10:0", "--power: got 'outages:10:0'; DOWN must be > 0"),
+        ("outages:0:1", "--power: got 'outages:0:1'; UP must be > 0"),
+        ("outages:x:1", "--power: got 'outages:x:1'; UP must be a number, got 'x'"),
+        ("periodic:0:1", "--power: got 'periodic:0:1'; PERIOD must be > 0"),
+        ("periodic:2:-1", "--power: got 'periodic:2:-1'; LOW must be >= 0"),
+        (
+            "outages:1",
+            "--power: 'outages:1' takes 2 argument(s); allowed: constant, outages:UP:DOWN, "
+            "periodic:PERIOD:LOW or trace:FILE",
+        ),
+        (
+            "outages:10:1",
+            "--power-horizon: required with --power outages:10:1: the simulated time the "
+            "outages trace covers (a number > 0; past it every worker is up at speed 1)",
+        ),
+    ],
+)
+def test_a_bad_power_spec_is_one_line_naming_the_flag(tmp_path, capsys, spec, message):
+    """A spec's numbers are checked before its horizon is asked for."""
+    out = tmp_path / "c.csv"
+    status, stdout, err = _run([*BASE, "--power", spec, "--out", str(out)], capsys)
+    assert status == 2 and stdout == ""
+    assert err.strip().splitlines() == [f"jaxnigt clock: error: {message}"]
+    assert not out.exists()

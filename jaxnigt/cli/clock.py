@@ -45,6 +45,14 @@ trajectory, in completion order::
 step was served with), and a summary of trajectories and messages per time unit, the lag
 over steps and the link's utilisation.
 
+``--power`` gives the workers a computation power over time, as the config's
+``cluster.power`` (``constant``, ``outages:UP:DOWN``, ``periodic:PERIOD:LOW`` or
+``trace:FILE``; docs/cluster_model.md, "Computation power"): a drawn or periodic power needs
+``--power-horizon``, the time it covers (the clock has no budget), and outages are drawn from
+the ``--seed`` key (:func:`jaxnigt.cluster.model.realize`, as every clock and run draws
+them).  A trace file in which every worker is down for good is refused; a round (or
+arrival) that can never end gets non-finite times, with a note on stderr.
+
 This module is the command only: it reads the flags through the config's own schema and
 checks (the cluster's flags are a :class:`~jaxnigt.config.schema.ClusterConfig`, the rule's
 sizes the :class:`~jaxnigt.config.schema.HParams` keys of the same meaning, each named by its
@@ -74,7 +82,7 @@ import jax
 import numpy as np
 
 from jaxnigt.cli import clock_output
-from jaxnigt.cluster import model, schedules, simulation, timing
+from jaxnigt.cluster import model, power, schedules, simulation, timing
 from jaxnigt.config import checks, schema
 from jaxnigt.run import sizing
 
@@ -89,6 +97,8 @@ CLUSTER_FLAGS = {
     "kappa": "--kappa",
     "scale_by_dim": "--dim",
     "per_step": "--per-step",
+    "power": "--power",
+    "power_horizon": "--power-horizon",
     **{choice.name: f"--{choice.name}" for choice in model.CHOICES},
 }
 #: The flag of each ``hparams:`` key the rules read (:class:`~jaxnigt.config.schema.HParams`).
@@ -158,6 +168,7 @@ def _cluster(args: argparse.Namespace, n: int) -> Any:
     """The ``cluster:`` section of the flags (:class:`~jaxnigt.config.schema.ClusterConfig`)."""
     values = {"n": n, "h": args.h, "noise": args.noise, "kappa": args.kappa}
     values |= {"scale_by_dim": args.dim is not None, "per_step": bool(args.per_step)}
+    values |= {"power": args.power, "power_horizon": args.power_horizon}
     values |= {choice.name: getattr(args, choice.name) for choice in model.CHOICES}
     return _section(schema.ClusterConfig, CLUSTER_FLAGS, values)
 
@@ -192,6 +203,43 @@ def _message(args: argparse.Namespace, n: int, cluster: Any) -> np.ndarray | Non
     size = 1 if args.message_size is None else _int("--message-size", args.message_size)
     kappa = timing.profile_values(cluster.kappa, n, name="kappa", allow_zero=True)
     return kappa * float(size) ** 0.25
+
+
+def _check_power(cluster: Any) -> None:
+    """What ``--power`` needs beyond the config's checks: a drawn or periodic trace the time
+    it covers (``--power-horizon``: the clock has no budget), and a trace file in which some
+    worker is up again after any time (the clock runs its rounds whatever their time)."""
+    source, args = power.parse_power(cluster.power)  # the schema checked it
+    try:
+        if source in ("outages", "periodic"):  # its numbers first (a short horizon: cheap)
+            power.check_spec(cluster.power, cluster.n, 1.0)
+        if source == "trace":
+            down = power.all_down_from(power.read_trace_rows(args[0], cluster.n), cluster.n)
+    except power.TraceError as e:
+        raise FlagError("--power", schema.power_text(e)) from None
+    if source in ("outages", "periodic") and cluster.power_horizon is None:
+        raise FlagError(
+            "--power-horizon",
+            f"required with --power {cluster.power}: the simulated time the {source} trace "
+            "covers (a number > 0; past it every worker is up at speed 1)",
+        )
+    if source != "trace":
+        return
+    if down < float("inf"):
+        raise FlagError(
+            "--power",
+            f"trace {args[0]!r}: every worker is at speed 0 from t = {down:g} on: no gradient "
+            "could ever finish after it",
+        )
+
+
+def _build(cluster: Any, **kw: Any) -> model.ClusterModel:
+    """The cluster model of the flags (a power spec's error names ``--power``)."""
+    _check_power(cluster)
+    try:
+        return model.from_config(cluster, **kw)
+    except power.TraceError as e:
+        raise FlagError("--power", schema.power_text(e)) from None
 
 
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
@@ -271,7 +319,8 @@ def validate(args: argparse.Namespace) -> tuple[argparse.Namespace, model.Cluste
     dim = None if args.dim is None else _int("--dim", args.dim)
     message = _message(args, n, cluster)
     settings.rounds, settings.seed, settings.out = rounds, seed, _out(args.out)
-    built = model.from_config(cluster, dim=dim, horizon=settings.horizon, message=message)
+    settings.power = cluster.power
+    built = _build(cluster, dim=dim, horizon=settings.horizon, message=message)
     return settings, built
 
 
@@ -322,7 +371,7 @@ def _simulate(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
         lines, lag = clock_output.seed_rows(batches)
         clock_output.write_lines(settings.out, lines)
         print(clock_output.seed_summary(settings, cluster, final, batches, lag))
-        return 0
+        return _note(clock_output.never_ends("trajectory", batches.time.reshape(-1)))
     if settings.rule == "ringmaster":
         final, ev = simulation.simulate_ringmaster(
             cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
@@ -330,13 +379,13 @@ def _simulate(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
         final, ev = jax.tree.map(np.asarray, (final, ev))
         clock_output.write_ringmaster_csv(settings.out, ev)
         print(clock_output.ringmaster_summary(settings, cluster, final, ev))
-        return 0
+        return _note(clock_output.never_ends("exchange", ev.arrival.time))
     if settings.rule == "async":
         final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
         final, arr = jax.tree.map(np.asarray, (final, arr))
         clock_output.write_async_csv(settings.out, arr)
         print(clock_output.async_summary(settings, cluster, final, arr))
-        return 0
+        return _note(clock_output.never_ends("arrival", arr.time))
     res = simulation.simulate_rule_rounds(
         cluster,
         key,
@@ -349,6 +398,13 @@ def _simulate(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
     res = jax.tree.map(np.asarray, res)
     clock_output.write_csv(settings.out, res, cluster.n)
     print(clock_output.summary(settings, cluster, res))
+    return _note(clock_output.never_ends("round", res["t_end"]))
+
+
+def _note(note: str | None) -> int:
+    """Prints a note of the simulation (one line on stderr); the clock's status is 0."""
+    if note is not None:
+        print(f"jaxnigt clock: note: {note}", file=sys.stderr)
     return 0
 
 
@@ -374,6 +430,17 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     for choice in model.CHOICES:
         help_text = f"{'|'.join(choice.values)}: {choice.help}"
         p.add_argument(f"--{choice.name}", default=choice.default, help=help_text)
+    p.add_argument(
+        "--power",
+        default="constant",
+        help=f"each worker's computation power over time: {power.SOURCE_TEXT} (a CSV of "
+        "worker,start,speed rows; docs/cluster_model.md)",
+    )
+    p.add_argument(
+        "--power-horizon",
+        default=None,
+        help="the simulated time a drawn (outages) or periodic --power covers (required with them)",
+    )
     p.add_argument("--R", default=None, help="ringmaster: delay threshold R (>= 1; default n)")
     p.add_argument(
         "--stops", action="store_true", help="ringmaster: cancel a gradient when its delay is R"

@@ -18,6 +18,25 @@ from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
 
+def _power(settings: Any) -> list[str]:
+    """The summary's ``power=SPEC`` (``--power``), when it is not constant."""
+    spec = getattr(settings, "power", "constant")
+    return [] if spec == "constant" else [f"power={spec}"]
+
+
+def never_ends(what: str, ends: np.ndarray) -> str | None:
+    """The note of a clock whose rows stop having finite times (a worker down for good under
+    ``--power``): ``ends`` ``[rows]`` each row's end; None when every one is finite."""
+    bad = ~np.isfinite(np.asarray(ends, np.float64))
+    if not bad.any():
+        return None
+    first = int(np.argmax(bad))
+    return (
+        f"{what} {first} never ends (the workers it waits for are down for good: --power); "
+        "its row and the rows after it have no finite times"
+    )
+
+
 def write_lines(path: str, lines: list[str]) -> None:
     """Writes ``lines`` to ``path`` atomically, one per line."""
     atomic_write_text(path, "\n".join(lines) + "\n")
@@ -90,6 +109,7 @@ def ringmaster_summary(settings: Any, cluster: ClusterModel, final, ev: events.E
         f"wasted_trajectories={float(ev.wasted.sum()):.6g}",
         f"mean_delay={float(delays.mean()) if delays.size else float('nan'):.6g}",
         f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
+        *_power(settings),
         f"-> {settings.out}",
     ]
     return " ".join(parts)
@@ -115,9 +135,10 @@ def summary(settings: Any, cluster: ClusterModel, res: dict[str, np.ndarray]) ->
     ]
     if settings.rule == "malenia":
         parts.append(f"overflow_rounds={int(np.sum(res['overflow']))}")
-    if settings.rule == "rennala" and cluster.noise == "deterministic":
+    if settings.rule == "rennala" and cluster.noise == "deterministic" and cluster.power is None:
         collect = theory.rennala_theory_time(np.asarray(cluster.h), settings.M)
         parts.append(f"theory_collect={collect:.6g} (kappa ignored)")
+    parts += _power(settings)
     parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
@@ -137,6 +158,7 @@ def async_summary(settings: Any, cluster: ClusterModel, final, arr: events.Arriv
     bound = theory.shared_link_rate_bound(np.asarray(cluster.kappa))
     if cluster.link == "shared" and np.isfinite(bound):
         parts.append(f"(shared-link bound 1/min_kappa={bound:.6g})")
+    parts += _power(settings)
     parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
@@ -174,6 +196,7 @@ def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.n
         f"mean_lag={float(lag.mean()):.6g}",
         f"max_lag={int(lag.max())}",
         f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
+        *_power(settings),
         f"-> {settings.out}",
     ]
     return " ".join(parts)

@@ -11,7 +11,8 @@ engine's arrivals, from time 0.
 around these; :mod:`jaxnigt.cluster.theory` gives the closed-form values to compare them with.
 Each takes the cluster model whole (:class:`~jaxnigt.cluster.model.ClusterModel`): its named
 choices (in-flight work, the AllReduce, the server link) are static fields of it, so a program
-is compiled once per choice.
+is compiled once per choice.  A model whose computation power is drawn (``outages``) draws it
+from the key each function is given (:func:`~jaxnigt.cluster.model.realize`).
 
 (An algorithm's own clock, the trajectories and end time of each of its steps, is its
 ``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
@@ -24,7 +25,7 @@ import functools
 import jax
 
 from jaxnigt.cluster import events, schedules, step_clock
-from jaxnigt.cluster.model import ClusterModel
+from jaxnigt.cluster.model import ClusterModel, realize
 
 ROUND_RULES = ("rennala", "malenia", "sync", "msync")
 
@@ -110,6 +111,7 @@ def simulate_async(
       The final engine state and the stacked :class:`~jaxnigt.cluster.events.Arrival`
       records.
     """
+    model = realize(model, key)[0]
     state = events.async_init(model, jax.random.fold_in(key, 0), 0.0)
     return events.async_arrivals(model, jax.random.fold_in(key, 1), state, arrivals)
 
@@ -138,6 +140,7 @@ def simulate_ringmaster(
     Returns:
       The final rule state and the stacked :class:`~jaxnigt.cluster.events.Event` records.
     """
+    model = realize(model, key)[0]
     state = events.bounded_init(events.async_init(model, jax.random.fold_in(key, 0), 0.0), R)
     run_key = jax.random.fold_in(key, 1)
     return events.bounded_events(model, run_key, state, arrivals, stops=stops)

@@ -20,7 +20,7 @@ from jaxnigt import algorithms
 from jaxnigt.cluster import power
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
-from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
+from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams, power_text
 from jaxnigt.config.text import apply_overrides, parse_override, read_yaml
 
 
@@ -31,7 +31,7 @@ def _check_power(cfg: ExperimentConfig) -> None:
     try:
         power.check_spec(c.power, c.n, horizon)
     except ValueError as e:
-        raise ConfigError(f"cluster.power: {str(e).removeprefix('power: ')}") from None
+        raise ConfigError(f"cluster.power: {power_text(e)}") from None
 
 
 def _check_consistency(cfg: ExperimentConfig) -> None:
