@@ -119,3 +119,47 @@ def test_rerun_runs_one_method_of_a_stored_block_again_and_keeps_the_others(tmp_
     assert fourth.rerun_block(NAME, BLOCK, "malenia_nigt", tmp_path / "out", store) == (
         f"malenia_nigt is not a method of {NAME}"
     )
+
+
+def test_the_outage_scenarios_are_their_base_scenarios_with_a_trace_and_their_claim():
+    """The outage rows (docs/results/fourth.md, 2026-12-05): each config is the base
+    scenario's, budget, cadence and tuned values included, with its trace and down_exchange
+    added; each tests its pre-registered claim by its statistic; each trace file is what its
+    fixed seed draws."""
+    from paper import claims, outages
+
+    for name, base in outages.TUNED_FROM.items():
+        sc = fourth.SCENARIOS[name]
+        raw, plain = fourth.report_raw(name), fourth.report_raw(base)
+        trace = outages.HETERO_SLOW if "hetero" in name else outages.N10
+        down = "free" if name.endswith("_free") else "wait"
+        assert raw["cluster"] == {**plain["cluster"], "power": trace.spec, "down_exchange": down}
+        assert trace.spec == f"trace:scripts/paper/configs/outages_{trace.name}.csv"
+        for key in ("budget", "eval", "env", "seed"):
+            assert raw[key] == plain[key], (name, key)
+        capacity = {"malenia_capacity": 1000} if "hetero" in name else {}  # a buffer, raised
+        assert raw["hparams"] == {**plain["hparams"], **capacity}
+        assert raw["algorithms"] == list(sc.algorithms)
+        assert all(raw["per_algorithm"][a] == plain["per_algorithm"][a] for a in sc.algorithms)
+        cfg = fourth.block_config(name, (5, 10))
+        assert (cfg.cluster.power, cfg.cluster.down_exchange) == (trace.spec, down)
+        assert fourth.blocks(name) == fourth.blocks(base)  # the base scenario's caps
+    outage, hetero = claims.CLAIMS["outages"], claims.CLAIMS["hetero_outages"]
+    assert fourth.SCENARIOS["reacher_sqrt_dim_outages_free"].claim == "outages"
+    assert (outage.reference, outage.kind, outage.statistic) == (
+        "rennala_nigt",
+        "ahead",
+        "time_to_80",
+    )
+    assert outage.methods == ("rennala_nigt", "sync_nigt", "afedpg") and outage.baselines is None
+    assert fourth.SCENARIOS["point_mass_hetero_outages"].claim == "hetero_outages"
+    assert (hetero.reference, hetero.baselines, hetero.statistic) == (
+        "malenia_nigt",
+        ("afedpg",),
+        "second_half",
+    )
+    for trace in outages.TRACES:
+        assert trace.path.read_text() == outages.trace_text(trace)
+    assert round(100 * outages.down_fraction(outages.HETERO_SLOW)[2], 1) == 9.5
+    assert set(outages.down_fraction(outages.HETERO_SLOW)) == {2}  # the fast worker never
+    assert round(100 * sum(outages.down_fraction(outages.N10).values()) / 10, 1) == 12.1

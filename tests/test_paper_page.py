@@ -188,3 +188,41 @@ def test_the_opening_tables_holm_and_adastop_columns_then_the_rows_settings(tmp_
     )
     png = fourth_page.forest(tmp_path, tmp_path / "forest.png")
     assert png.stat().st_size > 1000
+
+
+def test_the_outage_rows_are_a_table_and_a_holm_family_of_their_own(tmp_path):
+    """The outage rows (paper.claims.OUTAGE_ROWS) are not the paper's: their table has the
+    opening table's columns but AdaStop, their Holm family is theirs alone, and their
+    settings table shows what the clock predicted where the paper's observation stands."""
+    _fourth_equal(tmp_path, p=0.004)
+    look = {"seeds": 5, "interval": _iv(1.5, 1.3, 1.7), "margin": [0.8, 1.25]}
+    comparison = {"verdict": "confirmed", "seeds": 5, "looks": [look], "p": 0.004}
+    outage = {
+        "reference": "rennala_nigt",
+        "statistic": "time_to_80",
+        "claim": "ahead",
+        "comparisons": {"sync_nigt": comparison},
+    }
+    (tmp_path / "fourth" / "point_mass_sqrt_dim_outages.json").write_text(json.dumps(outage))
+    rows = claims.OUTAGE_ROWS
+    head, _rule, first, *rest = fourth_page.table(
+        tmp_path, fourth_page.OUTAGE_COLUMNS, rows
+    ).splitlines()
+    assert head == (
+        "| row | comparison | verdict | effect [interval] | seeds | Holm, family-wise 10 % |"
+    )
+    assert first == (
+        "| **A worker that disconnects** | `point_mass_sqrt_dim_outages`: rennala_nigt vs "
+        "sync_nigt | **confirmed** | time-to-80 % ratio: 1.50 [1.30, 1.70] | 5 "
+        "| holds (p = 0.004) |"
+    )
+    assert rest[0] == "| ″ | `reacher_sqrt_dim_outages` | not run at CPU scale | – | – | – |"
+    # two families: neither table's Holm reads the other's comparisons
+    assert fourth_page.family(tmp_path, rows) == {
+        ("point_mass_sqrt_dim_outages", "sync_nigt"): 0.004
+    }
+    assert fourth_page.family(tmp_path) == {("point_mass_equal", "sync_nigt"): 0.004}
+    settings = fourth_page.settings(tmp_path, rows, fourth_page.OUTAGE_HEADERS).splitlines()
+    assert settings[0] == "| row | setting | predicted before the runs (slowdown) | scenarios |"
+    assert "Sync NIGT 2.55× (2.37×)" in settings[3] and "`down_exchange: free`" in settings[3]
+    assert settings[4].endswith("| `point_mass_hetero_outages` (not run at CPU scale) |")

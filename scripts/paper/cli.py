@@ -6,6 +6,7 @@
     python scripts/paper fourth run|list [SCENARIO ...]
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
     python scripts/paper adastop [SCENARIO ...]       # the fourth edition checked by AdaStop
+    python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
 options of each.
@@ -22,7 +23,17 @@ from pathlib import Path
 
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
-from paper import fourth, fourth_page, gpu, page, second, second_analysis, third, third_scenarios
+from paper import (
+    fourth,
+    fourth_page,
+    gpu,
+    outages,
+    page,
+    second,
+    second_analysis,
+    third,
+    third_scenarios,
+)
 from paper import store as results_store
 from paper.claims import GROWTH
 from paper.scenarios import VARIANTS, parse_models
@@ -206,9 +217,9 @@ def _fourth(argv) -> int:
     algorithm = args.names.pop(0) if args.command == "rerun" and args.names else None
     if args.command == "rerun" and algorithm is None:
         p.error("rerun: give the algorithm to run again (e.g. afedpg), then the scenarios")
-    unknown = [n for n in args.names if n not in third_scenarios.SCENARIOS]
+    unknown = [n for n in args.names if n not in fourth.SCENARIOS]
     if unknown:
-        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(third_scenarios.SCENARIOS)}")
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(fourth.SCENARIOS)}")
     names = args.names or list(fourth.NAMES)
     if args.command == "rerun":
         for name in names:
@@ -260,7 +271,7 @@ def _fourth_analyze(args, names) -> None:
         found_gaps[name] = fourth.gaps(name, args.out, args.store)
         verdicts = {b: r["verdict"] for b, r in result["comparisons"].items()}
         print(f"[fourth] {name} ({result['seeds_run']} seeds run): {verdicts}")
-    for env in sorted({third_scenarios.SCENARIOS[n].env for n in names}):
+    for env in sorted({fourth.SCENARIOS[n].env for n in names}):
         for baseline in GROWTH.baselines:
             g = fourth.gap(env, baseline, args.out, args.store)
             if g is not None:
@@ -271,6 +282,30 @@ def _fourth_analyze(args, names) -> None:
     print(f"[fourth] wrote {fourth_page.forest(DOCS, args.docs / 'forest.png')}")
 
 
+def _outages(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper outages", description=outages.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["traces", "predict"])
+    p.add_argument(
+        "names", nargs="*", help=f"predict: scenarios (default: {', '.join(outages.SCENARIOS)})"
+    )
+    args = p.parse_args(argv)
+    if args.command == "traces":
+        for path in outages.write_traces():
+            print(f"[outages] wrote {results_store.relative(path)}")
+        return 0
+    unknown = [n for n in args.names if n not in outages.SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(outages.SCENARIOS)}")
+    for name in args.names or list(outages.SCENARIOS):
+        found = outages.clock_inflation(name)
+        each = [
+            f"{a} {v['inflation']:.2f}x ({v['constant']['steps']} -> {v['outages']['steps']} steps)"
+            for a, v in found.items()
+        ]
+        print(f"[outages] {name}, slowdown over the budget: {'; '.join(each)}", flush=True)
+    return 0
+
+
 def _adastop(argv) -> int:
     from paper import adastop_check  # its `adastop` package is the optional `paper` extra
 
@@ -278,7 +313,7 @@ def _adastop(argv) -> int:
 
 
 COMMANDS = {"page": _page, "second": _second, "third": _third, "fourth": _fourth, "gpu": _gpu}
-COMMANDS["adastop"] = _adastop
+COMMANDS.update(adastop=_adastop, outages=_outages)
 
 
 def main(argv=None) -> int:

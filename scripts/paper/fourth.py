@@ -38,8 +38,8 @@ from pathlib import Path
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
+from paper import outages, third, third_scenarios
 from paper import store as results_store
-from paper import third, third_scenarios
 from paper.claims import GROWTH, THIRD_CLAIMS, row_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +52,9 @@ CAPS = {"point_mass": 40, "reacher": 20, "hopper": 10, "walker2d": 10}
 # The scenarios run when none are named: point_mass's in the opening table's rows.
 NAMES = row_scenarios("point_mass")
 SHAPED = ("rennala_nigt", "malenia_nigt")  # their tuned M is M = M_init
+# Every scenario the fourth edition runs: the third edition's and the outage rows'
+# (:mod:`paper.outages`, tuned values of the scenario each adds outages to).
+SCENARIOS = {**third_scenarios.SCENARIOS, **outages.SCENARIOS}
 
 
 def block_name(block: tuple[int, int]) -> str:
@@ -60,15 +63,15 @@ def block_name(block: tuple[int, int]) -> str:
 
 def blocks(name: str) -> list[tuple[int, int]]:
     """The scenario's seed blocks up to its environment's cap."""
-    cap = CAPS[third_scenarios.SCENARIOS[name].env]
+    cap = CAPS[SCENARIOS[name].env]
     return [b for b in BLOCKS if b[1] <= cap]
 
 
 def report_raw(name: str, docs: Path = THIRD_DOCS) -> dict:
     """The third edition's report config of ``name`` (default cluster model), rebuilt from
     its analysis JSON: the scenario's config, its sized budget and cadence, its tuned values."""
-    a = json.loads((docs / f"{name}.json").read_text())
-    sc = third_scenarios.SCENARIOS[name]
+    a = json.loads((docs / f"{outages.TUNED_FROM.get(name, name)}.json").read_text())
+    sc = SCENARIOS[name]
     raw = third._timed(third.scenario_raw(sc), a["sizing"]["budget"], a["sizing"]["every_time"])
     per = {}
     for alg, values in a["tuned"].items():
@@ -201,7 +204,7 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
     run = merged_run(name, out, store)
     if run is None:
         return None
-    sc = third_scenarios.SCENARIOS[name]
+    sc = SCENARIOS[name]
     claim = THIRD_CLAIMS[sc.claim]
     seeds = min(len(m.seeds) for m in run.algorithms().values())
     result = sequential.compare_sequential(
@@ -254,7 +257,7 @@ def null(
     run = merged_run(name, out, store)
     if run is None:
         return None
-    claim = THIRD_CLAIMS[third_scenarios.SCENARIOS[name].claim]
+    claim = THIRD_CLAIMS[SCENARIOS[name].claim]
     ratio = claim.statistic not in comparison.RETURN_STATISTICS
     whole = comparison.compare(run, claim.reference, statistic=claim.statistic, reps=200)
     if ratio:

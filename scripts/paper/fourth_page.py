@@ -165,11 +165,11 @@ def _key(c: dict) -> tuple[str, str | None]:
     return c["scenario"], c["baseline"]
 
 
-def family(docs: Path) -> dict[tuple[str, str | None], float | None]:
-    """Holm's adjusted p-value of every fourth-edition comparison of the table (a comparison
-    in two rows counts once; :func:`jaxnigt.analysis.verdicts.holm_adjusted`), from each
-    comparison's Bonferroni-over-looks p-value."""
-    found = [c for row in ROWS for s in row.scenarios for c in cells(docs, s)]
+def family(docs: Path, rows: tuple[Row, ...] = ROWS) -> dict[tuple[str, str | None], float | None]:
+    """Holm's adjusted p-value of every fourth-edition comparison of the table of ``rows``
+    (a comparison in two rows counts once; :func:`jaxnigt.analysis.verdicts.holm_adjusted`),
+    from each comparison's Bonferroni-over-looks p-value: the table's rows are one family."""
+    found = [c for row in rows for s in row.scenarios for c in cells(docs, s)]
     ps = {_key(c): c["p"] for c in found if c["edition"] == "fourth"}
     return verdicts.holm_adjusted(ps)
 
@@ -221,18 +221,26 @@ def _markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> s
     return "\n".join(f"| {' | '.join(line)} |" for line in lines)
 
 
-def table(docs: Path, columns: tuple[Column, ...] = OPENING) -> str:
-    """The opening table: one line per comparison of each row of the paper's table, with
-    this project's verdict and effect (Markdown)."""
-    adjusted = family(docs)
+# The outage rows' table (paper.claims.OUTAGE_ROWS): the opening table's columns but AdaStop
+# (not run on them), its rows named as theirs.
+OUTAGE_COLUMNS = (
+    Column("row", lambda r, c, first: f"**{r.name}**" if first else "″"),
+    *OPENING[1:-1],
+)
+
+
+def table(docs: Path, columns: tuple[Column, ...] = OPENING, rows: tuple[Row, ...] = ROWS) -> str:
+    """The opening table (or another table of ``rows``, e.g. the outage rows): one line per
+    comparison of each row, with this project's verdict and effect (Markdown)."""
+    adjusted = family(docs, rows)
     ada = (_load(docs / "fourth" / "adastop.json") or {}).get("scenarios", {})
     checked = lambda c: ada.get(c["scenario"], {}).get("comparisons", {}).get(c["baseline"])
-    rows = []
-    for row in ROWS:
+    lines = []
+    for row in rows:
         found = [c for scenario in row.scenarios for c in cells(docs, scenario)]
         found = [{**c, "p_holm": adjusted.get(_key(c)), "adastop": checked(c)} for c in found]
-        rows += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
-    return _markdown([c.header for c in columns], [c.align for c in columns], rows)
+        lines += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
+    return _markdown([c.header for c in columns], [c.align for c in columns], lines)
 
 
 def _scenario(docs: Path, scenario: str) -> str:
@@ -251,20 +259,26 @@ def _scenario(docs: Path, scenario: str) -> str:
     return text
 
 
-def settings(docs: Path) -> str:
-    """The paper's rows as the opening table names them: each one's setting, what the paper
-    observed there and the scenarios that test it (Markdown)."""
-    rows = [
+_SETTINGS_HEADERS = ("the paper's row", "setting", "the paper observed", "scenarios")
+#: The outage rows' settings table: what the clock predicted stands where the paper's
+#: observation does.
+OUTAGE_HEADERS = ("row", "setting", "predicted before the runs (slowdown)", "scenarios")
+
+
+def settings(docs: Path, rows: tuple[Row, ...] = ROWS, headers=_SETTINGS_HEADERS) -> str:
+    """The paper's rows (or other ``rows``) as the opening table names them: each one's
+    setting, what the paper observed there (``headers[2]``) and the scenarios that test it
+    (Markdown)."""
+    lines = [
         [
             f"**{row.name}**",
             row.setting,
             row.paper,
             ", ".join(_scenario(docs, s) for s in row.scenarios),
         ]
-        for row in ROWS
+        for row in rows
     ]
-    headers = ["the paper's row", "setting", "the paper observed", "scenarios"]
-    return _markdown(headers, ["---"] * len(headers), rows)
+    return _markdown(list(headers), ["---"] * len(headers), lines)
 
 
 def editions(docs: Path) -> str:

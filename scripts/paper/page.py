@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from jaxnigt.analysis import report_text, verdicts
-from paper import fourth_page, second, third_scenarios
+from paper import claims, fourth_page, second, third_scenarios
 from paper import store as results_store
 from paper.claims import CLAIMS, GROWTH, claim_verdict, cluster_text, row
 from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
@@ -331,6 +331,12 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         text = text.replace("{{FOURTH_NULL}}", fourth_page.null_table(docs))
         text = text.replace("{{FOURTH_MOVED}}", fourth_page.moved(docs))
         text = text.replace("{{FOURTH_ADASTOP}}", fourth_page.adastop_summary(docs))
+    if "{{OUTAGE_TABLE}}" in text:  # the outage rows: a table and a Holm family of their own
+        rows = claims.OUTAGE_ROWS
+        table = fourth_page.table(docs, fourth_page.OUTAGE_COLUMNS, rows)
+        text = text.replace("{{OUTAGE_TABLE}}", table)
+        settings = fourth_page.settings(docs, rows, fourth_page.OUTAGE_HEADERS)
+        text = text.replace("{{OUTAGE_SETTINGS}}", settings)
     for env in ("point_mass", "reacher"):
         rows = []
         for m in MODELS:
