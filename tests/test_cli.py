@@ -685,6 +685,37 @@ def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, cap
     assert captured.out == "" and not out.exists()  # not even the backend line
 
 
+@pytest.mark.parametrize(
+    "trace, message",
+    [
+        (None, "trace file {path!r} does not exist"),
+        ("2,1,-1\n", "trace {path!r} line 1: speed must be >= 0, got -1.0"),
+        ("1,1,0\n2,2,0\n3,5,0\n", "trace {path!r}: every worker is at speed 0 from t = 5 on, "
+         "before the budget 40: no gradient could ever finish after it"),
+    ],
+)  # fmt: skip
+def test_a_bad_power_trace_stops_the_run_before_anything_runs(
+    tmp_path, capsys, monkeypatch, trace, message
+):
+    """``cluster.power: trace:FILE`` is read when the config is: a bad file is one line
+    naming cluster.power, the file and its line, exit 2, nothing run or written."""
+    from jaxnigt.run import experiment
+
+    monkeypatch.setattr(experiment, "run_experiment", lambda *a, **k: pytest.fail("it ran"))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY)
+    path = tmp_path / "trace.csv"
+    if trace is not None:
+        path.write_text(trace)
+    out = tmp_path / "out"
+    argv = ["run", str(cfg), "--out", str(out), "--set", f"cluster.power=trace:{path}"]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    expected = f"jaxnigt: error: cluster.power: {message.format(path=str(path))}"
+    assert captured.err.strip().splitlines() == [expected]
+    assert captured.out == "" and not out.exists()
+
+
 @pytest.mark.parametrize("command", ["run", "plan", "sweep", "tune"])
 @pytest.mark.parametrize(
     "item, message",

@@ -435,3 +435,100 @@ def test_a_yaml_syntax_error_names_its_line(tmp_path):
     assert str(err.value).startswith(
         "hparams.eta: value '[1' is not valid YAML (column 3: expected ',' or ']'"
     )
+
+
+# ------------------------------------------------------------------ cluster.power
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (None, "trace file {path!r} does not exist"),
+        ("dir", "trace file {path!r} cannot be read: [Errno 21] Is a directory: {path!r}"),
+        (
+            b"2,1,0\n\xff\n",
+            "trace file {path!r} cannot be read: 'utf-8' codec can't decode byte 0xff in "
+            "position 6: invalid start byte",
+        ),
+        ("worker,start,speed\n2,1,-0.5\n", "trace {path!r} line 2: speed must be >= 0, got -0.5"),
+        ("2,-1,0\n", "trace {path!r} line 1: start must be >= 0, got -1.0"),
+        ("5,1,0\n", "trace {path!r} line 1: worker must be an integer in 1..4, got '5'"),
+        ("1.5,1,0\n", "trace {path!r} line 1: worker must be an integer in 1..4, got '1.5'"),
+        (
+            "2,1,0\n2,1,1\n",
+            "trace {path!r} line 2: worker 2's starts must increase, got 1.0 after 1.0",
+        ),
+        ("2,soon,0\n", "trace {path!r} line 1: not a number in '2,soon,0'"),
+        ("2,inf,0\n", "trace {path!r} line 1: values must be finite, got '2,inf,0'"),
+        (
+            "1,1,0\n2,2,0\n3,9,0\n4,3,0\n",
+            "trace {path!r}: every worker is at speed 0 from t = 9 on, before the budget 10: no "
+            "gradient could ever finish after it",
+        ),
+    ],
+)
+def test_a_bad_power_trace_is_one_error_naming_the_file_and_its_line(tmp_path, text, message):
+    path = tmp_path / "trace.csv"
+    if text == "dir":
+        path.mkdir()
+    elif isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        config_lib.from_dict(_with(cluster__power=f"trace:{path}"))
+    assert str(e.value) == "cluster.power: " + message.format(path=str(path))
+
+
+def test_a_trace_whose_workers_all_stop_after_the_budget_or_horizon_loads(tmp_path):
+    """Every worker down for good is refused only before the time the run must cover: the
+    budget, or ``cluster.power_horizon`` when set."""
+    path = tmp_path / "trace.csv"
+    path.write_text("1,1,0\n2,2,0\n3,9,0\n4,3,0\n")
+    assert config_lib.from_dict(_with(cluster__power=f"trace:{path}", budget=9.0))
+    with_horizon = _with(cluster__power=f"trace:{path}", cluster__power_horizon=5.0)
+    assert config_lib.from_dict(with_horizon).cluster.power_horizon == 5.0
+
+
+@pytest.mark.parametrize(
+    "power,changes,message",
+    [
+        ("outages:10:0", {}, "cluster.power: got 'outages:10:0'; DOWN must be > 0"),
+        ("outages:10:-2", {}, "cluster.power: got 'outages:10:-2'; DOWN must be > 0"),
+        ("outages:0:1", {}, "cluster.power: got 'outages:0:1'; UP must be > 0"),
+        (
+            "outages:often:1",
+            {},
+            "cluster.power: got 'outages:often:1'; UP must be a number, got 'often'",
+        ),
+        ("periodic:0:0", {}, "cluster.power: got 'periodic:0:0'; PERIOD must be > 0"),
+        ("periodic:4:-1", {}, "cluster.power: got 'periodic:4:-1'; LOW must be >= 0"),
+        (
+            "outages:5",
+            {},
+            "cluster.power: 'outages:5' takes 2 argument(s); allowed: constant, outages:UP:DOWN, "
+            "periodic:PERIOD:LOW or trace:FILE",
+        ),
+        (
+            "solar",
+            {},
+            "cluster.power: unknown source 'solar'; allowed: constant, outages:UP:DOWN, "
+            "periodic:PERIOD:LOW or trace:FILE",
+        ),
+        (
+            "outages:5:1",
+            {"budget": None, "max_rounds": 10},
+            "cluster.power: 'outages:5:1' needs cluster.power_horizon (or a budget): the time "
+            "it must cover",
+        ),
+        (
+            "outages:5:1",
+            {"cluster__power_horizon": 0},
+            "cluster.power_horizon: got 0.0; expected a finite number > 0",
+        ),
+    ],
+)
+def test_a_bad_power_spec_is_one_error_naming_cluster_power(power, changes, message):
+    with pytest.raises(ConfigError) as e:
+        config_lib.from_dict(_with(cluster__power=power, **changes))
+    assert str(e.value) == message
