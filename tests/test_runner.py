@@ -202,3 +202,69 @@ def test_every_engine_is_evaluated_on_the_time_grid(algorithm):
         grid = min((math.floor(before / every + 1e-6) + 1) * every, budget)
         assert grid - 1e-4 <= t <= grid + one + 1e-4, (before, t, grid, one)
     assert np.max(np.diff(times)) <= 1.1 * every + one + 1e-4
+
+
+@pytest.mark.parametrize("every_time", [None, 2.0])
+def test_a_round_that_can_never_end_stops_the_run_at_its_last_finite_time(tmp_path, every_time):
+    """Sync NIGT waits for every worker; worker 2 goes down for good at t = 5 (h = 1: rounds
+    end at 1, 2, ..., 5), so round 6 never ends (its simulated time is not finite).  The run
+    stops at t = 5 with one line, its last evaluation is of the state at t = 5, and every row
+    it keeps is finite: the run's CSV and summary read as a run that ended at 5.  Chunks by
+    steps (a scan) and on the time grid (a while loop) alike."""
+    from jaxnigt import config as config_lib
+    from jaxnigt.run import metrics
+
+    trace = tmp_path / "down.csv"
+    trace.write_text("worker,start,speed\n2,5,0\n")
+    raw = {
+        "env": {"name": "lqr1d"},
+        "cluster": {"n": 3, "h": 1.0, "power": f"trace:{trace}"},
+        "algorithms": ["sync_nigt"],
+        "budget": 100.0,
+        "seeds": 2,
+        "eval": {"every": 2, "every_time": every_time, "episodes": 2},
+    }
+    logged = []
+    out = loop.run_algorithm(
+        config_lib.from_dict(raw), "sync_nigt", progress=False, log=logged.append
+    )
+    assert logged[-1] == (
+        "[jaxnigt] sync_nigt: no round can end after t = 5 (a worker it waits for is down for "
+        "good: cluster.power); the run stops there"
+    )
+    assert sum("no round can end" in line for line in logged) == 1
+    active = out["active"]
+    for b in range(2):
+        np.testing.assert_array_equal(out["sim_time"][b][active[b]], [0, 1, 2, 3, 4, 5])
+        assert out["evaluated"][b][active[b]][-1]  # evaluated at t = 5
+        assert np.isfinite(out["eval_return"][b][active[b]][-1])
+    rows = metrics.metric_rows("sync_nigt", out)
+    assert [r["sim_time"] for r in rows if r["seed"] == 0] == ["0", "1", "2", "3", "4", "5"]
+    assert not out["diverged"].any()
+
+
+def test_seeds_whose_round_never_ends_stop_and_the_others_go_on():
+    """The bookkeeping alone: a chunk that found seed 1's next step never ends stops seed 1
+    (budget -inf, one line naming it) while seed 0 goes on; under constant power a
+    non-finite time is a bug and stops the run."""
+    run = _run(_last())
+    run.stalled, run.stalls = np.zeros(2, bool), np.array([False, True])
+    run.state = types.SimpleNamespace(counters=types.SimpleNamespace(time=np.array([3.0, 7.5])))
+    trainer = types.SimpleNamespace(
+        setup=types.SimpleNamespace(cluster=types.SimpleNamespace(power="a trace")),
+        algorithm=types.SimpleNamespace(trajectories_per_update=1),
+    )
+    run.trainer = trainer
+    logged = []
+    loop._stalls(run, "afedpg", logged.append)
+    assert logged == [
+        "[jaxnigt] afedpg: no update can end after t = 7.5 (every worker it waits for is down "
+        "for good: cluster.power); seed 1 stop there (the others go on)"
+    ]
+    np.testing.assert_array_equal(run.budgets, [10.0, -np.inf])
+    loop._stalls(run, "afedpg", logged.append)  # reported once
+    assert len(logged) == 1
+    run.stalls = np.array([True, False])
+    trainer.setup.cluster.power = None
+    with pytest.raises(loop.RunError, match=r"^afedpg: simulated time is not finite after t = 3 "):
+        loop._stalls(run, "afedpg", logged.append)

@@ -9,6 +9,9 @@ followed by an evaluation of the deploy params: every engine is then evaluated a
 loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
 checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
 it; :mod:`jaxnigt.run.evaluations` says which step of each seed an evaluation belongs to.
+A seed whose next step can never end (simulated time not finite: a round that waits for a
+worker down for good under ``cluster.power``) stops at its last finite time with one log
+line; its rows up to there are its results (:meth:`Trainer.run_chunk` drops the step).
 :func:`run_algorithm` drives them, with a progress bar and the compile time it measured;
 :mod:`jaxnigt.run.experiment` runs every algorithm of a config into a run directory.
 """
@@ -28,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnigt.algorithms.core import select
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import checkpoint, devices
 from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
@@ -70,9 +74,13 @@ class _Run:
     state: Any = None
     compile_seconds: float = 0.0
     last_eval: np.ndarray | None = None  # [B] each seed's latest evaluation return
+    stalled: np.ndarray | None = None  # [B] bool: its next step can never end (stopped)
+    stalls: np.ndarray | None = None  # [B] bool: seeds the last chunk found stalled
 
     def __post_init__(self):
         self.last_eval = np.full(len(self.budgets), np.nan, np.float32)
+        self.stalled = np.zeros(len(self.budgets), bool)
+        self.stalls = np.zeros(len(self.budgets), bool)
 
     @property
     def batch(self) -> int:
@@ -235,9 +243,13 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
     run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
     _record(run, initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
     if run.first_step is not None:  # round 0 with M_init != M: its own compiled shape
-        run.state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
-        m0 = {**m0._asdict(), "active": np.ones(run.batch, bool)}
-        m0 = jax.tree.map(lambda x: x[:, None], to_host(m0))
+        state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
+        m0 = to_host(m0._asdict())
+        run.stalls = ~np.isfinite(m0["sim_time"])  # round 0 never ends: it never happened
+        if run.stalls.any():
+            state = jax.vmap(select)(jnp.asarray(run.stalls), run.state, state)
+        run.state = state
+        m0 = jax.tree.map(lambda x: x[:, None], {**m0, "active": ~run.stalls})
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
@@ -249,6 +261,7 @@ def next_chunk(run: _Run, stop: StopFlag | None = None) -> None:
     started = time.perf_counter()
     state, metrics, returns = run.program(run.state, keys, np.bool_(True), run.budgets)
     metrics = to_host(wait(metrics, stop))
+    run.stalls = metrics.pop("stalled").any(axis=1)  # steps that never end (not taken)
     run.state, run.chunks = state, run.chunks + 1
     if stop is not None:
         stop.chunk_seconds = time.perf_counter() - started
@@ -293,9 +306,37 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
     run.budgets[run.diverged] = -np.inf
 
 
+def _stalls(run: _Run, algorithm: str, log) -> None:
+    """Seeds whose next step can never end (its simulated time is not finite: a round that
+    waits for a worker down for good, ``cluster.power``) stop at their last finite time, with
+    one line; under constant power that is a bug, and stops the run."""
+    fresh = run.stalls & ~run.stalled & ~run.diverged
+    run.stalls = np.zeros_like(run.stalled)
+    if not fresh.any():
+        return
+    times = np.asarray(to_host(run.state.counters.time), np.float64)[fresh]
+    low, high = float(times.min()), float(times.max())
+    after = f"t = {low:g}" if low == high else f"t = {low:g} to {high:g}"
+    if run.trainer.setup.cluster.power is None:
+        raise RunError(f"{algorithm}: simulated time is not finite after {after} (a bug)")
+    run.stalled |= fresh
+    run.budgets[run.stalled] = -np.inf
+    if run.trainer.algorithm.trajectories_per_update is None:  # a step is a round
+        what, why = "round", "a worker it waits for is down for good"
+    else:
+        what, why = "update", "every worker it waits for is down for good"
+    if (~run.stalled & ~run.diverged).any():
+        seeds = sorted({run.first_seed + int(b) % run.num_seeds for b in np.nonzero(fresh)[0]})
+        whom = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))} stop there"
+        whom += " (the others go on)"
+    else:
+        whom = "the run stops there"
+    log(f"[jaxnigt] {algorithm}: no {what} can end after {after} ({why}: cluster.power); {whom}")
+
+
 def _finished(run: _Run, bar: Progress) -> bool:
     """Whether every running seed has crossed the budget (or the step cap); updates the bar."""
-    running = ~run.diverged
+    running = ~run.diverged & ~run.stalled
     if not running.any():
         return True
     clock_time, steps = to_host((run.state.counters.time, run.state.steps))
@@ -361,6 +402,7 @@ def run_algorithm(
                 bar.start()
             while True:
                 _health(run, algorithm, config.on_nonfinite == "mark", log)
+                _stalls(run, algorithm, log)
                 if _finished(run, bar):
                     break
                 if stop is not None and stop.requested:

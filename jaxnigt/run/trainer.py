@@ -181,12 +181,18 @@ class Trainer:
 
     def clock(self, steps: int = 16) -> tuple[float, float]:
         """``(trajectories per step, simulated time per step)``: means over ``steps`` steps of
-        the algorithm's clock alone (:attr:`Algorithm.simulate_clock`, key 0; no rollouts)."""
+        the algorithm's clock alone (:attr:`Algorithm.simulate_clock`, key 0; no rollouts).
+        Only the steps before one that can never end count (a worker down for good under
+        ``cluster.power``: its end is not finite); the time is inf when the first cannot."""
         if self.algorithm.simulate_clock is None:
             raise ValueError(f"{self.name} has no simulated clock")
         simulate = _clock_program(self)
         trajectories, ends = (np.asarray(x, np.float64) for x in simulate(jax.random.key(0), steps))
-        return float(trajectories.mean()), float(ends[-1] / steps)
+        finite = np.isfinite(ends)
+        k = steps if finite.all() else int(np.argmin(finite))
+        if k == 0:
+            return float(trajectories[0]), float("inf")
+        return float(trajectories[:k].mean()), float(ends[k - 1] / k)
 
     def eval_every(self, every: int, every_time: float | None) -> int:
         """Steps per evaluation chunk: ``every``, or with ``every_time`` the number of steps
@@ -226,6 +232,11 @@ class Trainer:
         ``active = False``: under ``vmap`` every seed stops exactly at the first step that
         crosses the budget, whatever the other seeds do.
 
+        A step that would end at a time that is not finite (a round that waits for a worker
+        down for good, ``cluster.power``) never happens: it is a no-op too, its metrics carry
+        ``active = False`` and ``stalled = True``, and the state stays at its last finite
+        time (the runner then stops that seed: :mod:`jaxnigt.run.loop`).
+
         With ``until`` (a simulated time; the next evaluation time of :meth:`eval_chunk`),
         the chunk also ends at the first step that reaches ``until``, and each step is
         given ``min(budget, until)`` as its budget, so that a step made of several updates
@@ -239,10 +250,12 @@ class Trainer:
         if until is None:
 
             def body(s, _):
-                active = (s.counters.time < budget) & (s.steps < max_rounds)
+                live = (s.counters.time < budget) & (s.steps < max_rounds)
                 new, metrics = self.step(s, budget)
+                stalled = live & ~jnp.isfinite(new.counters.time)
+                active = live & ~stalled
                 new = core.select(active, new, s)
-                return new, {**metrics._asdict(), "active": active}
+                return new, {**metrics._asdict(), "active": active, "stalled": stalled}
 
             return jax.lax.scan(body, state, None, length=length)
         stop = jnp.minimum(jnp.asarray(budget, jnp.float32), until)
@@ -250,16 +263,19 @@ class Trainer:
         shapes = jax.eval_shape(lambda s: self.step(s, stop)[1], state)._asdict()
         rows = {k: jnp.zeros((length, *x.shape), x.dtype) for k, x in shapes.items()}
         rows["active"] = jnp.zeros((length,), bool)
+        rows["stalled"] = jnp.zeros((length,), bool)
 
         def one(carry):
-            i, s, out = carry
+            i, s, out, _ = carry
             new, metrics = self.step(s, stop)
-            row = {**metrics._asdict(), "active": jnp.bool_(True)}
+            stalled = ~jnp.isfinite(new.counters.time)
+            row = {**metrics._asdict(), "active": ~stalled, "stalled": stalled}
             out = {k: out[k].at[i].set(row[k]) for k in out}
-            return i + 1, new, out
+            return i + 1, core.select(stalled, s, new), out, stalled
 
-        carry = (jnp.int32(0), state, rows)
-        _, state, rows = jax.lax.while_loop(lambda c: (c[0] < length) & live(c[1]), one, carry)
+        carry = (jnp.int32(0), state, rows, jnp.bool_(False))
+        going = lambda c: (c[0] < length) & live(c[1]) & ~c[3]
+        _, state, rows, _ = jax.lax.while_loop(going, one, carry)
         return state, rows
 
     def eval_chunk(self, every: int, every_time: float | None) -> tuple[int, float | None]:
