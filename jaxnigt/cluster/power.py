@@ -157,7 +157,8 @@ def _stretch(row: PowerTrace, t: jax.Array) -> jax.Array:
 
 def _clock_at(at_start: jax.Array, rate: jax.Array, row: PowerTrace, t: jax.Array) -> jax.Array:
     j = _stretch(row, t)
-    return at_start[j] + rate[j] * (t - row.start[j])
+    # A stopped clock stays put, also at t = inf (a worker down for good: 0 * inf is nan).
+    return at_start[j] + jnp.where(rate[j] > 0, rate[j] * (t - row.start[j]), 0.0)
 
 
 def _first_time(at_start, end, rate, row: PowerTrace, value: jax.Array):

@@ -253,7 +253,7 @@ def _allreduce_while_down(model, kappa, counts, t_collect_end, most):
     if model.allreduce == "all":
         inside = jnp.ones((n,), bool)
         done = power.joint_exchange_end(trace, inside, t_collect_end, jnp.max(kappa))
-        return done - t_collect_end, jnp.full((n,), done)
+        return _waited(done, t_collect_end), jnp.full((n,), done)
     inside = counts >= 1
     kappa_p = jnp.max(jnp.where(inside, kappa, 0.0))
     size = min(n, int(most))
@@ -262,7 +262,13 @@ def _allreduce_while_down(model, kappa, counts, t_collect_end, most):
     done = power.joint_exchange_end(trace.take(rows), member, t_collect_end, kappa_p)
     own = power.exchange_end(trace, jnp.full(kappa.shape, t_collect_end), kappa)
     ready = jnp.where(inside, done, jnp.maximum(done, own))
-    return done - t_collect_end, ready
+    return _waited(done, t_collect_end), ready
+
+
+def _waited(done: jax.Array, t_collect_end: jax.Array) -> jax.Array:
+    """The AllReduce's time ``done - T``; 0 for a collection that never ends (``T = inf``,
+    whose round then ends at inf, not at ``inf - inf = nan``)."""
+    return jnp.where(done > t_collect_end, done - t_collect_end, 0.0)
 
 
 def _in_flight(
