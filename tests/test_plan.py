@@ -259,3 +259,90 @@ def test_a_compiled_step_larger_than_the_device_is_a_problem_of_the_plan():
         "hparams.M = 10,000: one step of rennala_nigt (2 runs), compiled, needs at least "
     ), row["problem"]
     assert "of the test's limit; the largest hparams.M that fits is about" in row["problem"]
+
+
+# ------------------------------------------------------------------ power traces
+
+_LQR = {
+    "env": {"name": "lqr1d"},
+    "cluster": {"n": 4, "h": 1.0},
+    "budget": 50.0,
+    "seeds": 2,
+    "algorithms": ["sync_nigt"],
+}
+
+
+def test_the_plan_prints_the_power_traces_memory(tmp_path, capsys):
+    """A file's trace is one, shared by the runs; outages are drawn per run (per seed)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("2,1.5,0\n2,6,1\n")
+    path = tmp_path / "c.yaml"
+    path.write_text(config_lib.dump(config_lib.from_dict(_LQR)))
+    for spec, per_run in ((f"trace:{trace}", False), ("outages:5:1", True)):
+        argv = ["plan", str(path), "--no-memory", "--set", f"cluster.power={spec}"]
+        assert cli.main(argv) == 0
+        out = capsys.readouterr().out.splitlines()
+        stretches = sizing.trace_size(spec, 4, 50.0).stretches
+        size = 4 * stretches * 24
+        copies = "one per run (drawn per seed)" if per_run else "one, shared by the runs"
+        assert (
+            f"power trace (cluster.power = {spec}): 4 workers × {stretches} stretches × 6 "
+            f"float32 arrays = {size / 1024:.1f} KiB, {copies}"
+        ) in out
+        header = next(line for line in out if line.lstrip().startswith("algorithm"))
+        row = next(line for line in out if line.lstrip().startswith("sync_nigt"))
+        assert "power trace MB" in header
+        assert f"{size * (2 if per_run else 1) / 2**20:,.3g}" in row.split()
+    assert cli.main(["plan", str(path), "--no-memory"]) == 0
+    assert "power trace" not in capsys.readouterr().out  # constant power: no trace
+
+
+@pytest.mark.parametrize(
+    "spec, hint",
+    [
+        (
+            "periodic:0.5:0",
+            "a longer PERIOD or a shorter cluster.power_horizon (default: the budget)",
+        ),
+        (
+            "outages:0.5:0.5",
+            "a shorter cluster.power_horizon (default: the budget), longer UP and DOWN means, or "
+            "fewer seeds",
+        ),
+    ],
+)  # fmt: skip
+def test_a_power_trace_that_cannot_fit_is_one_line_before_it_is_built(
+    tmp_path, capsys, monkeypatch, spec, hint
+):
+    """Sized from the spec alone (its trace is never laid out): the plan and the check before
+    a run both refuse it, naming cluster.power, with exit 2."""
+    from jaxnigt.cluster import power
+
+    limit = (2**20, "the test's limit")
+    monkeypatch.setattr(sizing, "device_limit", lambda: limit)
+    real = power.periodic_trace  # laid out only over one period, to check its numbers
+
+    def periodic(n, period, low, horizon):
+        assert horizon <= period, "the periodic trace was built over its horizon"
+        return real(n, period, low, horizon)
+
+    monkeypatch.setattr(power, "periodic_trace", periodic)
+    monkeypatch.setattr(power, "draw_outages", lambda *a: pytest.fail("outages drawn"))
+    raw = {**_LQR, "cluster": {**_LQR["cluster"], "power": spec, "power_horizon": 5000.0}}
+    cfg = config_lib.from_dict(raw)
+    trace = sizing.trace_size(spec, 4, 5000.0)
+    size = trace.bytes(4, 2)
+    each = ", one per run (2 runs: outages are drawn per run)" if trace.per_run else ""
+    message = (
+        f"cluster.power: the trace of {spec!r} has 4 workers × {trace.stretches:,} stretches "
+        f"× 6 float32 arrays{each}: at least {sizing.size_text(size)}, more than the 1.0 MiB "
+        f"of the test's limit beside the cluster's time model; {hint}"
+    )
+    with pytest.raises(sizing.SizeError) as e:
+        plan.preflight(cfg)
+    assert str(e.value) == message
+    path = tmp_path / "c.yaml"
+    path.write_text(config_lib.dump(cfg))
+    assert cli.main(["plan", str(path), "--no-memory"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"jaxnigt: error: {message}"]

@@ -100,3 +100,44 @@ def test_a_size_other_than_n_is_named_in_the_message():
     )
     assert text.startswith("hparams.M = 1,000,000,000: the rollouts needs at least 93.1 GiB")
     assert text.endswith(f"the largest hparams.M that fits is about {LIMIT[0] // 100:,}")
+
+
+# ------------------------------------------------------------------ power traces
+
+
+@pytest.mark.parametrize(
+    "spec, horizon",
+    [
+        ("constant", None),
+        ("periodic:2:0", 9.0),
+        ("periodic:0.3:0.5", 10.0),
+        ("periodic:7:0", 3.0),
+        ("outages:5:1", 50.0),
+        ("outages:sqrt:2", 30.0),
+    ],
+)
+def test_trace_stretches_are_those_the_trace_is_built_with(spec, horizon):
+    """K from the spec alone (nothing n × K built) is the K ``power.build`` lays out; outages
+    are drawn per run."""
+    from jaxnigt.cluster import power
+
+    size = sizing.trace_size(spec, 3, horizon)
+    built = power.build(spec, 3, horizon)
+    if built is None:
+        assert size is None
+        return
+    assert size == (spec, power.stretches(built), isinstance(built, power.Outages))
+    assert size.bytes(3, 5) == 3 * size.stretches * 24 * (5 if size.per_run else 1)
+
+
+def test_trace_stretches_of_a_file_count_its_rows(tmp_path):
+    """Worker 1 changes at 0 and 2 (2 stretches), worker 2 at 1.5 and 6 (3: speed 1 before
+    its first row), worker 3 is not listed (1)."""
+    from jaxnigt.cluster import power
+
+    path = tmp_path / "t.csv"
+    path.write_text("worker,start,speed\n1,0,0.5\n1,2,1\n2,1.5,0\n2,6,1\n")
+    assert sizing.trace_size(f"trace:{path}", 3, None) == (f"trace:{path}", 3, False)
+    assert power.stretches(power.build(f"trace:{path}", 3, None)) == 3
+    assert sizing.trace_bytes(3, 3) == 3 * 3 * 6 * 4
+    assert sizing.trace_bytes(10, 25, 5) == 10 * 25 * 6 * 4 * 5

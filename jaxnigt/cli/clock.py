@@ -50,14 +50,14 @@ over steps and the link's utilisation.
 ``trace:FILE``; docs/cluster_model.md, "Computation power"): a drawn or periodic power needs
 ``--power-horizon``, the time it covers (the clock has no budget), and outages are drawn from
 the ``--seed`` key (:func:`jaxnigt.cluster.model.realize`, as every clock and run draws
-them).  A trace file in which every worker is down for good is refused; a round (or
-arrival) that can never end gets non-finite times, with a note on stderr.
+them; :mod:`jaxnigt.cli.clock_power` checks them).  A round (or arrival) that can never end
+gets non-finite times, with a note on stderr.
 
 This module is the command only: it reads the flags through the config's own schema and
 checks (the cluster's flags are a :class:`~jaxnigt.config.schema.ClusterConfig`, the rule's
 sizes the :class:`~jaxnigt.config.schema.HParams` keys of the same meaning, each named by its
-flag in an error), builds the cluster model (:func:`jaxnigt.cluster.model.from_config`) and
-passes it whole to :mod:`jaxnigt.cluster.simulation`; :mod:`jaxnigt.cli.clock_output` writes
+flag in an error) and builds the cluster model (:func:`jaxnigt.cluster.model.from_config`);
+:mod:`jaxnigt.cli.clock_output` passes it whole to :mod:`jaxnigt.cluster.simulation` and writes
 the CSV and the summary (theory values from :mod:`jaxnigt.cluster.theory`).  The named
 choices' flags (``--inflight``, ``--link``, ``--allreduce``) come from
 :data:`jaxnigt.cluster.model.CHOICES`, as the config's keys do.
@@ -78,12 +78,11 @@ import os
 import sys
 from typing import Any
 
-import jax
 import numpy as np
 
-from jaxnigt.cli import clock_output
+from jaxnigt.cli import clock_output, clock_power
 from jaxnigt.cluster import model, power, schedules, simulation, timing
-from jaxnigt.config import checks, schema
+from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import sizing
 
 RULES = (*simulation.ROUND_RULES, "async", "ringmaster", "seed")
@@ -205,41 +204,15 @@ def _message(args: argparse.Namespace, n: int, cluster: Any) -> np.ndarray | Non
     return kappa * float(size) ** 0.25
 
 
-def _check_power(cluster: Any) -> None:
-    """What ``--power`` needs beyond the config's checks: a drawn or periodic trace the time
-    it covers (``--power-horizon``: the clock has no budget), and a trace file in which some
-    worker is up again after any time (the clock runs its rounds whatever their time)."""
-    source, args = power.parse_power(cluster.power)  # the schema checked it
-    try:
-        if source in ("outages", "periodic"):  # its numbers first (a short horizon: cheap)
-            power.check_spec(cluster.power, cluster.n, 1.0)
-        if source == "trace":
-            down = power.all_down_from(power.read_trace_rows(args[0], cluster.n), cluster.n)
-    except power.TraceError as e:
-        raise FlagError("--power", schema.power_text(e)) from None
-    if source in ("outages", "periodic") and cluster.power_horizon is None:
-        raise FlagError(
-            "--power-horizon",
-            f"required with --power {cluster.power}: the simulated time the {source} trace "
-            "covers (a number > 0; past it every worker is up at speed 1)",
-        )
-    if source != "trace":
-        return
-    if down < float("inf"):
-        raise FlagError(
-            "--power",
-            f"trace {args[0]!r}: every worker is at speed 0 from t = {down:g} on: no gradient "
-            "could ever finish after it",
-        )
-
-
 def _build(cluster: Any, **kw: Any) -> model.ClusterModel:
-    """The cluster model of the flags (a power spec's error names ``--power``)."""
-    _check_power(cluster)
+    """The cluster model of the flags (a power spec's error names its flag)."""
+    found = clock_power.problem(cluster)
+    if found is not None:
+        raise FlagError(*found)
     try:
         return model.from_config(cluster, **kw)
     except power.TraceError as e:
-        raise FlagError("--power", schema.power_text(e)) from None
+        raise FlagError("--power", loader.power_text(e)) from None
 
 
 def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
@@ -339,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
     try:
-        status = _simulate(settings, cluster)
+        status = clock_output.simulate(settings, cluster)
     except OSError as e:  # the CSV is written atomically: nothing is left behind
         if e.filename != settings.out:  # not the CSV's write (it names its file)
             raise
@@ -352,60 +325,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         print(f"[jaxnigt] wrote {os.path.abspath(settings.out)} (the default --out)")
     return status
-
-
-def _simulate(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
-    """Simulates the settings' rule on ``cluster``, writes its CSV and prints its summary."""
-    key = jax.random.key(settings.seed)
-    if settings.rule == "seed":
-        final, batches, _ = simulation.simulate_seed(
-            cluster,
-            key,
-            horizon=settings.horizon,
-            batch=settings.batch,
-            updates=settings.rounds,
-            inference=settings.inference_time,
-            learner_time=settings.learner_time,
-        )
-        final, batches = jax.tree.map(np.asarray, (final, batches))
-        lines, lag = clock_output.seed_rows(batches)
-        clock_output.write_lines(settings.out, lines)
-        print(clock_output.seed_summary(settings, cluster, final, batches, lag))
-        return _note(clock_output.never_ends("trajectory", batches.time.reshape(-1)))
-    if settings.rule == "ringmaster":
-        final, ev = simulation.simulate_ringmaster(
-            cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
-        )
-        final, ev = jax.tree.map(np.asarray, (final, ev))
-        clock_output.write_ringmaster_csv(settings.out, ev)
-        print(clock_output.ringmaster_summary(settings, cluster, final, ev))
-        return _note(clock_output.never_ends("exchange", ev.arrival.time))
-    if settings.rule == "async":
-        final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
-        final, arr = jax.tree.map(np.asarray, (final, arr))
-        clock_output.write_async_csv(settings.out, arr)
-        print(clock_output.async_summary(settings, cluster, final, arr))
-        return _note(clock_output.never_ends("arrival", arr.time))
-    res = simulation.simulate_rule_rounds(
-        cluster,
-        key,
-        rule=settings.rule,
-        M=settings.M,
-        rounds=settings.rounds,
-        capacity=settings.capacity,
-        per_worker=settings.per_worker,
-    )
-    res = jax.tree.map(np.asarray, res)
-    clock_output.write_csv(settings.out, res, cluster.n)
-    print(clock_output.summary(settings, cluster, res))
-    return _note(clock_output.never_ends("round", res["t_end"]))
-
-
-def _note(note: str | None) -> int:
-    """Prints a note of the simulation (one line on stderr); the clock's status is 0."""
-    if note is not None:
-        print(f"jaxnigt clock: note: {note}", file=sys.stderr)
-    return 0
 
 
 def _one_line_error(parser: argparse.ArgumentParser):
@@ -430,17 +349,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     for choice in model.CHOICES:
         help_text = f"{'|'.join(choice.values)}: {choice.help}"
         p.add_argument(f"--{choice.name}", default=choice.default, help=help_text)
-    p.add_argument(
-        "--power",
-        default="constant",
-        help=f"each worker's computation power over time: {power.SOURCE_TEXT} (a CSV of "
-        "worker,start,speed rows; docs/cluster_model.md)",
-    )
-    p.add_argument(
-        "--power-horizon",
-        default=None,
-        help="the simulated time a drawn (outages) or periodic --power covers (required with them)",
-    )
+    clock_power.add_arguments(p)
     p.add_argument("--R", default=None, help="ringmaster: delay threshold R (>= 1; default n)")
     p.add_argument(
         "--stops", action="store_true", help="ringmaster: cancel a gradient when its delay is R"

@@ -1,6 +1,6 @@
-"""``jaxnigt clock``'s output: the CSV of each rule (one row per round, arrival or
-trajectory, written atomically) and its one-line summary (:mod:`jaxnigt.cli.clock` validates
-the flags and runs the simulation).
+"""``jaxnigt clock``'s output: the simulation of the settings' rule (:func:`simulate`), the CSV
+of each rule (one row per round, arrival or trajectory, written atomically) and its one-line
+summary (:mod:`jaxnigt.cli.clock` validates the flags and builds the cluster model).
 
 The summaries take the rule's settings (``settings``: ``rule``, ``rounds``, ``out`` and the
 rule's sizes, as :func:`jaxnigt.cli.clock.validate` returns them) and the cluster model
@@ -9,11 +9,13 @@ rule's sizes, as :func:`jaxnigt.cli.clock.validate` returns them) and the cluste
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+import jax
 import numpy as np
 
-from jaxnigt.cluster import events, theory
+from jaxnigt.cluster import events, simulation, theory
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
@@ -200,3 +202,59 @@ def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.n
         f"-> {settings.out}",
     ]
     return " ".join(parts)
+
+
+def simulate(settings: Any, cluster: ClusterModel) -> int:
+    """Simulates the settings' rule on ``cluster`` (:mod:`jaxnigt.cluster.simulation`), writes
+    its CSV and prints its summary; returns the exit status (0; a clock whose times stop
+    being finite also prints a note on stderr)."""
+    key = jax.random.key(settings.seed)
+    if settings.rule == "seed":
+        final, batches, _ = simulation.simulate_seed(
+            cluster,
+            key,
+            horizon=settings.horizon,
+            batch=settings.batch,
+            updates=settings.rounds,
+            inference=settings.inference_time,
+            learner_time=settings.learner_time,
+        )
+        final, batches = jax.tree.map(np.asarray, (final, batches))
+        lines, lag = seed_rows(batches)
+        write_lines(settings.out, lines)
+        print(seed_summary(settings, cluster, final, batches, lag))
+        return _note(never_ends("trajectory", batches.time.reshape(-1)))
+    if settings.rule == "ringmaster":
+        final, ev = simulation.simulate_ringmaster(
+            cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
+        )
+        final, ev = jax.tree.map(np.asarray, (final, ev))
+        write_ringmaster_csv(settings.out, ev)
+        print(ringmaster_summary(settings, cluster, final, ev))
+        return _note(never_ends("exchange", ev.arrival.time))
+    if settings.rule == "async":
+        final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
+        final, arr = jax.tree.map(np.asarray, (final, arr))
+        write_async_csv(settings.out, arr)
+        print(async_summary(settings, cluster, final, arr))
+        return _note(never_ends("arrival", arr.time))
+    res = simulation.simulate_rule_rounds(
+        cluster,
+        key,
+        rule=settings.rule,
+        M=settings.M,
+        rounds=settings.rounds,
+        capacity=settings.capacity,
+        per_worker=settings.per_worker,
+    )
+    res = jax.tree.map(np.asarray, res)
+    write_csv(settings.out, res, cluster.n)
+    print(summary(settings, cluster, res))
+    return _note(never_ends("round", res["t_end"]))
+
+
+def _note(note: str | None) -> int:
+    """Prints a note of the simulation (one line on stderr); the clock's status is 0."""
+    if note is not None:
+        print(f"jaxnigt clock: note: {note}", file=sys.stderr)
+    return 0

@@ -10,6 +10,8 @@ the bad value and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,16 +22,55 @@ from jaxnigt import algorithms
 from jaxnigt.cluster import power
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
-from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams, power_text
+from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
 from jaxnigt.config.text import apply_overrides, parse_override, read_yaml
 
 
+def power_text(error: Exception) -> str:
+    """A power spec's error (:class:`jaxnigt.cluster.power.TraceError`) as the rest of a line
+    that already names the key or flag (``cluster.power: ...``, ``--power: ...``): without
+    its own ``power`` prefix, a spec's own complaint as ``got SPEC; ...``."""
+    text = str(error).removeprefix("power: ")
+    spec = re.match(r"power ('[^']*'|\"[^\"]*\"): (.*)$", text)
+    if spec:
+        return f"got {spec[1]}; {spec[2]}"
+    return text.removeprefix("power ")
+
+
+def one_period(spec: str) -> float:
+    """A horizon that checks a periodic power spec's numbers with a few stretches, not its
+    whole trace (one period; 1 when PERIOD is no positive number, which the check names)."""
+    try:
+        period = float(spec.split(":")[1])
+    except (IndexError, ValueError):
+        return 1.0
+    return period if math.isfinite(period) and period > 0 else 1.0
+
+
 def _check_power(cfg: ExperimentConfig) -> None:
-    """``cluster.power`` against n and the time it must cover (reads a trace file)."""
+    """``cluster.power`` against n and the time it must cover (reads a trace file).  Nothing
+    of size n × K is built here: a periodic spec's numbers are checked on a short horizon and
+    a trace file's rows are read, not laid out, so that ``jaxnigt plan`` (and the check before
+    a run) can size the trace first (:func:`jaxnigt.run.plan.power_trace`)."""
     c = cfg.cluster
     horizon = c.power_horizon if c.power_horizon is not None else cfg.budget
+    until = "cluster.power_horizon" if c.power_horizon is not None else "the budget"
     try:
+        source, args = power.parse_power(c.power)
+        if source == "trace":
+            down = power.all_down_from(power.read_trace_rows(args[0], c.n), c.n)
+            if horizon is not None and down < horizon:
+                raise ConfigError(
+                    f"cluster.power: trace {args[0]!r}: every worker is at speed 0 from "
+                    f"t = {down:g} on, before {until} {horizon:g}: no gradient could ever "
+                    "finish after it"
+                )
+            return
+        if source == "periodic" and horizon is not None:  # its numbers, not its n × K trace
+            horizon = one_period(c.power)
         power.check_spec(c.power, c.n, horizon)
+    except ConfigError:
+        raise
     except ValueError as e:
         raise ConfigError(f"cluster.power: {power_text(e)}") from None
 

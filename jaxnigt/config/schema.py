@@ -39,7 +39,6 @@ text is :mod:`jaxnigt.config.text`.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,24 +100,13 @@ def _noise(path, v, ctx):
     return v
 
 
-def power_text(error: Exception) -> str:
-    """A power spec's error (:class:`jaxnigt.cluster.power.TraceError`) as the rest of a line
-    that already names the key or flag (``cluster.power: ...``, ``--power: ...``): without
-    its own ``power`` prefix, a spec's own complaint as ``got SPEC; ...``."""
-    text = str(error).removeprefix("power: ")
-    spec = re.match(r"power ('[^']*'|\"[^\"]*\"): (.*)$", text)
-    if spec:
-        return f"got {spec[1]}; {spec[2]}"
-    return text.removeprefix("power ")
-
-
 def _power(path, v, ctx):
     if not isinstance(v, str):
         raise ConfigError(f"{path}: got {v!r}; expected {power.SOURCE_TEXT}")
     try:
         power.parse_power(v)
     except ValueError as e:
-        raise ConfigError(f"{path}: {power_text(e)}") from None
+        raise ConfigError(f"{path}: {str(e).removeprefix('power: ')}") from None
     return v
 
 

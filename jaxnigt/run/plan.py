@@ -17,6 +17,11 @@ capacity, seeds × grid points, the horizon, ...); each row also carries that lo
 the device is named too.  An event engine's clock at large n (each exchange of a step looks at all n
 workers) is not simulated past :data:`CLOCK_WORK_LIMIT` operations: its row says so instead
 of a step time.
+
+A config with a computation-power trace (``cluster.power``) has its trace sized from its spec
+alone (:func:`power_trace`: K stretches per worker, n × K × 6 float32 arrays, one copy per run
+for outages drawn per run) in the first stage, before it is built; one that does not fit is
+refused, and the plan prints its memory.
 """
 
 from __future__ import annotations
@@ -213,13 +218,25 @@ class Floor(NamedTuple):
     largest: str = ""
 
 
+def power_trace(config: ExperimentConfig) -> sizing.TraceSize | None:
+    """The size of ``config``'s power trace from its spec alone (:func:`jaxnigt.run.sizing.
+    trace_size`; None: constant power)."""
+    c = config.cluster
+    horizon = c.power_horizon if c.power_horizon is not None else config.budget
+    return sizing.trace_size(c.power, c.n, horizon)
+
+
 def _check_cluster(config: ExperimentConfig, limit: tuple[int, str]) -> None:
     """The first stage of :func:`memory_floors`, from n alone: the time model on the host and
-    every run's per-worker state (each engine's holds one float32 per worker at least)."""
+    every run's per-worker state (each engine's holds one float32 per worker at least), and
+    the power trace (:func:`power_trace`) beside them."""
     runs = max(batch_size(config, a) for a in config.algorithms)
     floor = lambda m: sizing.cluster_bytes(m) + 4 * runs * m
     what = "the cluster's time model and every run's per-worker state"
     sizing.check(what, floor, config.cluster.n, limit)
+    trace = sizing.trace_problem(power_trace(config), config.cluster.n, runs, floor, limit)
+    if trace is not None:
+        raise sizing.SizeError(f"cluster.power: {trace}")
 
 
 def memory_floors(
@@ -300,6 +317,8 @@ def plan_algorithm(
     tr = trainer or make_trainer(config, algorithm)
     batch = batch_size(config, algorithm)
     row = {"algorithm": algorithm, "n": tr.setup.n, "runs": batch, "clock_work": None}
+    trace = power_trace(config)
+    row["trace_mb"] = trace.bytes(tr.setup.n, batch) / 2**20 if trace is not None else None
     if tr.clock_work(CLOCK_STEPS) > CLOCK_WORK_LIMIT:
         row["clock_work"] = tr.clock_work(1)
         per_step = step_time = steps = updates = env_steps = None
@@ -381,6 +400,9 @@ def table(rows: list[dict], config: ExperimentConfig) -> str:
         ("memory_mb", "memory MB/step", ",.0f"),
         ("wall_s", "wall s (est.)", ",.0f"),
     ]
+    trace = power_trace(config)
+    if trace is not None:
+        cols.insert(-1, ("trace_mb", "power trace MB", ",.3g"))
     cells = [[h for _, h, _ in cols]]
     cells += [[_fmt(r[k], f) if f else str(r[k]) for k, _, f in cols] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
@@ -391,6 +413,13 @@ def table(rows: list[dict], config: ExperimentConfig) -> str:
                 f"{r['algorithm']}: clock not simulated: a step of it looks at all n workers "
                 f"for each exchange, about {r['clock_work']:.2g} operations (a run is as slow)"
             )
+    if trace is not None:
+        copies = "one per run (drawn per seed)" if trace.per_run else "one, shared by the runs"
+        lines.append(
+            f"power trace (cluster.power = {trace.spec}): {config.cluster.n:,} workers × "
+            f"{trace.stretches:,} stretches × 6 float32 arrays = "
+            f"{sizing.size_text(trace.bytes(config.cluster.n, 1))}, {copies}"
+        )
     note = figures().get(config.env.name, {}).get("source")
     tail = (
         f"wall time from {note}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,9 @@ CLOCK_ROUND_BYTES_PER_WORKER_ROUND = 16
 #: The per-arrival rules (``async``, ``ringmaster``, ``seed``): the event state per worker is
 #: what the time model needs again; each row of the CSV about this much.
 CLOCK_BYTES_PER_ROW = 256
+#: A computation-power trace (:class:`jaxnigt.cluster.power.PowerTrace`) per worker and
+#: stretch: six float32 arrays (start, speed, work, up, up_from, down_from).
+TRACE_BYTES_PER_STRETCH = 6 * 4
 
 
 class SizeError(ValueError):
@@ -76,6 +79,97 @@ def cluster_bytes(n: int) -> int:
     return CLUSTER_BYTES_PER_WORKER * n
 
 
+def trace_bytes(n: int, stretches: int, copies: int = 1) -> int:
+    """A power trace's memory: ``n`` workers × ``stretches`` (K) × six float32 arrays, for
+    each of ``copies`` (one per run when each run draws its own)."""
+    return TRACE_BYTES_PER_STRETCH * n * stretches * copies
+
+
+class TraceSize(NamedTuple):
+    """The size of a computation-power trace (:func:`trace_size`).
+
+    Attributes:
+      spec: the power spec (``cluster.power``, ``--power``).
+      stretches: K, the stretches each worker's row holds.
+      per_run: each run draws its own (``outages``); else one trace serves every run.
+    """
+
+    spec: str
+    stretches: int
+    per_run: bool
+
+    def bytes(self, n: int, runs: int = 1) -> int:
+        """Its memory for ``n`` workers and ``runs`` runs of one program."""
+        return trace_bytes(n, self.stretches, runs if self.per_run else 1)
+
+
+def trace_size(spec: str, n: int, horizon: float | None) -> TraceSize | None:
+    """The size of a power spec's trace (:data:`jaxnigt.cluster.power.SOURCES`; None:
+    constant) from the spec alone, nothing of size n × K built: K as
+    :func:`jaxnigt.cluster.power.build` lays the trace out (a file's rows counted, a
+    periodic trace's stretches from its period and ``horizon``, outages' bouts from their
+    means).
+
+    Raises:
+      jaxnigt.cluster.power.TraceError: a spec or trace file that cannot be used.
+    """
+    from jaxnigt.cluster import power
+    from jaxnigt.config.loader import one_period
+
+    source, args = power.parse_power(spec)
+    if source == "constant":
+        return None
+    if source == "trace":  # a worker is at speed 1 before its first row; one not listed: 1
+        rows = power.read_trace_rows(args[0], n)
+        return TraceSize(spec, max([1, *(len(ch) + (ch[0][0] > 0) for ch in rows.values())]), False)
+    if source == "periodic":  # a start at 0, a change every half period, one past them
+        power.check_spec(spec, n, one_period(spec))
+        return TraceSize(spec, math.ceil(horizon / (float(args[0]) / 2)) + 4, False)
+    return TraceSize(spec, power.stretches(power.build(spec, n, horizon)), True)
+
+
+#: What makes a power trace smaller, by source (``{horizon}``: the key or flag of its horizon).
+SMALLER_TRACE = {
+    "trace": "a file with fewer changes per worker",
+    "periodic": "a longer PERIOD or a shorter {horizon}",
+    "outages": "a shorter {horizon}, longer UP and DOWN means, or fewer seeds",
+}
+
+
+def trace_problem(
+    trace: TraceSize | None,
+    n: int,
+    runs: int,
+    beside: Callable[[int], int],
+    limit: tuple[int, str],
+    *,
+    horizon: str = "cluster.power_horizon (default: the budget)",
+) -> str | None:
+    """Why a power trace does not fit beside ``beside(n)`` bytes (the rest of the floor), to
+    follow the key or flag that sets it (``cluster.power: ...``); None when it fits.
+
+    Args:
+      trace: its size (None: constant power, nothing to fit).
+      n: the workers.
+      runs: the runs of one program (each draws its own outages).
+      beside: the bytes of the rest for n workers.
+      limit: ``(bytes, where)``.
+      horizon: how the hint names the horizon.
+    """
+    if trace is None:
+        return None
+    size = trace.bytes(n, runs)
+    if beside(n) + size <= limit[0]:
+        return None
+    each = f", one per run ({runs} runs: outages are drawn per run)" if trace.per_run else ""
+    hint = SMALLER_TRACE[trace.spec.partition(":")[0]].format(horizon=horizon)
+    return (
+        f"the trace of {trace.spec!r} has {n:,} workers × {trace.stretches:,} stretches × 6 "
+        f"float32 arrays{each}: at least {size_text(size)}, more than the "
+        f"{size_text(limit[0])} of {limit[1]} beside the cluster's time model; {hint}"
+    )
+
+
 def clock_bytes(n: int, rows: int, *, per_round: bool) -> int:
     """``jaxnigt clock``'s memory for ``n`` workers and ``rows`` rounds or arrivals:
     ``per_round`` for the round rules (a row holds every worker's count)."""
@@ -102,6 +196,15 @@ def largest_fitting(needed: Callable[[int], int], limit: int, n: int) -> int:
 
 def gib(x: float) -> str:
     return f"{x / 2**30:,.1f} GiB" if x >= 2**30 else f"{x / 2**20:,.0f} MiB"
+
+
+def size_text(x: float) -> str:
+    """Bytes in words down to KiB, with a decimal (``5.9 KiB``, ``1.4 MiB``, ``1.3 GiB``)."""
+    if x < 2**20:
+        return f"{x / 2**10:,.1f} KiB"
+    if x < 2**30:
+        return f"{x / 2**20:,.1f} MiB"
+    return gib(x)
 
 
 def problem(
