@@ -17,6 +17,8 @@ def _run(last):
         first_seed=0,
         diverged=np.zeros(2, bool),
         budgets=np.full(2, 10.0, np.float32),
+        stalled=np.zeros(2, bool),
+        stalls=np.zeros(2, bool),
     )
 
 
@@ -248,7 +250,7 @@ def test_seeds_whose_round_never_ends_stop_and_the_others_go_on():
     (budget -inf, one line naming it) while seed 0 goes on; under constant power a
     non-finite time is a bug and stops the run."""
     run = _run(_last())
-    run.stalled, run.stalls = np.zeros(2, bool), np.array([False, True])
+    run.stalls = np.array([False, True])
     run.state = types.SimpleNamespace(counters=types.SimpleNamespace(time=np.array([3.0, 7.5])))
     trainer = types.SimpleNamespace(
         setup=types.SimpleNamespace(cluster=types.SimpleNamespace(power="a trace")),
@@ -266,5 +268,5 @@ def test_seeds_whose_round_never_ends_stop_and_the_others_go_on():
     assert len(logged) == 1
     run.stalls = np.array([True, False])
     trainer.setup.cluster.power = None
-    with pytest.raises(loop.RunError, match=r"^afedpg: simulated time is not finite after t = 3 "):
+    with pytest.raises(loop.RunError, match=r"^afedpg: simulated time is not finite after t = 3$"):
         loop._stalls(run, "afedpg", logged.append)

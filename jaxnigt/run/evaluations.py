@@ -1,6 +1,7 @@
 """What a chunk's evaluations add to its rows: which step of each seed an evaluation belongs
 to (:func:`evaluation_columns`), the row of time 0 (:func:`initial_metrics`) and each seed's
-latest evaluation (:func:`last_finite`).  Pure numpy, read by :mod:`jaxnigt.run.loop`."""
+latest evaluation (:func:`last_finite`), and the line of seeds whose next step can never end
+(:func:`stall_line`).  Pure numpy, read by :mod:`jaxnigt.run.loop`."""
 
 from __future__ import annotations
 
@@ -60,3 +61,32 @@ def last_finite(values: np.ndarray) -> np.ndarray:
     ok = ~np.isnan(values)
     idx = values.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)
     return np.where(ok.any(axis=1), values[np.arange(values.shape[0]), idx], np.nan)
+
+
+def stall_line(
+    algorithm: str, times: np.ndarray, seeds: np.ndarray, *, rounds: bool, others_go_on: bool
+) -> str:
+    """The line of seeds whose next step can never end (its end time is not finite: a worker
+    it waits for is down for good under ``cluster.power``), which stop at their last finite
+    ``times``.
+
+    Args:
+      algorithm: its name.
+      times: ``[k]`` each such seed's last finite simulated time.
+      seeds: ``[k]`` their seed numbers.
+      rounds: a step is a round (else an update of a per-arrival or per-step engine).
+      others_go_on: other seeds of the run go on.
+    """
+    low, high = float(np.min(times)), float(np.max(times))
+    after = f"t = {low:g}" if low == high else f"t = {low:g} to {high:g}"
+    what, who = ("round", "a worker") if rounds else ("update", "every worker")
+    if others_go_on:
+        numbers = sorted({int(s) for s in seeds})
+        whom = f"seed{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers))} stop there"
+        whom += " (the others go on)"
+    else:
+        whom = "the run stops there"
+    return (
+        f"{algorithm}: no {what} can end after {after} ({who} it waits for is down for good: "
+        f"cluster.power); {whom}"
+    )

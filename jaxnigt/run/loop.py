@@ -8,10 +8,8 @@ followed by an evaluation of the deploy params: every engine is then evaluated a
 ``every_time`` plus one round (or one arrival) apart.  The
 loop is three pieces: :func:`start_or_resume` (time 0 and its evaluation, or the newest
 checkpoint), :func:`next_chunk` (one chunk and its evaluation) with the health checks after
-it; :mod:`jaxnigt.run.evaluations` says which step of each seed an evaluation belongs to.
-A seed whose next step can never end (simulated time not finite: a round that waits for a
-worker down for good under ``cluster.power``) stops at its last finite time with one log
-line; its rows up to there are its results (:meth:`Trainer.run_chunk` drops the step).
+it (a seed whose next step can never end, a worker down for good, stops there: :func:`_stalls`);
+:mod:`jaxnigt.run.evaluations` says which step of each seed an evaluation belongs to.
 :func:`run_algorithm` drives them, with a progress bar and the compile time it measured;
 :mod:`jaxnigt.run.experiment` runs every algorithm of a config into a run directory.
 """
@@ -36,7 +34,7 @@ from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import checkpoint, devices
 from jaxnigt.run.batch import eval_keys, grid_points, seed_keys
 from jaxnigt.run.distributed import to_host
-from jaxnigt.run.evaluations import evaluation_columns, initial_metrics, last_finite
+from jaxnigt.run.evaluations import evaluation_columns, initial_metrics, last_finite, stall_line
 from jaxnigt.run.metrics import MAX_COUNTED_WORKERS
 from jaxnigt.run.progress import Progress, compile_seconds, wait
 from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
@@ -246,9 +244,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
         m0 = to_host(m0._asdict())
         run.stalls = ~np.isfinite(m0["sim_time"])  # round 0 never ends: it never happened
-        if run.stalls.any():
-            state = jax.vmap(select)(jnp.asarray(run.stalls), run.state, state)
-        run.state = state
+        run.state = jax.vmap(select)(jnp.asarray(run.stalls), run.state, state)
         m0 = jax.tree.map(lambda x: x[:, None], {**m0, "active": ~run.stalls})
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
@@ -280,7 +276,8 @@ OVERFLOW = "overflow flag raised (the algorithm's Traits give it no meaning: a b
 def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
     """Flags of the last chunk: an overflow (what it means is the algorithm's
     ``Traits.overflow``) always stops the run; non-finite values stop it too, or
-    (``on_nonfinite: mark``) freeze the diverged seed."""
+    (``on_nonfinite: mark``) freeze the diverged seed; a seed whose next step can never end
+    stops (:func:`_stalls`)."""
     from jaxnigt.algorithms import traits
 
     last = run.history[-1]
@@ -304,34 +301,24 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
             log(f"[jaxnigt] {algorithm}: seed {seed} diverged (marked, others go on)")
         run.diverged |= bad
     run.budgets[run.diverged] = -np.inf
+    _stalls(run, algorithm, log)
 
 
 def _stalls(run: _Run, algorithm: str, log) -> None:
-    """Seeds whose next step can never end (its simulated time is not finite: a round that
-    waits for a worker down for good, ``cluster.power``) stop at their last finite time, with
-    one line; under constant power that is a bug, and stops the run."""
+    """Seeds whose next step can never end stop, with one line (a bug under constant power)."""
     fresh = run.stalls & ~run.stalled & ~run.diverged
     run.stalls = np.zeros_like(run.stalled)
     if not fresh.any():
         return
     times = np.asarray(to_host(run.state.counters.time), np.float64)[fresh]
-    low, high = float(times.min()), float(times.max())
-    after = f"t = {low:g}" if low == high else f"t = {low:g} to {high:g}"
     if run.trainer.setup.cluster.power is None:
-        raise RunError(f"{algorithm}: simulated time is not finite after {after} (a bug)")
+        raise RunError(f"{algorithm}: simulated time is not finite after t = {times.min():g}")
     run.stalled |= fresh
     run.budgets[run.stalled] = -np.inf
-    if run.trainer.algorithm.trajectories_per_update is None:  # a step is a round
-        what, why = "round", "a worker it waits for is down for good"
-    else:
-        what, why = "update", "every worker it waits for is down for good"
-    if (~run.stalled & ~run.diverged).any():
-        seeds = sorted({run.first_seed + int(b) % run.num_seeds for b in np.nonzero(fresh)[0]})
-        whom = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))} stop there"
-        whom += " (the others go on)"
-    else:
-        whom = "the run stops there"
-    log(f"[jaxnigt] {algorithm}: no {what} can end after {after} ({why}: cluster.power); {whom}")
+    seeds = run.first_seed + np.nonzero(fresh)[0] % run.num_seeds
+    rounds = run.trainer.algorithm.trajectories_per_update is None  # a step is a round
+    others = bool((~run.stalled & ~run.diverged).any())
+    log(f"[jaxnigt] {stall_line(algorithm, times, seeds, rounds=rounds, others_go_on=others)}")
 
 
 def _finished(run: _Run, bar: Progress) -> bool:
@@ -402,7 +389,6 @@ def run_algorithm(
                 bar.start()
             while True:
                 _health(run, algorithm, config.on_nonfinite == "mark", log)
-                _stalls(run, algorithm, log)
                 if _finished(run, bar):
                     break
                 if stop is not None and stop.requested:

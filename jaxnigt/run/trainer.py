@@ -262,8 +262,7 @@ class Trainer:
         live = lambda s: (s.counters.time < stop) & (s.steps < max_rounds)
         shapes = jax.eval_shape(lambda s: self.step(s, stop)[1], state)._asdict()
         rows = {k: jnp.zeros((length, *x.shape), x.dtype) for k, x in shapes.items()}
-        rows["active"] = jnp.zeros((length,), bool)
-        rows["stalled"] = jnp.zeros((length,), bool)
+        rows |= {flag: jnp.zeros((length,), bool) for flag in ("active", "stalled")}
 
         def one(carry):
             i, s, out, _ = carry
