@@ -305,14 +305,12 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
 
 
 def _stalls(run: _Run, algorithm: str, log) -> None:
-    """Seeds whose next step can never end stop, with one line (a bug under constant power)."""
+    """Seeds whose next step can never end (under ``cluster.power`` only) stop, with one line."""
     fresh = run.stalls & ~run.stalled & ~run.diverged
     run.stalls = np.zeros_like(run.stalled)
     if not fresh.any():
         return
     times = np.asarray(to_host(run.state.counters.time), np.float64)[fresh]
-    if run.trainer.setup.cluster.power is None:
-        raise RunError(f"{algorithm}: simulated time is not finite after t = {times.min():g}")
     run.stalled |= fresh
     run.budgets[run.stalled] = -np.inf
     seeds = run.first_seed + np.nonzero(fresh)[0] % run.num_seeds

@@ -232,10 +232,11 @@ class Trainer:
         ``active = False``: under ``vmap`` every seed stops exactly at the first step that
         crosses the budget, whatever the other seeds do.
 
-        A step that would end at a time that is not finite (a round that waits for a worker
-        down for good, ``cluster.power``) never happens: it is a no-op too, its metrics carry
-        ``active = False`` and ``stalled = True``, and the state stays at its last finite
-        time (the runner then stops that seed: :mod:`jaxnigt.run.loop`).
+        Under a power trace (``cluster.power``), a step that would end at a time that is not
+        finite (a round that waits for a worker down for good) never happens: it is a no-op
+        too, its metrics carry ``active = False`` and ``stalled = True``, and the state stays
+        at its last finite time (the runner then stops that seed: :mod:`jaxnigt.run.loop`).
+        Under constant power every time is finite and the program is the one without power.
 
         With ``until`` (a simulated time; the next evaluation time of :meth:`eval_chunk`),
         the chunk also ends at the first step that reaches ``until``, and each step is
@@ -247,12 +248,13 @@ class Trainer:
         ``length`` steps end before ``until`` is evaluated there, earlier.
         """
         max_rounds = jnp.iinfo(jnp.int32).max if max_rounds is None else max_rounds
+        stalls = lambda t: ~jnp.isfinite(t) if self.setup.cluster.power is not None else False
         if until is None:
 
             def body(s, _):
                 live = (s.counters.time < budget) & (s.steps < max_rounds)
                 new, metrics = self.step(s, budget)
-                stalled = live & ~jnp.isfinite(new.counters.time)
+                stalled = live & stalls(new.counters.time)
                 active = live & ~stalled
                 new = core.select(active, new, s)
                 return new, {**metrics._asdict(), "active": active, "stalled": stalled}
@@ -267,7 +269,7 @@ class Trainer:
         def one(carry):
             i, s, out, _ = carry
             new, metrics = self.step(s, stop)
-            stalled = ~jnp.isfinite(new.counters.time)
+            stalled = jnp.asarray(stalls(new.counters.time))
             row = {**metrics._asdict(), "active": ~stalled, "stalled": stalled}
             out = {k: out[k].at[i].set(row[k]) for k in out}
             return i + 1, core.select(stalled, s, new), out, stalled
