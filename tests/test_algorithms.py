@@ -312,7 +312,7 @@ def test_ringmaster_bounds_the_delay_and_is_asgd_with_R_above_every_delay(stops)
     assert float(np.max(asgd_m["staleness_max"])) >= 3  # R = 2 below bites
     tr = make_trainer(_ring_cfg(ringmaster_R=2, ringmaster_stops=stops), "ringmaster_pg")
     assert tr.algorithm.traits.tuned_shapes == ("ringmaster_R",)
-    assert tr.algorithm.traits.cluster_options == ("link",)
+    assert tr.algorithm.traits.cluster_options == ("link", "down_exchange")
     run = jax.jit(lambda s: tr.run_chunk(s, 5))
     wide = make_trainer(_ring_cfg(ringmaster_R=10**6, ringmaster_stops=stops), "ringmaster_pg")
     state, m = run(wide.init(jax.random.key(0), wide.hyper()))
@@ -364,7 +364,7 @@ def test_msync_nigt_waits_for_the_fastest_m_and_stops_the_others():
         "budget": 100.0,
     })  # fmt: skip
     tr = make_trainer(cfg, "msync_nigt")
-    assert tr.algorithm.traits.cluster_options == ("inflight", "allreduce")
+    assert tr.algorithm.traits.cluster_options == ("inflight", "allreduce", "down_exchange")
     _, m = jax.jit(lambda s: tr.run_chunk(s, 2))(tr.init(jax.random.key(0), tr.hyper()))
     # default m = ceil(4/2) = 2: a round is the second-fastest worker's 2 plus the AllReduce
     np.testing.assert_allclose(m["round_time"], [2.5, 2.5])

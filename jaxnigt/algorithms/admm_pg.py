@@ -81,8 +81,9 @@ class AdmmExtra(NamedTuple):
 KEYS = ("admm_rho", "admm_local_steps", "admm_local_batch")
 
 # A synchronous round: every worker takes its K local steps, nothing is in flight and all
-# join the consensus AllReduce, so no cluster option changes it.
-TRAITS = core.Traits(options=KEYS)
+# join the consensus AllReduce, so only down_exchange (whether that AllReduce waits for a
+# down worker) changes it.
+TRAITS = core.Traits(cluster_options=("down_exchange",), options=KEYS)
 
 
 def make(setup: Setup, hparams: Any) -> Algorithm:

@@ -210,9 +210,9 @@ class Traits(NamedTuple):
     Attributes:
       cluster_options: the named choices of the cluster model
         (:data:`jaxnigt.cluster.model.CHOICES`, the ``cluster:`` keys of docs/cluster_model.md:
-        ``inflight``, ``link``, ``allreduce``) whose value changes this algorithm's runs;
-        under every other choice its runs are the same (a model variant retunes only the
-        algorithms it affects).
+        ``inflight``, ``link``, ``allreduce``, ``down_exchange``) whose value changes this
+        algorithm's runs; under every other choice its runs are the same (a model variant
+        retunes only the algorithms it affects).
       tuned_shapes: the shape-changing hyperparameters the tuning protocol tunes for it
         (docs/results.md: ``M`` = ``M_init`` for Rennala's and Malenia's collections), each value
         its own compiled program.

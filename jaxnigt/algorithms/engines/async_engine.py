@@ -125,9 +125,10 @@ class AsyncOptions(NamedTuple):
 
 KEYS = ("async_block", "async_wave")
 
-# Every exchange crosses the server link (queued when ``link: shared``); there are no rounds,
-# so neither the in-flight rule nor the AllReduce participants apply.
-TRAITS = core.Traits(cluster_options=("link",), options=KEYS)
+# Every exchange crosses the server link (queued when ``link: shared``) and waits for a down
+# worker or not (``down_exchange``); there are no rounds, so neither the in-flight rule nor
+# the AllReduce participants apply.
+TRAITS = core.Traits(cluster_options=("link", "down_exchange"), options=KEYS)
 
 
 def factory(

@@ -85,9 +85,10 @@ class ImpalaOptions(NamedTuple):
 KEYS = ("async_block", "impala_batch", "impala_learner_time")
 
 # Actors exchange trajectories and parameters over the server link, as the per-arrival
-# methods do; the learner keeps a bounded number of past versions for its lagging actors.
+# methods do (a down actor's exchange waits for it or not: down_exchange); the learner keeps
+# a bounded number of past versions for its lagging actors.
 TRAITS = core.Traits(
-    cluster_options=("link",),
+    cluster_options=("link", "down_exchange"),
     overflow="the learner fell more versions behind its actors than it keeps (its updates "
     "take longer than a batch of arrivals: lower hparams.impala_learner_time or raise "
     "hparams.impala_batch)",

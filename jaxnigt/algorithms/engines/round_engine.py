@@ -60,19 +60,25 @@ class RoundOptions(NamedTuple):
 # Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
 # contributors need to join the AllReduce; Malenia waits for every worker (all contribute)
 # but stops the others mid-gradient; a synchronous round waits for every worker's b
-# gradients (nothing in flight, everyone contributes), so no cluster option changes it.
-RENNALA = core.Traits(cluster_options=("inflight", "allreduce"), tuned_shapes=("M",))
+# gradients (nothing in flight, everyone contributes), so only down_exchange changes it.
+# Every round ends with an AllReduce, which waits for a down worker (cluster.power) or not:
+# down_exchange changes every rule's rounds.
+RENNALA = core.Traits(
+    cluster_options=("inflight", "allreduce", "down_exchange"), tuned_shapes=("M",)
+)
 MALENIA = core.Traits(
-    cluster_options=("inflight",),
+    cluster_options=("inflight", "down_exchange"),
     tuned_shapes=("M",),
     overflow="Malenia capacity overflow (raise hparams.malenia_capacity)",
     options=("malenia_capacity",),
 )
-SYNC = core.Traits(options=("per_worker_batch",))
+SYNC = core.Traits(cluster_options=("down_exchange",), options=("per_worker_batch",))
 # An m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may
 # be over the m contributors only: both options change it.
 MSYNC = core.Traits(
-    cluster_options=("inflight", "allreduce"), tuned_shapes=("msync_m",), options=("msync_m",)
+    cluster_options=("inflight", "allreduce", "down_exchange"),
+    tuned_shapes=("msync_m",),
+    options=("msync_m",),
 )
 
 

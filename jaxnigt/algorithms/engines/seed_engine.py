@@ -132,9 +132,10 @@ KEYS = (
     "seed_versions",
 )
 
-# Each step's exchange queues on the server link like the per-arrival methods' exchanges.
+# Each step's exchange queues on the server link like the per-arrival methods' exchanges (and
+# waits for a down actor or not: down_exchange).
 TRAITS = core.Traits(
-    cluster_options=("link",),
+    cluster_options=("link", "down_exchange"),
     overflow="a step lagged more learner updates behind than the learner keeps versions "
     "(raise hparams.seed_versions, or hparams.seed_batch so that updates come less often)",
     options=KEYS,
