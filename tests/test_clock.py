@@ -367,7 +367,9 @@ def test_the_flags_are_read_through_the_config_schema():
     for choice in model.CHOICES:
         flag = flags[choice.name]
         assert flag.default == choice.default and flag.help.startswith("|".join(choice.values))
-        assert choice.help in flag.help and clock.CLUSTER_FLAGS[choice.name] == f"--{choice.name}"
+        dashed = "--" + choice.name.replace("_", "-")  # --down-exchange (and --down_exchange)
+        assert choice.help in flag.help and clock.CLUSTER_FLAGS[choice.name] == dashed
+        assert flag.option_strings[0] == dashed and f"--{choice.name}" in flag.option_strings
     assert set(clock.CLUSTER_FLAGS) == {f.name for f in dataclasses.fields(schema.ClusterConfig)}
     classes = [
         n.name for n in ast.walk(ast.parse(inspect.getsource(clock))) if isinstance(n, ast.ClassDef)
@@ -414,7 +416,8 @@ def test_a_power_trace_stalls_the_sync_round_and_rennala_goes_on_without_the_dow
         out = tmp_path / f"{rule}.csv"
         status, stdout, err = _run([*argv, "--rule", rule, "--out", str(out)], capsys)
         assert status == 0 and err == "", err
-        assert f"power=trace:{trace} -> {out}" in stdout and "theory" not in stdout
+        assert f"power=trace:{trace} down_exchange=wait -> {out}" in stdout
+        assert "theory" not in stdout
         header, rows = _read(out)
         a = np.array(rows)
         ends[rule] = a[:, header.index("t_end")]

@@ -98,7 +98,7 @@ CLUSTER_FLAGS = {
     "per_step": "--per-step",
     "power": "--power",
     "power_horizon": "--power-horizon",
-    **{choice.name: f"--{choice.name}" for choice in model.CHOICES},
+    **{choice.name: "--" + choice.name.replace("_", "-") for choice in model.CHOICES},
 }
 #: The flag of each ``hparams:`` key the rules read (:class:`~jaxnigt.config.schema.HParams`).
 HPARAM_FLAGS = {
@@ -348,7 +348,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rule", default="rennala", help="|".join(RULES))
     for choice in model.CHOICES:
         help_text = f"{'|'.join(choice.values)}: {choice.help}"
-        p.add_argument(f"--{choice.name}", default=choice.default, help=help_text)
+        flag = CLUSTER_FLAGS[choice.name]  # --down-exchange, also as --down_exchange
+        aliases = [f"--{choice.name}"] if flag != f"--{choice.name}" else []
+        p.add_argument(flag, *aliases, dest=choice.name, default=choice.default, help=help_text)
     clock_power.add_arguments(p)
     p.add_argument("--R", default=None, help="ringmaster: delay threshold R (>= 1; default n)")
     p.add_argument(

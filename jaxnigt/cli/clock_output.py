@@ -20,10 +20,10 @@ from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
 
-def _power(settings: Any) -> list[str]:
-    """The summary's ``power=SPEC`` (``--power``), when it is not constant."""
+def _power(settings: Any, cluster: ClusterModel) -> list[str]:
+    """The summary's ``power=SPEC down_exchange=...`` (``--power``), when it is not constant."""
     spec = getattr(settings, "power", "constant")
-    return [] if spec == "constant" else [f"power={spec}"]
+    return [] if spec == "constant" else [f"power={spec}", f"down_exchange={cluster.down_exchange}"]
 
 
 def never_ends(what: str, ends: np.ndarray) -> str | None:
@@ -111,7 +111,7 @@ def ringmaster_summary(settings: Any, cluster: ClusterModel, final, ev: events.E
         f"wasted_trajectories={float(ev.wasted.sum()):.6g}",
         f"mean_delay={float(delays.mean()) if delays.size else float('nan'):.6g}",
         f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
-        *_power(settings),
+        *_power(settings, cluster),
         f"-> {settings.out}",
     ]
     return " ".join(parts)
@@ -140,7 +140,7 @@ def summary(settings: Any, cluster: ClusterModel, res: dict[str, np.ndarray]) ->
     if settings.rule == "rennala" and cluster.noise == "deterministic" and cluster.power is None:
         collect = theory.rennala_theory_time(np.asarray(cluster.h), settings.M)
         parts.append(f"theory_collect={collect:.6g} (kappa ignored)")
-    parts += _power(settings)
+    parts += _power(settings, cluster)
     parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
@@ -160,7 +160,7 @@ def async_summary(settings: Any, cluster: ClusterModel, final, arr: events.Arriv
     bound = theory.shared_link_rate_bound(np.asarray(cluster.kappa))
     if cluster.link == "shared" and np.isfinite(bound):
         parts.append(f"(shared-link bound 1/min_kappa={bound:.6g})")
-    parts += _power(settings)
+    parts += _power(settings, cluster)
     parts.append(f"-> {settings.out}")
     return " ".join(parts)
 
@@ -198,7 +198,7 @@ def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.n
         f"mean_lag={float(lag.mean()):.6g}",
         f"max_lag={int(lag.max())}",
         f"link_util={float(final.link_busy) / max(elapsed, 1e-30):.4f}",
-        *_power(settings),
+        *_power(settings, cluster),
         f"-> {settings.out}",
     ]
     return " ".join(parts)
