@@ -233,10 +233,8 @@ class Trainer:
         crosses the budget, whatever the other seeds do.
 
         Under a power trace (``cluster.power``), a step that would end at a time that is not
-        finite (a round that waits for a worker down for good) never happens: it is a no-op
-        too, its metrics carry ``active = False`` and ``stalled = True``, and the state stays
-        at its last finite time (the runner then stops that seed: :mod:`jaxnigt.run.loop`).
-        Under constant power every time is finite and the program is the one without power.
+        finite (it waits for a worker down for good) never happens: a no-op with ``active =
+        False`` and ``stalled = True`` (the runner stops that seed: :mod:`jaxnigt.run.loop`).
 
         With ``until`` (a simulated time; the next evaluation time of :meth:`eval_chunk`),
         the chunk also ends at the first step that reaches ``until``, and each step is
