@@ -1,5 +1,6 @@
-"""Tests for jaxnigt.cluster.schedules against hand-computed cases and two independent references:
-tests/reference_sim.py (round by round) and tests/reference_natural.py (Tyurin's event form)."""
+"""Tests for jaxnigt.cluster.schedules against hand-computed cases and independent references:
+tests/reference_sim.py (round by round), tests/reference_natural.py (Tyurin's event form) and,
+under computation power, tests/reference_power.py (float64 events on random traces)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import reference_natural as natural
+import reference_power
 import reference_sim as ref
 
-from jaxnigt.cluster import schedules, simulation
+from jaxnigt.cluster import power, schedules, simulation
 from jaxnigt.cluster.model import ALLREDUCE, INFLIGHT, make_cluster_model, sample_compute_times
 
 ROUNDS, SEEDS = 3, 4
@@ -527,3 +529,167 @@ def test_discard_matches_natural_simulator(config):
     for v, e in enumerate(expected):
         np.testing.assert_allclose(res["t_end"][v], e["t_end"], rtol=2e-5, err_msg=f"round {v}")
         np.testing.assert_array_equal(res["counts"][v], e["counts"], err_msg=f"round {v}")
+
+
+# ---------------------------------------------------------------------------------------
+# Computation power: every rule on random traces against tests/reference_power.py, a float64
+# event simulation written from docs/cluster_model.md ("Computation power").
+
+PN, PK, P_ROUNDS, P_DRAWS, P_MIN = 5, 8, 4, 26, 20  # workers, stretches, rounds, draws, compared
+P_CAP = 40  # Malenia's capacity; every rule reads the columns it needs of one tau matrix
+# A draw is compared only if no discrete choice of its run is within this of flipping
+# (reference_power's margin): float32 rounding must not decide it.
+P_CLOSE = 5e-4
+MODES_ALL = tuple(
+    (inflight, allreduce, down)
+    for inflight in INFLIGHT.values
+    for allreduce in ALLREDUCE.values
+    for down in ("wait", "free")
+)
+MODES_SOME = (  # each choice both ways, where it makes no difference (Malenia, sync) or less
+    ("cancel", "all", "wait"),
+    ("discard", "contributors", "wait"),
+    ("cancel", "contributors", "free"),
+    ("discard", "all", "free"),
+)
+# (rule, its sizes, the (inflight, allreduce, down_exchange) modes compared)
+POWER_CASES = {
+    "rennala": ("rennala", {"M": 4}, MODES_ALL),  # M < n: the candidate workers
+    "rennala_M_above_n": ("rennala", {"M": 7}, MODES_SOME),
+    "malenia": ("malenia", {"M": 12, "capacity": P_CAP}, MODES_SOME),
+    "sync": ("sync", {"per_worker": 1}, MODES_SOME),
+    "sync_match_M": ("sync", {"per_worker": schedules.sync_batch(12, PN, "match_M")}, MODES_SOME),
+    "msync": ("msync", {"m": 2}, MODES_ALL),
+}
+ROUND_FIELDS = (
+    "t_collect_end", "t_end", "comm_time", "busy_until", "time_wasted", "traj_wasted", "time_used"
+)  # fmt: skip
+
+
+def _power_draws(rng: np.random.Generator, draws: int = P_DRAWS):
+    """Random traces (zero-speed stretches, fractional speeds), exchange times (some or all
+    0) and compute times of every round, float32."""
+    traces = [reference_power.random_trace(rng, PN, PK) for _ in range(draws)]
+    start = np.stack([t[0] for t in traces])
+    speed = np.stack([t[1] for t in traces])
+    kappa = np.stack([reference_power.random_kappa(rng, PN) for _ in range(draws)])
+    taus = rng.uniform(0.2, 2.0, (draws, P_ROUNDS, PN, P_CAP + 1)).astype(np.float32)
+    return start, speed, kappa, taus
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "sizes", "modes"))
+def _power_rounds(start, speed, kappa, taus, *, rule, sizes, modes):
+    """Every mode of one rule over the draws (one program per rule): ``{mode: RoundSchedule
+    [draws, rounds, ...]}``, each run ``P_ROUNDS`` rounds from 0 on ``*_from_times``."""
+    base = make_cluster_model(PN)
+    sizes = {"M": 1, "capacity": 1, "per_worker": 1, **dict(sizes)}
+
+    def one(start, speed, kappa, taus):
+        trace = power.make_trace(start, speed)
+        out = {}
+        for inflight, allreduce, down in modes:
+            tm = _on(base, kappa=kappa, power=trace, down_exchange=down)
+
+            def step(carry, tau, inflight=inflight, allreduce=allreduce, tm=tm):
+                s = _from_times(
+                    rule, tm, tau, *carry, inflight=inflight, allreduce=allreduce, **sizes
+                )
+                return (s.t_end, s.busy_until), s
+
+            init = (jnp.float32(0.0), jnp.zeros((PN,), jnp.float32))
+            out[inflight, allreduce, down] = jax.lax.scan(step, init, taus)[1]
+        return out
+
+    return jax.vmap(one)(start, speed, kappa, taus)
+
+
+def _assert_rounds(got, want, where):
+    """Round by round: counts and overflow exactly, the times and work to float32 precision
+    (``atol`` scaled to the run's largest time)."""
+    scale = max(max(abs(e["t_end"]), abs(e["t_collect_end"])) for e in want)
+    atol = 2e-5 * (1.0 + scale) if np.isfinite(scale) else 1e-4
+    for r, e in enumerate(want):
+        g = jax.tree.map(lambda x, r=r: np.asarray(x[r], np.float64), got)
+        np.testing.assert_array_equal(g.counts, e["counts"], err_msg=f"{where} round {r}")
+        assert bool(g.overflow) == e["overflow"], f"{where} round {r}"
+        chex.assert_trees_all_close(
+            {k: getattr(g, k) for k in ROUND_FIELDS},
+            {k: np.asarray(e[k], np.float64) for k in ROUND_FIELDS},
+            rtol=1e-5,
+            atol=atol,
+            custom_message=f"{where} round {r}",
+        )
+
+
+@pytest.mark.parametrize("case", POWER_CASES)
+def test_rules_under_power_match_the_reference(case):
+    """Every rule, both in-flight and both AllReduce modes, exchanges that wait for a down
+    worker or not, on random traces: round by round, the float64 reference's counts, times,
+    busy_until and waste."""
+    rule, sizes, modes = POWER_CASES[case]
+    rng = np.random.default_rng(sum(map(ord, case)))
+    start, speed, kappa, taus = _power_draws(rng)
+    got = _power_rounds(start, speed, kappa, taus, rule=rule, sizes=tuple(sizes.items()),
+                        modes=modes)  # fmt: skip
+    for (inflight, allreduce, down), sched in got.items():
+        chex.assert_shape([sched.counts, sched.busy_until], (P_DRAWS, P_ROUNDS, PN))
+        compared = 0
+        for d in range(P_DRAWS):
+            cl = reference_power.Cluster(start[d], speed[d], down_exchange=down)
+            want = reference_power.simulate_rounds(
+                cl, rule, taus[d].astype(np.float64), kappa[d].astype(np.float64),
+                inflight=inflight, allreduce=allreduce, **sizes,
+            )  # fmt: skip
+            if cl.margin < P_CLOSE:
+                continue
+            compared += 1
+            where = f"{case} {inflight}/{allreduce}/{down} draw {d}"
+            _assert_rounds(jax.tree.map(lambda x, d=d: x[d], sched), want, where)
+        assert compared >= P_MIN, (case, inflight, allreduce, down, compared)
+
+
+@functools.partial(jax.jit, static_argnames=("allreduce",))
+def _drawn_rounds(h, kappa, start, speed, *, allreduce):
+    """The drawing rules (Rennala's lazy draws included) through ``run_rounds`` on
+    deterministic compute times ``h``."""
+    rules = {
+        "rennala": functools.partial(schedules.rennala, M=4),
+        "malenia": functools.partial(schedules.malenia, M=12, capacity=P_CAP),
+        "sync": functools.partial(schedules.sync, per_worker=2),
+        "msync": functools.partial(schedules.msync, m=3),
+    }
+
+    def one(h, kappa, start, speed):
+        tm = _on(make_cluster_model(PN), h=h, kappa=kappa, power=power.make_trace(start, speed))
+        tm = _on(tm, allreduce=allreduce)
+        return {
+            r: schedules.run_rounds(f, tm, jax.random.key(0), P_ROUNDS) for r, f in rules.items()
+        }
+
+    return jax.vmap(one)(h, kappa, start, speed)
+
+
+@pytest.mark.parametrize("allreduce", ALLREDUCE.values)
+def test_drawn_rounds_under_power_match_the_reference(allreduce):
+    """``run_rounds`` of every rule with deterministic noise and random ``h`` per draw."""
+    rng = np.random.default_rng(7 if allreduce == "all" else 8)
+    start, speed, kappa, _ = _power_draws(rng)
+    h = rng.uniform(0.2, 2.0, (P_DRAWS, PN)).astype(np.float32)
+    got = _drawn_rounds(h, kappa, start, speed, allreduce=allreduce)
+    sizes = {"rennala": {"M": 4}, "malenia": {"M": 12, "capacity": P_CAP},
+             "sync": {"per_worker": 2}, "msync": {"m": 3}}  # fmt: skip
+    for rule, sched in got.items():
+        compared = 0
+        for d in range(P_DRAWS):
+            cl = reference_power.Cluster(start[d], speed[d])
+            taus = np.broadcast_to(
+                h[d].astype(np.float64)[None, :, None], (P_ROUNDS, PN, P_CAP + 1)
+            )
+            want = reference_power.simulate_rounds(
+                cl, rule, taus, kappa[d].astype(np.float64), allreduce=allreduce, **sizes[rule]
+            )
+            if cl.margin < P_CLOSE:
+                continue
+            compared += 1
+            _assert_rounds(jax.tree.map(lambda x, d=d: x[d], sched), want, f"{rule} draw {d}")
+        assert compared >= P_MIN, (rule, compared)
