@@ -1,5 +1,6 @@
-"""Tests for jaxnigt.cluster.events (the per-arrival engine) against hand-computed cases and two
-independent references (tests/reference_sim.py and tests/reference_natural.py)."""
+"""Tests for jaxnigt.cluster.events (the per-arrival engine) against hand-computed cases and
+independent references (tests/reference_sim.py and tests/reference_natural.py; under
+computation power, tests/reference_power.py on random traces)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import reference_natural as natural
+import reference_power
 import reference_sim as ref
 
-from jaxnigt.cluster import events
+from jaxnigt.cluster import events, power
 from jaxnigt.cluster.model import LINK, make_cluster_model, sample_compute_times, sample_noise
 
 NUM = 80
@@ -209,3 +211,133 @@ def test_stops_cancel_a_stale_gradient_at_once():
     _, ev = events.bounded_events(tm, jax.random.key(1), state, 11, stops=False)
     assert int(ev.arrival.worker[10]) == 1 and not bool(ev.accepted[10])  # at 10: discarded
     assert float(ev.wasted[10]) == 1.0 and float(ev.arrival.time[10]) == 10.0
+
+
+# --- computation power: the engine on random traces against tests/reference_power.py -------
+
+PN, PK, P_DRAWS, P_MIN, P_NUM = 4, 8, 26, 20, 40  # workers, stretches, draws, compared, arrivals
+P_CLOSE = 5e-4  # a draw with a discrete choice this close to flipping is not compared
+P_MODES = tuple((link, down) for link in LINK.values for down in ("wait", "free"))
+
+
+def _power_draws(seed: int):
+    """Random traces, exchange times (some or all 0) and deterministic compute times h."""
+    rng = np.random.default_rng(seed)
+    traces = [reference_power.random_trace(rng, PN, PK) for _ in range(P_DRAWS)]
+    start = np.stack([t[0] for t in traces])
+    speed = np.stack([t[1] for t in traces])
+    kappa = np.stack([reference_power.random_kappa(rng, PN) for _ in range(P_DRAWS)])
+    h = rng.uniform(0.3, 2.5, (P_DRAWS, PN)).astype(np.float32)
+    return h, kappa, start, speed
+
+
+def _power_model(h, kappa, start, speed, link, down):
+    tm = make_cluster_model(PN)  # deterministic noise: every gradient of worker i takes h_i
+    return dataclasses.replace(
+        tm, h=h, kappa=kappa, power=power.make_trace(start, speed), link=link, down_exchange=down
+    )
+
+
+@jax.jit
+def _power_arrivals(h, kappa, start, speed):
+    """``{(link, down_exchange): Arrival [draws, P_NUM]}`` from t0 = 0.5."""
+
+    def one(h, kappa, start, speed, link, down):
+        tm = _power_model(h, kappa, start, speed, link, down)
+        state = events.async_init(tm, jax.random.key(0), 0.5)
+        return events.async_arrivals(tm, jax.random.key(1), state, P_NUM)[1]
+
+    return {
+        (link, down): jax.vmap(functools.partial(one, link=link, down=down))(h, kappa, start, speed)
+        for link, down in P_MODES
+    }
+
+
+def _atol(times) -> float:
+    """float32 precision of times as large as ``times``'s largest."""
+    return 2e-5 * (1.0 + float(np.max(np.abs(times))))
+
+
+def test_engine_under_power_matches_the_reference():
+    """Both links, exchanges that wait for a down worker or not: arrival by arrival the
+    worker, its staleness and gradient index exactly, its arrival, compute end, dispatch
+    and link wait to float32 precision."""
+    h, kappa, start, speed = _power_draws(2026)
+    got = jax.tree.map(np.asarray, _power_arrivals(h, kappa, start, speed))
+    fields = ("time", "compute_end", "dispatch_time", "link_wait")
+    for (link, down), arr in got.items():
+        chex.assert_shape([arr.worker, arr.time, arr.compute_end], (P_DRAWS, P_NUM))
+        compared = 0
+        for d in range(P_DRAWS):
+            cl = reference_power.Cluster(start[d], speed[d], down_exchange=down)
+            want = reference_power.simulate_async(
+                cl, h[d], np.ones(P_NUM), h[d], kappa[d], 0.5, link
+            )
+            if cl.margin < P_CLOSE:
+                continue
+            compared += 1
+            where = f"{link}/{down} draw {d}"
+            for name in ("worker", "staleness", "grad_index"):
+                np.testing.assert_array_equal(
+                    getattr(arr, name)[d], [e[name] for e in want], err_msg=where
+                )
+            chex.assert_trees_all_close(
+                {k: getattr(arr, k)[d].astype(np.float64) for k in fields},
+                {k: np.array([e[k] for e in want]) for k in fields},
+                rtol=1e-5,
+                atol=_atol(arr.time[d]),
+                custom_message=where,
+            )
+        assert compared >= P_MIN, (link, down, compared)
+
+
+@functools.partial(jax.jit, static_argnames=("R",))
+def _power_bounded(h, kappa, start, speed, *, R):
+    """``{(link, down_exchange, stops): Event [draws, P_NUM]}`` of Ringmaster from t0 = 0.5."""
+
+    def one(h, kappa, start, speed, link, down, stops):
+        tm = _power_model(h, kappa, start, speed, link, down)
+        state = events.bounded_init(events.async_init(tm, jax.random.key(0), 0.5), R)
+        return events.bounded_events(tm, jax.random.key(1), state, P_NUM, stops=stops)[1]
+
+    return {
+        (link, down, stops): jax.vmap(functools.partial(one, link=link, down=down, stops=stops))(
+            h, kappa, start, speed
+        )
+        for link, down in P_MODES
+        for stops in (False, True)
+    }
+
+
+def test_bounded_delay_under_power_matches_the_reference():
+    """Ringmaster (R = 2, with and without stops) on both links: which exchanges are
+    updates, their delays, times and the work wasted (a cancelled gradient: the fraction of
+    its work done on the work clock)."""
+    h, kappa, start, speed = _power_draws(7)
+    got = jax.tree.map(np.asarray, _power_bounded(h, kappa, start, speed, R=2))
+    for (link, down, stops), ev in got.items():
+        compared = 0
+        for d in range(P_DRAWS):
+            cl = reference_power.Cluster(start[d], speed[d], down_exchange=down)
+            want = reference_power.simulate_ringmaster(
+                cl, h[d], np.ones(P_NUM), h[d], kappa[d], 0.5, R=2, stops=stops, link=link
+            )
+            if cl.margin < P_CLOSE:
+                continue
+            compared += 1
+            where = f"{link}/{down} stops={stops} draw {d}"
+            np.testing.assert_array_equal(ev.arrival.worker[d], [e["worker"] for e in want], where)
+            np.testing.assert_array_equal(ev.accepted[d], [e["accepted"] for e in want], where)
+            np.testing.assert_array_equal(
+                ev.arrival.staleness[d], [e["staleness"] for e in want], where
+            )
+            chex.assert_trees_all_close(
+                (ev.arrival.time[d].astype(np.float64), ev.wasted[d].astype(np.float64)),
+                (np.array([e["time"] for e in want]), np.array([e["wasted"] for e in want])),
+                rtol=1e-5,
+                atol=_atol(ev.arrival.time[d]),
+                custom_message=where,
+            )
+        assert compared >= P_MIN, (link, down, stops, compared)
+        accepted = ev.accepted.astype(bool)
+        assert 0 < accepted.sum() < accepted.size  # the rule refuses some gradients
