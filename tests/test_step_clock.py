@@ -1,6 +1,7 @@
 """Tests for jaxnigt.cluster.step_clock: central inference's per-step clock against the plain-Python
-event simulation of tests/reference_sim.py (random small clusters, both links), and a
-hand-computed case where the learner updates while an actor is mid-trajectory."""
+event simulation of tests/reference_sim.py (random small clusters, both links) and, under
+computation power, of tests/reference_power.py (random traces), and a hand-computed case
+where the learner updates while an actor is mid-trajectory."""
 
 import dataclasses
 import functools
@@ -10,9 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_power
 import reference_sim as ref
 
-from jaxnigt.cluster import model, step_clock
+from jaxnigt.cluster import model, power, step_clock
 
 
 def compute_times(tm, key, trajectories: int) -> np.ndarray:
@@ -146,3 +148,81 @@ def test_unknown_link_is_refused():
     allowed = r"link: got 'fast'; expected one of \['shared', 'independent'\]"
     with pytest.raises(ValueError, match=allowed):
         dataclasses.replace(tm, link="fast")
+
+
+# --- computation power: the clock on random traces against tests/reference_power.py --------
+
+PN, PK, P_DRAWS, P_MIN = 3, 8, 28, 20  # actors, stretches, draws, compared
+P_H, P_B, P_U = 3, 2, 5  # horizon, batch, updates
+P_CLOSE = 5e-4  # a draw with a discrete choice this close to flipping is not compared
+P_MODES = tuple((link, down) for link in ("shared", "independent") for down in ("wait", "free"))
+
+
+@jax.jit
+def _power_steps(h, message, start, speed, inference, learner_time):
+    """``{(link, down_exchange): (state, batches, done)}`` over the draws."""
+
+    def one(h, message, start, speed, inference, learner_time, link, down):
+        tm = dataclasses.replace(
+            model.make_cluster_model(PN), h=h, power=power.make_trace(start, speed), link=link,
+            down_exchange=down,
+        )  # fmt: skip
+        return step_clock.simulate(
+            tm, message, inference, jax.random.key(0), horizon=P_H, batch=P_B, updates=P_U,
+            learner_time=learner_time, history=P_U + 1,
+        )  # fmt: skip
+
+    return {
+        (link, down): jax.vmap(functools.partial(one, link=link, down=down))(
+            h, message, start, speed, inference, learner_time
+        )
+        for link, down in P_MODES
+    }
+
+
+def test_steps_under_power_match_the_reference():
+    """Each step's compute share on the work clock, its exchange waiting while the actor is
+    down (or not: free), both links: the batches' actors, trajectories and per-step versions
+    exactly, their completion times, the updates' and the totals to float32 precision."""
+    rng = np.random.default_rng(31)
+    traces = [reference_power.random_trace(rng, PN, PK) for _ in range(P_DRAWS)]
+    start = np.stack([t[0] for t in traces])
+    speed = np.stack([t[1] for t in traces])
+    message = np.stack([0.3 * reference_power.random_kappa(rng, PN) for _ in range(P_DRAWS)])
+    message = message.astype(np.float32)
+    h = rng.uniform(0.3, 2.5, (P_DRAWS, PN)).astype(np.float32)  # deterministic noise
+    inference = (rng.uniform(0, 0.1, P_DRAWS) * (rng.random(P_DRAWS) < 0.7)).astype(np.float32)
+    learner = (rng.uniform(0, 1.0, P_DRAWS) * (rng.random(P_DRAWS) < 0.7)).astype(np.float32)
+    got = jax.tree.map(np.asarray, _power_steps(h, message, start, speed, inference, learner))
+    for (link, down), (state, batches, done) in got.items():
+        chex.assert_shape(batches.versions, (P_DRAWS, P_U, P_B, P_H))
+        compared = 0
+        for d in range(P_DRAWS):
+            cl = reference_power.Cluster(start[d], speed[d], down_exchange=down)
+            tau = np.repeat(h[d].astype(np.float64)[:, None], 2 + P_U * P_B, axis=1)
+            want, want_done, totals = reference_power.simulate_steps(
+                cl, tau, message[d], inference[d], P_H, P_B, P_U, learner[d], link
+            )
+            if cl.margin < P_CLOSE:
+                continue
+            compared += 1
+            where = f"{link}/{down} draw {d}"
+            for name in ("worker", "traj", "versions"):
+                np.testing.assert_array_equal(
+                    getattr(batches, name)[d], [[c[name] for c in b] for b in want], where
+                )
+            assert float(state.messages[d]) == totals["messages"], where
+            atol = 2e-5 * (1.0 + float(np.max(done[d])))
+            chex.assert_trees_all_close(
+                (batches.time[d], done[d], state.time[d], state.link_busy[d]),
+                (
+                    np.array([[c["time"] for c in b] for b in want]),
+                    np.array(want_done),
+                    totals["time"],
+                    totals["link_busy"],
+                ),
+                rtol=1e-5,
+                atol=atol,
+                custom_message=where,
+            )
+        assert compared >= P_MIN, (link, down, compared)
