@@ -551,24 +551,24 @@ def test_a_power_trace_too_large_for_memory_is_one_line_naming_its_flag(
 ):
     """Sized from the spec before it is built (a periodic trace laid out over one period
     only, to check its numbers)."""
-    from jaxnigt.cluster import power
+    from jaxnigt.cluster import power_sources
     from jaxnigt.run import sizing
 
     monkeypatch.setattr(sizing, "device_limit", lambda: (2**20, "the test's limit"))
-    real = power.periodic_trace
+    real = power_sources.periodic_trace
 
     def periodic(n, period, low, horizon):
         assert horizon <= period, "the periodic trace was built over its horizon"
         return real(n, period, low, horizon)
 
-    monkeypatch.setattr(power, "periodic_trace", periodic)
+    monkeypatch.setattr(power_sources, "periodic_trace", periodic)
     out = tmp_path / "c.csv"
     argv = [*BASE, "--power", "periodic:0.5:0", "--power-horizon", "5000", "--out", str(out)]
     status, stdout, err = _run(argv, capsys)
     assert status == 2 and stdout == "" and not out.exists()
     assert err.strip().splitlines() == [
         "jaxnigt clock: error: --power-horizon: the trace of 'periodic:0.5:0' has 3 workers × "
-        "20,004 stretches × 6 float32 arrays: at least 1.4 MiB, more than the 1.0 MiB of the "
+        "20,004 stretches × 8 float32 arrays: at least 1.8 MiB, more than the 1.0 MiB of the "
         "test's limit beside the cluster's time model; a longer PERIOD or a shorter "
         "--power-horizon"
     ]

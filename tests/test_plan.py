@@ -283,10 +283,10 @@ def test_the_plan_prints_the_power_traces_memory(tmp_path, capsys):
         assert cli.main(argv) == 0
         out = capsys.readouterr().out.splitlines()
         stretches = sizing.trace_size(spec, 4, 50.0).stretches
-        size = 4 * stretches * 24
+        size = 4 * stretches * 32
         copies = "one per run (drawn per seed)" if per_run else "one, shared by the runs"
         assert (
-            f"power trace (cluster.power = {spec}): 4 workers × {stretches} stretches × 6 "
+            f"power trace (cluster.power = {spec}): 4 workers × {stretches} stretches × 8 "
             f"float32 arrays = {size / 1024:.1f} KiB, {copies}"
         ) in out
         header = next(line for line in out if line.lstrip().startswith("algorithm"))
@@ -316,17 +316,17 @@ def test_a_power_trace_that_cannot_fit_is_one_line_before_it_is_built(
 ):
     """Sized from the spec alone (its trace is never laid out): the plan and the check before
     a run both refuse it, naming cluster.power, with exit 2."""
-    from jaxnigt.cluster import power
+    from jaxnigt.cluster import power, power_sources
 
     limit = (2**20, "the test's limit")
     monkeypatch.setattr(sizing, "device_limit", lambda: limit)
-    real = power.periodic_trace  # laid out only over one period, to check its numbers
+    real = power_sources.periodic_trace  # laid out only over one period, to check its numbers
 
     def periodic(n, period, low, horizon):
         assert horizon <= period, "the periodic trace was built over its horizon"
         return real(n, period, low, horizon)
 
-    monkeypatch.setattr(power, "periodic_trace", periodic)
+    monkeypatch.setattr(power_sources, "periodic_trace", periodic)
     monkeypatch.setattr(power, "draw_outages", lambda *a: pytest.fail("outages drawn"))
     raw = {**_LQR, "cluster": {**_LQR["cluster"], "power": spec, "power_horizon": 5000.0}}
     cfg = config_lib.from_dict(raw)
@@ -335,7 +335,7 @@ def test_a_power_trace_that_cannot_fit_is_one_line_before_it_is_built(
     each = ", one per run (2 runs: outages are drawn per run)" if trace.per_run else ""
     message = (
         f"cluster.power: the trace of {spec!r} has 4 workers × {trace.stretches:,} stretches "
-        f"× 6 float32 arrays{each}: at least {sizing.size_text(size)}, more than the 1.0 MiB "
+        f"× 8 float32 arrays{each}: at least {sizing.size_text(size)}, more than the 1.0 MiB "
         f"of the test's limit beside the cluster's time model; {hint}"
     )
     with pytest.raises(sizing.SizeError) as e:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import reference_power as ref
 
-from jaxnigt.cluster import events, power, schedules, step_clock
+from jaxnigt.cluster import events, power, power_sources, schedules, step_clock
 from jaxnigt.cluster.model import make_cluster_model, realize
 
 F32 = {"rtol": 1e-5, "atol": 1e-6}  # float32 tolerance of the comparisons below
@@ -324,7 +324,7 @@ def test_outages_are_deterministic_per_key_and_differ_across_keys():
 
 def test_outages_cover_the_horizon_and_are_down_their_share_of_the_time():
     up, down, horizon = np.full(400, 4.0), np.full(400, 1.0), 200.0
-    bouts = power.outage_bouts(up, down, horizon)
+    bouts = power_sources.outage_bouts(up, down, horizon)
     tr = power.draw_outages(power.Outages(jnp.asarray(up), jnp.asarray(down), bouts),
                             jax.random.key(0))  # fmt: skip
     start = np.asarray(tr.start, np.float64)
@@ -335,7 +335,7 @@ def test_outages_cover_the_horizon_and_are_down_their_share_of_the_time():
 
 def test_periodic_trace_shape_and_values():
     n, period, low, horizon = 3, 2.0, 0.25, 5.0
-    tr = power.periodic_trace(n, period, low, horizon)
+    tr = power_sources.periodic_trace(n, period, low, horizon)
     K = math.ceil(horizon / (period / 2)) + 4
     chex.assert_shape([tr.start, tr.speed], (n, K))
     start, speed = np.asarray(tr.start, np.float64), np.asarray(tr.speed)
@@ -349,29 +349,30 @@ def test_periodic_trace_shape_and_values():
                 continue
             j = np.searchsorted(start[i], t, side="right") - 1
             assert speed[i, j] == (1.0 if phase < 0.5 else low), (i, t)
-    assert np.asarray(power.periodic_trace(2, 1.0, 0.0, 3.0).speed).min() == 0.0  # LOW = 0
+    assert np.asarray(power_sources.periodic_trace(2, 1.0, 0.0, 3.0).speed).min() == 0.0  # LOW = 0
 
 
 def test_trace_file_rows_defaults_and_padding(tmp_path):
     path = _write(tmp_path / "t.csv", "worker,start,speed\n\n1,0,0.5\n1,2,0\n3,1.5,2\n")
-    rows = power.read_trace_rows(path, 3)
+    rows = power_sources.read_trace_rows(path, 3)
     assert rows == {0: [(0.0, 0.5), (2.0, 0.0)], 2: [(1.5, 2.0)]}
-    tr = power.build("trace:" + path, 3, 10.0)
+    tr = power_sources.build("trace:" + path, 3, 10.0)
     # worker 2 is absent (speed 1 throughout), worker 3 at speed 1 before its first row;
     # shorter rows repeat their last stretch
     np.testing.assert_array_equal(tr.start, [[0, 2], [0, 0], [0, 1.5]])
     np.testing.assert_array_equal(tr.speed, [[0.5, 0], [1, 1], [1, 2]])
-    assert power.build("constant", 3, None) is None
+    assert power_sources.build("constant", 3, None) is None
     # every worker down for ever, but only from the budget on: accepted
     path = _write(tmp_path / "late.csv", "1,3,0\n2,5,0\n")
-    assert power.build("trace:" + path, 2, 5.0).stretches == 2
+    assert power_sources.build("trace:" + path, 2, 5.0).stretches == 2
     # one worker never down: accepted whatever the budget
-    assert power.build("trace:" + _write(tmp_path / "one.csv", "1,0,0\n"), 2, 5.0) is not None
+    one = _write(tmp_path / "one.csv", "1,0,0\n")
+    assert power_sources.build("trace:" + one, 2, 5.0) is not None
 
 
 def _raises(message: str):
     """pytest.raises for a TraceError whose whole message is ``message``."""
-    return pytest.raises(power.TraceError, match="^" + re.escape(message) + "$")
+    return pytest.raises(power_sources.TraceError, match="^" + re.escape(message) + "$")
 
 
 @pytest.mark.parametrize(
@@ -393,36 +394,36 @@ def _raises(message: str):
 def test_trace_file_line_errors(tmp_path, text, line, what):
     path = _write(tmp_path / "bad.csv", text)
     with _raises(f"power trace {path!r} line {line}: {what}"):
-        power.read_trace_rows(path, 3)
+        power_sources.read_trace_rows(path, 3)
     with _raises(f"power trace {path!r} line {line}: {what}"):
-        power.build("trace:" + path, 3, 10.0)
+        power_sources.build("trace:" + path, 3, 10.0)
 
 
 def test_trace_file_errors(tmp_path):
     missing = str(tmp_path / "nope.csv")
     with _raises(f"power trace file {missing!r} does not exist"):
-        power.build("trace:" + missing, 3, 10.0)
+        power_sources.build("trace:" + missing, 3, 10.0)
     binary = tmp_path / "bin.csv"
     binary.write_bytes(b"\xff\xfe1,0,1\n")
     with _raises(
         f"power trace file {str(binary)!r} cannot be read: 'utf-8' codec can't decode byte "
         "0xff in position 0: invalid start byte"
     ):
-        power.read_trace_rows(binary, 3)
+        power_sources.read_trace_rows(binary, 3)
     folder = str(tmp_path)
-    with pytest.raises(power.TraceError, match=f"^power trace file {re.escape(repr(folder))} "
-                       "cannot be read: "):  # fmt: skip
-        power.read_trace_rows(folder, 3)
+    unreadable = f"^power trace file {re.escape(repr(folder))} cannot be read: "
+    with pytest.raises(power_sources.TraceError, match=unreadable):
+        power_sources.read_trace_rows(folder, 3)
     empty = _write(tmp_path / "empty.csv", "worker,start,speed\n\n")
     with _raises(f"power trace file {empty!r} has no rows"):
-        power.read_trace_rows(empty, 3)
+        power_sources.read_trace_rows(empty, 3)
     # every worker at speed 0 from some time before the budget: refused
     down = _write(tmp_path / "down.csv", "1,3,0\n2,0,1\n2,5,0\n")
     with _raises(
         f"power trace {down!r}: every worker is at speed 0 from t = 5 on, before the budget "
         "10: no gradient could ever finish after it"
     ):
-        power.build("trace:" + down, 2, 10.0)
+        power_sources.build("trace:" + down, 2, 10.0)
     with pytest.raises(ValueError, match=r"^power trace .* every worker is at speed 0 from"):
         make_cluster_model(2, power="trace:" + down, power_horizon=10.0)
 
@@ -447,9 +448,9 @@ ALLOWED = "allowed: constant, outages:UP:DOWN, periodic:PERIOD:LOW or trace:FILE
 )
 def test_spec_errors(spec, message):
     with _raises(message):
-        power.build(spec, 2, 10.0)
+        power_sources.build(spec, 2, 10.0)
     with _raises(message):
-        power.check_spec(spec, 2, 10.0)
+        power_sources.check_spec(spec, 2, 10.0)
 
 
 def test_drawn_and_periodic_sources_need_a_horizon():
@@ -457,8 +458,8 @@ def test_drawn_and_periodic_sources_need_a_horizon():
         with _raises(
             f"power {spec!r} needs cluster.power_horizon (or a budget): the time it must cover"
         ):
-            power.build(spec, 2, None)
-    out = power.build("outages:linear:1", 3, 50.0)  # a profile: per-worker means
+            power_sources.build(spec, 2, None)
+    out = power_sources.build("outages:linear:1", 3, 50.0)  # a profile: per-worker means
     np.testing.assert_array_equal(out.up, [1.0, 2.0, 3.0])
-    assert out.bouts == power.outage_bouts(np.array([1.0, 2.0, 3.0]), np.ones(3), 50.0)
-    assert power.parse_power(" periodic:4:0.5 ") == ("periodic", ("4", "0.5"))
+    assert out.bouts == power_sources.outage_bouts(np.array([1.0, 2.0, 3.0]), np.ones(3), 50.0)
+    assert power_sources.parse_power(" periodic:4:0.5 ") == ("periodic", ("4", "0.5"))

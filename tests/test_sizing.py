@@ -117,27 +117,29 @@ def test_a_size_other_than_n_is_named_in_the_message():
     ],
 )
 def test_trace_stretches_are_those_the_trace_is_built_with(spec, horizon):
-    """K from the spec alone (nothing n × K built) is the K ``power.build`` lays out; outages
-    are drawn per run."""
-    from jaxnigt.cluster import power
+    """K from the spec alone (nothing n × K built) is the K ``power_sources.build`` lays out;
+    outages are drawn per run."""
+    from jaxnigt.cluster import power, power_sources
 
     size = sizing.trace_size(spec, 3, horizon)
-    built = power.build(spec, 3, horizon)
+    built = power_sources.build(spec, 3, horizon)
     if built is None:
         assert size is None
         return
     assert size == (spec, power.stretches(built), isinstance(built, power.Outages))
-    assert size.bytes(3, 5) == 3 * size.stretches * 24 * (5 if size.per_run else 1)
+    assert size.bytes(3, 5) == 3 * size.stretches * 32 * (5 if size.per_run else 1)
 
 
 def test_trace_stretches_of_a_file_count_its_rows(tmp_path):
     """Worker 1 changes at 0 and 2 (2 stretches), worker 2 at 1.5 and 6 (3: speed 1 before
     its first row), worker 3 is not listed (1)."""
-    from jaxnigt.cluster import power
+    from jaxnigt.cluster import power, power_sources
 
     path = tmp_path / "t.csv"
     path.write_text("worker,start,speed\n1,0,0.5\n1,2,1\n2,1.5,0\n2,6,1\n")
     assert sizing.trace_size(f"trace:{path}", 3, None) == (f"trace:{path}", 3, False)
-    assert power.stretches(power.build(f"trace:{path}", 3, None)) == 3
-    assert sizing.trace_bytes(3, 3) == 3 * 3 * 6 * 4
-    assert sizing.trace_bytes(10, 25, 5) == 10 * 25 * 6 * 4 * 5
+    assert power.stretches(power_sources.build(f"trace:{path}", 3, None)) == 3
+    built = power_sources.build(f"trace:{path}", 3, None)
+    held = sum(x.nbytes for x in jax.tree.leaves(built))  # what the trace's arrays hold
+    assert sizing.trace_bytes(3, 3) == held == 3 * 3 * power.BYTES_PER_STRETCH
+    assert sizing.trace_bytes(10, 25, 5) == 10 * 25 * 8 * 4 * 5

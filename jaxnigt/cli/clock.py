@@ -81,7 +81,7 @@ from typing import Any
 import numpy as np
 
 from jaxnigt.cli import clock_output, clock_power
-from jaxnigt.cluster import model, power, schedules, simulation, timing
+from jaxnigt.cluster import model, power_sources, schedules, simulation, timing
 from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import sizing
 
@@ -211,7 +211,7 @@ def _build(cluster: Any, **kw: Any) -> model.ClusterModel:
         raise FlagError(*found)
     try:
         return model.from_config(cluster, **kw)
-    except power.TraceError as e:
+    except power_sources.TraceError as e:
         raise FlagError("--power", loader.power_text(e)) from None
 
 

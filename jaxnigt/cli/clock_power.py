@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jaxnigt.cluster import power
+from jaxnigt.cluster import power_sources
 from jaxnigt.config import loader
 from jaxnigt.run import sizing
 
@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--power",
         default="constant",
-        help=f"each worker's computation power over time: {power.SOURCE_TEXT} (a CSV of "
+        help=f"each worker's computation power over time: {power_sources.SOURCE_TEXT} (a CSV of "
         "worker,start,speed rows; docs/cluster_model.md)",
     )
     p.add_argument(
@@ -44,19 +44,19 @@ def problem(cluster: Any) -> tuple[str, str] | None:
     Returns:
       The flag to name and the rest of the line, or None.
     """
-    source, args = power.parse_power(cluster.power)  # the schema checked it
+    source, args = power_sources.parse_power(cluster.power)  # the schema checked it
     n, horizon = cluster.n, cluster.power_horizon
     try:
         if source in ("outages", "periodic"):  # its numbers first (a short horizon: cheap)
-            power.check_spec(cluster.power, n, loader.one_period(cluster.power))
+            power_sources.check_spec(cluster.power, n, loader.one_period(cluster.power))
         if source == "trace":
-            down = power.all_down_from(power.read_trace_rows(args[0], n), n)
+            down = power_sources.all_down_from(power_sources.read_trace_rows(args[0], n), n)
             if down < float("inf"):
                 return "--power", (
                     f"trace {args[0]!r}: every worker is at speed 0 from t = {down:g} on: no "
                     "gradient could ever finish after it"
                 )
-    except power.TraceError as e:
+    except power_sources.TraceError as e:
         return "--power", loader.power_text(e)
     if source in ("outages", "periodic") and horizon is None:
         return "--power-horizon", (

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt.cluster import power as power_lib
-from jaxnigt.cluster import timing
+from jaxnigt.cluster import power_sources, timing
 
 
 class Choice(NamedTuple):
@@ -253,7 +253,7 @@ def make_cluster_model(
       message: each worker's per-step message time (a profile, ``>= 0``); default ``kappa``,
         with ``scale_by_dim`` times ``(message_size / dim) ** 0.25`` (the message's size).
       message_size: the size of a per-step message.
-      power: the computation power (:data:`jaxnigt.cluster.power.SOURCES`) and
+      power: the computation power (:data:`jaxnigt.cluster.power_sources.SOURCES`) and
         ``power_horizon`` the time a drawn or periodic trace covers (the budget).
       **choices: the named choices (:data:`CHOICES`) by name; default their defaults.
 
@@ -277,7 +277,7 @@ def make_cluster_model(
         message32 = _sized(kappa32, message_size / dim if scale_by_dim and message_size else 1)
     types = jnp.asarray(np.zeros(n) if worker_types is None else worker_types, jnp.int32)
     noise_params = jnp.asarray(timing.padded_params(params))
-    trace = power_lib.build(power, n, power_horizon)
+    trace = power_sources.build(power, n, power_horizon)
     return ClusterModel(
         _float32(h_v), kappa32, message32, noise_params, types, kind, **choices, power=trace
     )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxnigt import algorithms
-from jaxnigt.cluster import power
+from jaxnigt.cluster import power_sources
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
 from jaxnigt.config.schema import NUM_TYPES, ExperimentConfig, HParams
@@ -27,8 +27,8 @@ from jaxnigt.config.text import apply_overrides, parse_override, read_yaml
 
 
 def power_text(error: Exception) -> str:
-    """A power spec's error (:class:`jaxnigt.cluster.power.TraceError`) as the rest of a line
-    that already names the key or flag (``cluster.power: ...``, ``--power: ...``): without
+    """A power spec's error (:class:`jaxnigt.cluster.power_sources.TraceError`) as the rest of a
+    line that already names the key or flag (``cluster.power: ...``, ``--power: ...``): without
     its own ``power`` prefix, a spec's own complaint as ``got SPEC; ...``."""
     text = str(error).removeprefix("power: ")
     spec = re.match(r"power ('[^']*'|\"[^\"]*\"): (.*)$", text)
@@ -56,9 +56,9 @@ def _check_power(cfg: ExperimentConfig) -> None:
     horizon = c.power_horizon if c.power_horizon is not None else cfg.budget
     until = "cluster.power_horizon" if c.power_horizon is not None else "the budget"
     try:
-        source, args = power.parse_power(c.power)
+        source, args = power_sources.parse_power(c.power)
         if source == "trace":
-            down = power.all_down_from(power.read_trace_rows(args[0], c.n), c.n)
+            down = power_sources.all_down_from(power_sources.read_trace_rows(args[0], c.n), c.n)
             if horizon is not None and down < horizon:
                 raise ConfigError(
                     f"cluster.power: trace {args[0]!r}: every worker is at speed 0 from "
@@ -68,7 +68,7 @@ def _check_power(cfg: ExperimentConfig) -> None:
             return
         if source == "periodic" and horizon is not None:  # its numbers, not its n × K trace
             horizon = one_period(c.power)
-        power.check_spec(c.power, c.n, horizon)
+        power_sources.check_spec(c.power, c.n, horizon)
     except ConfigError:
         raise
     except ValueError as e:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxnigt import algorithms
-from jaxnigt.cluster import model, power, timing
+from jaxnigt.cluster import model, power_sources, timing
 from jaxnigt.cluster.schedules import MATCH_M
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
@@ -102,9 +102,9 @@ def _noise(path, v, ctx):
 
 def _power(path, v, ctx):
     if not isinstance(v, str):
-        raise ConfigError(f"{path}: got {v!r}; expected {power.SOURCE_TEXT}")
+        raise ConfigError(f"{path}: got {v!r}; expected {power_sources.SOURCE_TEXT}")
     try:
-        power.parse_power(v)
+        power_sources.parse_power(v)
     except ValueError as e:
         raise ConfigError(f"{path}: {str(e).removeprefix('power: ')}") from None
     return v

@@ -19,7 +19,7 @@ workers) is not simulated past :data:`CLOCK_WORK_LIMIT` operations: its row says
 of a step time.
 
 A config with a computation-power trace (``cluster.power``) has its trace sized from its spec
-alone (:func:`power_trace`: K stretches per worker, n × K × 6 float32 arrays, one copy per run
+alone (:func:`power_trace`: K stretches per worker, n × K × 8 float32 arrays, one copy per run
 for outages drawn per run) in the first stage, before it is built; one that does not fit is
 refused, and the plan prints its memory.
 """
@@ -417,7 +417,7 @@ def table(rows: list[dict], config: ExperimentConfig) -> str:
         copies = "one per run (drawn per seed)" if trace.per_run else "one, shared by the runs"
         lines.append(
             f"power trace (cluster.power = {trace.spec}): {config.cluster.n:,} workers × "
-            f"{trace.stretches:,} stretches × 6 float32 arrays = "
+            f"{trace.stretches:,} stretches × {sizing.TRACE_ARRAYS} float32 arrays = "
             f"{sizing.size_text(trace.bytes(config.cluster.n, 1))}, {copies}"
         )
     note = figures().get(config.env.name, {}).get("source")

@@ -40,8 +40,10 @@ CLOCK_ROUND_BYTES_PER_WORKER_ROUND = 16
 #: what the time model needs again; each row of the CSV about this much.
 CLOCK_BYTES_PER_ROW = 256
 #: A computation-power trace (:class:`jaxnigt.cluster.power.PowerTrace`) per worker and
-#: stretch: six float32 arrays (start, speed, work, up, up_from, down_from).
-TRACE_BYTES_PER_STRETCH = 6 * 4
+#: stretch: eight float32 arrays (start, speed, work, up, work_end, up_end, up_next,
+#: down_next; ``jaxnigt.cluster.power.BYTES_PER_STRETCH``, which a test holds it to).
+TRACE_ARRAYS = 8
+TRACE_BYTES_PER_STRETCH = TRACE_ARRAYS * 4
 
 
 class SizeError(ValueError):
@@ -80,7 +82,7 @@ def cluster_bytes(n: int) -> int:
 
 
 def trace_bytes(n: int, stretches: int, copies: int = 1) -> int:
-    """A power trace's memory: ``n`` workers × ``stretches`` (K) × six float32 arrays, for
+    """A power trace's memory: ``n`` workers × ``stretches`` (K) × eight float32 arrays, for
     each of ``copies`` (one per run when each run draws its own)."""
     return TRACE_BYTES_PER_STRETCH * n * stretches * copies
 
@@ -104,28 +106,28 @@ class TraceSize(NamedTuple):
 
 
 def trace_size(spec: str, n: int, horizon: float | None) -> TraceSize | None:
-    """The size of a power spec's trace (:data:`jaxnigt.cluster.power.SOURCES`; None:
+    """The size of a power spec's trace (:data:`jaxnigt.cluster.power_sources.SOURCES`; None:
     constant) from the spec alone, nothing of size n × K built: K as
-    :func:`jaxnigt.cluster.power.build` lays the trace out (a file's rows counted, a
+    :func:`jaxnigt.cluster.power_sources.build` lays the trace out (a file's rows counted, a
     periodic trace's stretches from its period and ``horizon``, outages' bouts from their
     means).
 
     Raises:
-      jaxnigt.cluster.power.TraceError: a spec or trace file that cannot be used.
+      jaxnigt.cluster.power_sources.TraceError: a spec or trace file that cannot be used.
     """
-    from jaxnigt.cluster import power
+    from jaxnigt.cluster import power, power_sources
     from jaxnigt.config.loader import one_period
 
-    source, args = power.parse_power(spec)
+    source, args = power_sources.parse_power(spec)
     if source == "constant":
         return None
     if source == "trace":  # a worker is at speed 1 before its first row; one not listed: 1
-        rows = power.read_trace_rows(args[0], n)
+        rows = power_sources.read_trace_rows(args[0], n)
         return TraceSize(spec, max([1, *(len(ch) + (ch[0][0] > 0) for ch in rows.values())]), False)
     if source == "periodic":  # a start at 0, a change every half period, one past them
-        power.check_spec(spec, n, one_period(spec))
+        power_sources.check_spec(spec, n, one_period(spec))
         return TraceSize(spec, math.ceil(horizon / (float(args[0]) / 2)) + 4, False)
-    return TraceSize(spec, power.stretches(power.build(spec, n, horizon)), True)
+    return TraceSize(spec, power.stretches(power_sources.build(spec, n, horizon)), True)
 
 
 #: What makes a power trace smaller, by source (``{horizon}``: the key or flag of its horizon).
@@ -164,8 +166,8 @@ def trace_problem(
     each = f", one per run ({runs} runs: outages are drawn per run)" if trace.per_run else ""
     hint = SMALLER_TRACE[trace.spec.partition(":")[0]].format(horizon=horizon)
     return (
-        f"the trace of {trace.spec!r} has {n:,} workers × {trace.stretches:,} stretches × 6 "
-        f"float32 arrays{each}: at least {size_text(size)}, more than the "
+        f"the trace of {trace.spec!r} has {n:,} workers × {trace.stretches:,} stretches × "
+        f"{TRACE_ARRAYS} float32 arrays{each}: at least {size_text(size)}, more than the "
         f"{size_text(limit[0])} of {limit[1]} beside the cluster's time model; {hint}"
     )
 
