@@ -458,19 +458,30 @@ def test_drawn_outages_come_from_the_seed_key(tmp_path, capsys):
 
 
 def test_a_round_that_never_ends_is_a_note(tmp_path, capsys):
-    """Worker 2 down for good at 1.5: the sync round 1 never ends; the CSV is written, and
-    one note on stderr says from which round its times are not finite."""
+    """Worker 2 down for good at 1.5: the sync round 1 never ends; the CSV and the summary
+    hold round 0 alone, and one note on stderr says which round never ends.  With worker 2
+    down from 0 not even round 0 ends (Malenia's neither: no count of a round that never
+    ends is reported)."""
     trace = _trace(tmp_path / "in", "2,1.5,0\n")
     out = tmp_path / "c.csv"
     argv = ["--n", "3", "--h", "1", "--rounds", "3", "--rule", "sync", "--out", str(out)]
-    status, _, err = _run([*argv, "--power", f"trace:{trace}"], capsys)
+    status, summary, err = _run([*argv, "--power", f"trace:{trace}"], capsys)
     assert status == 0
     assert err.strip().splitlines() == [
         "jaxnigt clock: note: round 1 never ends (the workers it waits for are down for "
-        "good: --power); its row and the rows after it have no finite times"
+        "good: --power); the CSV and the summary hold only the rows before it (1)"
     ]
+    assert " rounds=1 " in summary and "mean_round_time=1 " in summary
     _, rows = _read(out)
-    assert rows[0][3] == 1.0 and not np.isfinite(rows[1][3])
+    assert len(rows) == 1 and rows[0][3] == 1.0
+    dead = _trace(tmp_path / "dead", "2,0,0\n")
+    for rule in ("sync", "malenia"):
+        argv = ["--n", "3", "--h", "1", "--rounds", "3", "--rule", rule, "--out", str(out)]
+        status, summary, err = _run([*argv, "--power", f"trace:{dead}"], capsys)
+        assert status == 0 and f"clock: rule={rule} n=3 rounds=0 power=" in summary
+        assert "round 0 never ends" in err
+        header, rows = _read(out)
+        assert header[0] == "round" and rows == []
 
 
 @pytest.mark.parametrize(

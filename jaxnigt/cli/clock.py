@@ -51,7 +51,7 @@ over steps and the link's utilisation.
 ``--power-horizon``, the time it covers (the clock has no budget), and outages are drawn from
 the ``--seed`` key (:func:`jaxnigt.cluster.model.realize`, as every clock and run draws
 them; :mod:`jaxnigt.cli.clock_power` checks them).  A round (or arrival) that can never end
-gets non-finite times, with a note on stderr.
+stops the clock: the CSV and summary hold the rows before it, and a note on stderr names it.
 
 This module is the command only: it reads the flags through the config's own schema and
 checks (the cluster's flags are a :class:`~jaxnigt.config.schema.ClusterConfig`, the rule's

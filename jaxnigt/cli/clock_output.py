@@ -26,17 +26,28 @@ def _power(settings: Any, cluster: ClusterModel) -> list[str]:
     return [] if spec == "constant" else [f"power={spec}", f"down_exchange={cluster.down_exchange}"]
 
 
-def never_ends(what: str, ends: np.ndarray) -> str | None:
-    """The note of a clock whose rows stop having finite times (a worker down for good under
-    ``--power``): ``ends`` ``[rows]`` each row's end; None when every one is finite."""
+def ended(what: str, ends: np.ndarray, rows: Any) -> tuple[Any, str | None]:
+    """The rows that end, and the note of a clock whose rows stop having finite times (a
+    worker down for good under ``--power``).
+
+    Args:
+      what: the name of a row (``round``, ``arrival``, ...).
+      ends: ``[rows]`` each row's end.
+      rows: a tree whose leaves have the rows on their leading axis.
+
+    Returns:
+      ``rows`` cut before the first row that never ends (later ones start after it), and the
+      note naming it (None when every row ends).
+    """
     bad = ~np.isfinite(np.asarray(ends, np.float64))
     if not bad.any():
-        return None
+        return rows, None
     first = int(np.argmax(bad))
-    return (
+    note = (
         f"{what} {first} never ends (the workers it waits for are down for good: --power); "
-        "its row and the rows after it have no finite times"
+        f"the CSV and the summary hold only the rows before it ({first})"
     )
+    return jax.tree.map(lambda x: x[:first], rows), note
 
 
 def write_lines(path: str, lines: list[str]) -> None:
@@ -102,7 +113,7 @@ def ringmaster_summary(settings: Any, cluster: ClusterModel, final, ev: events.E
     parts = [
         f"clock: rule=ringmaster n={cluster.n} R={settings.R}",
         f"stops={str(settings.stops).lower()}",
-        f"link={cluster.link} exchanges={settings.rounds}",
+        f"link={cluster.link} exchanges={ev.arrival.time.shape[0]}",
         f"t_end={elapsed:.6g}",
         f"updates={int(accepted.sum())}",
         f"updates_per_time={accepted.sum() / max(elapsed, 1e-30):.6g}",
@@ -127,7 +138,7 @@ def summary(settings: Any, cluster: ClusterModel, res: dict[str, np.ndarray]) ->
         f"clock: rule={settings.rule} n={cluster.n} M={settings.M}",
         f"inflight={cluster.inflight}",
         f"allreduce={cluster.allreduce}",
-        f"rounds={settings.rounds}",
+        f"rounds={res['t_end'].shape[0]}",
         f"mean_round_time={np.mean(round_time):.6g}",
         f"mean_collect={np.mean(collect):.6g}",
         f"grads/round={np.mean(res['grads_used']):.6g}",
@@ -149,9 +160,9 @@ def async_summary(settings: Any, cluster: ClusterModel, final, arr: events.Arriv
     """``--rule async``'s summary line (with the shared link's bound on the arrival rate)."""
     elapsed = float(arr.time[-1])  # the run starts at 0
     parts = [
-        f"clock: rule=async n={cluster.n} link={cluster.link} arrivals={settings.rounds}",
+        f"clock: rule=async n={cluster.n} link={cluster.link} arrivals={arr.time.shape[0]}",
         f"t_end={elapsed:.6g}",
-        f"arrivals_per_time={settings.rounds / max(elapsed, 1e-30):.6g}",
+        f"arrivals_per_time={arr.time.shape[0] / max(elapsed, 1e-30):.6g}",
         f"mean_staleness={float(np.mean(arr.staleness)):.6g}",
         f"max_staleness={int(np.max(arr.staleness))}",
         f"mean_link_wait={float(np.mean(arr.link_wait)):.6g}",
@@ -185,13 +196,13 @@ def seed_rows(batches) -> tuple[list[str], np.ndarray]:
 
 def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.ndarray) -> str:
     """``--rule seed``'s summary line."""
-    elapsed = float(final.time)  # the run starts at 0
+    elapsed = float(batches.time.max())  # the run starts at 0; its last batch's end
     trajectories = batches.worker.size
     rate = lambda x: f"{x / max(elapsed, 1e-30):.6g}"
     parts = [
         f"clock: rule=seed n={cluster.n} link={cluster.link} H={settings.horizon}",
         f"batch={settings.batch}",
-        f"updates={settings.rounds}",
+        f"updates={batches.worker.shape[0]}",
         f"t_end={elapsed:.6g}",
         f"trajectories_per_time={rate(trajectories)}",
         f"messages_per_time={rate(float(final.messages))}",
@@ -220,24 +231,42 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
             learner_time=settings.learner_time,
         )
         final, batches = jax.tree.map(np.asarray, (final, batches))
+        batches, note = ended("update", batches.time.max(axis=1), batches)
         lines, lag = seed_rows(batches)
         write_lines(settings.out, lines)
-        print(seed_summary(settings, cluster, final, batches, lag))
-        return _note(never_ends("trajectory", batches.time.reshape(-1)))
+        empty = batches.worker.shape[0] == 0
+        print(
+            _nothing_ends(settings, cluster, "update")
+            if empty
+            else seed_summary(settings, cluster, final, batches, lag)
+        )
+        return _note(note)
     if settings.rule == "ringmaster":
         final, ev = simulation.simulate_ringmaster(
             cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
         )
         final, ev = jax.tree.map(np.asarray, (final, ev))
+        ev, note = ended("exchange", ev.arrival.time, ev)
         write_ringmaster_csv(settings.out, ev)
-        print(ringmaster_summary(settings, cluster, final, ev))
-        return _note(never_ends("exchange", ev.arrival.time))
+        empty = ev.arrival.time.shape[0] == 0
+        print(
+            _nothing_ends(settings, cluster, "exchange")
+            if empty
+            else ringmaster_summary(settings, cluster, final, ev)
+        )
+        return _note(note)
     if settings.rule == "async":
         final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
         final, arr = jax.tree.map(np.asarray, (final, arr))
+        arr, note = ended("arrival", arr.time, arr)
         write_async_csv(settings.out, arr)
-        print(async_summary(settings, cluster, final, arr))
-        return _note(never_ends("arrival", arr.time))
+        empty = arr.time.shape[0] == 0
+        print(
+            _nothing_ends(settings, cluster, "arrival")
+            if empty
+            else async_summary(settings, cluster, final, arr)
+        )
+        return _note(note)
     res = simulation.simulate_rule_rounds(
         cluster,
         key,
@@ -248,9 +277,17 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
         per_worker=settings.per_worker,
     )
     res = jax.tree.map(np.asarray, res)
+    res, note = ended("round", res["t_end"], res)
     write_csv(settings.out, res, cluster.n)
-    print(summary(settings, cluster, res))
-    return _note(never_ends("round", res["t_end"]))
+    empty = res["t_end"].shape[0] == 0
+    print(_nothing_ends(settings, cluster, "round") if empty else summary(settings, cluster, res))
+    return _note(note)
+
+
+def _nothing_ends(settings: Any, cluster: ClusterModel, what: str) -> str:
+    """The summary line of a clock in which not even the first row ends."""
+    parts = [f"clock: rule={settings.rule} n={cluster.n}", f"{what}s=0", *_power(settings, cluster)]
+    return " ".join([*parts, f"-> {settings.out}"])
 
 
 def _note(note: str | None) -> int:
