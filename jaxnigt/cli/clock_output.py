@@ -231,42 +231,33 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
             learner_time=settings.learner_time,
         )
         final, batches = jax.tree.map(np.asarray, (final, batches))
-        batches, note = ended("update", batches.time.max(axis=1), batches)
-        lines, lag = seed_rows(batches)
-        write_lines(settings.out, lines)
-        empty = batches.worker.shape[0] == 0
-        print(
-            _nothing_ends(settings, cluster, "update")
-            if empty
-            else seed_summary(settings, cluster, final, batches, lag)
-        )
-        return _note(note)
+
+        def write_seed(b):
+            lines, lag = seed_rows(b)
+            write_lines(settings.out, lines)
+            return lambda: seed_summary(settings, cluster, final, b, lag)
+
+        return _emit(settings, cluster, "update", batches.time.max(axis=1), batches, write_seed)
     if settings.rule == "ringmaster":
         final, ev = simulation.simulate_ringmaster(
             cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
         )
         final, ev = jax.tree.map(np.asarray, (final, ev))
-        ev, note = ended("exchange", ev.arrival.time, ev)
-        write_ringmaster_csv(settings.out, ev)
-        empty = ev.arrival.time.shape[0] == 0
-        print(
-            _nothing_ends(settings, cluster, "exchange")
-            if empty
-            else ringmaster_summary(settings, cluster, final, ev)
-        )
-        return _note(note)
+
+        def write_ringmaster(e):
+            write_ringmaster_csv(settings.out, e)
+            return lambda: ringmaster_summary(settings, cluster, final, e)
+
+        return _emit(settings, cluster, "exchange", ev.arrival.time, ev, write_ringmaster)
     if settings.rule == "async":
         final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
         final, arr = jax.tree.map(np.asarray, (final, arr))
-        arr, note = ended("arrival", arr.time, arr)
-        write_async_csv(settings.out, arr)
-        empty = arr.time.shape[0] == 0
-        print(
-            _nothing_ends(settings, cluster, "arrival")
-            if empty
-            else async_summary(settings, cluster, final, arr)
-        )
-        return _note(note)
+
+        def write_async(a):
+            write_async_csv(settings.out, a)
+            return lambda: async_summary(settings, cluster, final, a)
+
+        return _emit(settings, cluster, "arrival", arr.time, arr, write_async)
     res = simulation.simulate_rule_rounds(
         cluster,
         key,
@@ -277,10 +268,23 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
         per_worker=settings.per_worker,
     )
     res = jax.tree.map(np.asarray, res)
-    res, note = ended("round", res["t_end"], res)
-    write_csv(settings.out, res, cluster.n)
-    empty = res["t_end"].shape[0] == 0
-    print(_nothing_ends(settings, cluster, "round") if empty else summary(settings, cluster, res))
+
+    def write_rounds(r):
+        write_csv(settings.out, r, cluster.n)
+        return lambda: summary(settings, cluster, r)
+
+    return _emit(settings, cluster, "round", res["t_end"], res, write_rounds)
+
+
+def _emit(settings: Any, cluster: ClusterModel, what: str, ends, rows, write) -> int:
+    """Writes the rows that end (:func:`ended`) with ``write(rows)``, which returns their
+    summary's maker, prints the summary (or, when not even the first row ends, a line saying
+    so) and the note; returns the exit status, 0."""
+    ends = np.asarray(ends, np.float64)
+    rows, note = ended(what, ends, rows)
+    make_summary = write(rows)
+    ends_at_all = ends.size > 0 and np.isfinite(ends[0])
+    print(make_summary() if ends_at_all else _nothing_ends(settings, cluster, what))
     return _note(note)
 
 

@@ -70,7 +70,14 @@ class PowerTrace:
         return self.start.shape[-1]
 
     def take(self, rows: jax.Array) -> PowerTrace:
-        """The rows ``rows`` (an index array: ``[m, K]``; a scalar index: one ``[K]`` row)."""
+        """Some workers' rows.
+
+        Args:
+          rows: worker indices (an ``[m]`` array, or a scalar index).
+
+        Returns:
+          The trace of those workers: ``[m, K]`` arrays, or one worker's ``[K]`` row.
+        """
         return jax.tree.map(lambda x: x[rows], self)
 
 
