@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxnigt.cluster import model as cluster_model
+from jaxnigt.cluster import padding
 from jaxnigt.cluster.model import ClusterModel
 
 # Traced hyperparameters: {"learning_rate", "eta", "gamma", ...} as float32 arrays (the config's
@@ -354,8 +355,7 @@ def link_utilisation(before, after) -> jax.Array:
     """Server link busy time / elapsed simulated time between two event-engine states
     (``events.AsyncState``); NaN over an empty interval. Above 1 only with overlapping
     exchanges (``link: independent``)."""
-    elapsed = after.time - before.time
-    served = after.link_busy - before.link_busy
+    elapsed, served = after.time - before.time, after.link_busy - before.link_busy
     return jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan)
 
 
@@ -367,6 +367,7 @@ def step_metrics(
     train_return: jax.Array,
     counts: jax.Array,
     finite: jax.Array,
+    active: jax.Array | None = None,
     staleness: tuple[jax.Array, jax.Array, jax.Array] | None = None,
     link_util: jax.Array | None = None,
     messages: jax.typing.ArrayLike = 0.0,
@@ -374,14 +375,13 @@ def step_metrics(
 ) -> StepMetrics:
     """:class:`StepMetrics` of a step that produced ``state`` (its counters and step count).
 
-    ``counts`` ``[n]`` are the step's gradients per worker; ``staleness`` is
-    ``(min, mean, max)``; absent values are NaN; ``messages`` is the run's count of small
-    exchanges so far.
-    """
+    ``counts`` ``[n]`` are the step's gradients per worker (``active``: of a padded record's
+    own workers); ``staleness`` is ``(min, mean, max)``; absent values are NaN; ``messages``
+    is the run's count of small exchanges so far."""
     nan = jnp.full([], jnp.nan, jnp.float32)
-    staleness = staleness if staleness is not None else (nan, nan, nan)
-    counts = counts.astype(jnp.float32)
-    c = state.counters
+    staleness = staleness if staleness is not None else (nan,) * 3
+    counts, c = counts.astype(jnp.float32), state.counters
+    lo, mean, hi = padding.worker_stats(counts, active)
     return StepMetrics(
         round=state.steps,
         sim_time=c.time,
@@ -391,9 +391,9 @@ def step_metrics(
         grads=jnp.asarray(grads, jnp.float32),
         round_time=jnp.asarray(round_time, jnp.float32),
         train_return=train_return,
-        counts_min=jnp.min(counts),
-        counts_mean=jnp.mean(counts),
-        counts_max=jnp.max(counts),
+        counts_min=lo,
+        counts_mean=mean,
+        counts_max=hi,
         staleness_min=staleness[0],
         staleness_mean=staleness[1],
         staleness_max=staleness[2],
@@ -435,8 +435,8 @@ def select(flag: jax.Array, new: Any, old: Any) -> Any:
 
 
 def push_newest(stack: Any, x: Any) -> Any:
-    """``x`` put at the front of the newest-first ``stack`` (a pytree of ``[R, ...]``
-    arrays), the oldest entry dropped: a learner's kept versions and their done times."""
+    """``x`` put at the front of the newest-first ``stack`` (a pytree of ``[R, ...]`` arrays),
+    the oldest dropped: a learner's kept versions and their done times."""
     return jax.tree.map(lambda h, v: jnp.concatenate([jnp.asarray(v)[None], h[:-1]]), stack, x)
 
 

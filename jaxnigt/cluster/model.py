@@ -140,6 +140,9 @@ class ClusterModel:
       power: the computation power over time: None (constant: speed 1), a
         :class:`~jaxnigt.cluster.power.PowerTrace` (``[n, K]``) or
         :class:`~jaxnigt.cluster.power.Outages` to draw per run (:func:`realize`).
+      workers: ``[]`` int32 the run's number of workers when the arrays are padded to
+        ``n`` rows (:mod:`jaxnigt.cluster.padding`: the first ``workers`` rows are the run's,
+        the others never complete); None: all ``n``.
     """
 
     h: jax.Array
@@ -153,6 +156,7 @@ class ClusterModel:
     allreduce: str = _static(ALLREDUCE.default)
     down_exchange: str = _static(DOWN_EXCHANGE.default)
     power: Any = None
+    workers: Any = None
 
     def __post_init__(self):
         check_choice("noise", self.noise, timing.NOISES)
@@ -161,8 +165,17 @@ class ClusterModel:
 
     @property
     def n(self) -> int:
-        """The number of workers (static: the arrays' length)."""
+        """The number of workers (static: the arrays' length; a padded record's rows, of which
+        :attr:`workers` are the run's)."""
         return self.h.shape[-1]
+
+    @property
+    def active(self) -> jax.Array | None:
+        """``[n]`` bool: the rows that are the run's workers (padded records,
+        :mod:`jaxnigt.cluster.padding`); None when every row is."""
+        if self.workers is None:
+            return None
+        return jnp.arange(self.n) < self.workers
 
     @property
     def trace(self) -> power_lib.PowerTrace | None:
@@ -353,9 +366,13 @@ def sample_compute_times(model: ClusterModel, key: jax.Array, num: int) -> jax.A
       num: static number of gradients per worker.
 
     Returns:
-      ``[n, num]`` float32 compute times; row ``i`` is worker ``i``'s gradients in order.
+      ``[n, num]`` float32 compute times; row ``i`` is worker ``i``'s gradients in order
+      (``inf`` in a padded row: it never completes).
     """
-    return model.h[:, None] * sample_noise(model, key, (model.n, num))
+    tau = model.h[:, None] * sample_noise(model, key, (model.n, num))
+    if model.workers is None:
+        return tau
+    return jnp.where(model.active[:, None], tau, jnp.inf)  # a padded row never completes
 
 
 def sample_worker_compute_time(model: ClusterModel, key: jax.Array, worker: jax.Array) -> jax.Array:

@@ -52,7 +52,7 @@ def _prologue(rule: str, tau: jax.Array, need: int, t0, busy_until):
     return t0, tau, start_offsets(t0, busy_until), sequential_cumsum(tau)
 
 
-def rennala_candidates(first_end: jax.Array, M: int) -> jax.Array:
+def rennala_candidates(first_end: jax.Array, M: int, take: jax.Array | None = None) -> jax.Array:
     """The ``min(n, M)`` workers, in increasing id, that can contribute to a Rennala round.
 
     ``first_end[i]`` is worker ``i``'s first completion (relative to ``t0``).  Completions
@@ -60,11 +60,30 @@ def rennala_candidates(first_end: jax.Array, M: int) -> jax.Array:
     ``M`` earliest completions overall come from the ``M`` workers whose *first* completion
     is earliest: any other worker's first completion is preceded by those ``M``.  Only these
     workers' later compute times are ever needed.
+
+    With ``take`` (a padded run, :mod:`jaxnigt.cluster.padding`: ``min(n, M)`` of the run,
+    traced), the first ``take`` rows are the run's candidates in increasing id, exactly the
+    unpadded run's rows, and the other rows follow.
     """
     m = min(first_end.shape[0], M)
     # top_k puts the lower index (= lower worker) first among equal values.
     _, rows = lax.top_k(-first_end, m)
-    return jnp.sort(lax.optimization_barrier(rows))
+    rows = lax.optimization_barrier(rows)
+    if take is None:
+        return jnp.sort(rows)
+    n = first_end.shape[0]
+    later = jnp.arange(m) >= take  # top_k's first `take` are the run's own top `take`
+    rows = jnp.sort(jnp.where(later, rows + n, rows))
+    return jnp.where(rows >= n, rows - n, rows)
+
+
+def rennala_take(model: ClusterModel, M: int, run_M: jax.Array | None) -> jax.Array | None:
+    """A padded Rennala round's number of candidate rows, ``min(n, M)`` of the run (None:
+    the round is not padded)."""
+    if model.workers is None and run_M is None:
+        return None
+    n = model.n if model.workers is None else model.workers
+    return jnp.minimum(n, M if run_M is None else run_M)
 
 
 def rennala_round(
@@ -76,6 +95,7 @@ def rennala_round(
     tau_rows: jax.Array,
     *,
     M: int,
+    run_M: jax.Array | None = None,
 ) -> RoundSchedule:
     """Rennala round from the compute times of its candidate workers alone.
 
@@ -86,7 +106,9 @@ def rennala_round(
       first: ``[n]`` every worker's first compute time.
       rows: ``[m]`` the candidate workers (:func:`rennala_candidates`, increasing ids).
       tau_rows: ``[m, M + 1]`` their full compute times.
-      M: static batch size.
+      M: static batch size (with ``run_M``, the most slots of a round).
+      run_M: ``[]`` int the run's batch, traced (:mod:`jaxnigt.cluster.padding`; None:
+        ``M``): slots from ``run_M`` on are never valid.
 
     Returns:
       The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
@@ -94,7 +116,8 @@ def rennala_round(
     n, m = first.shape[0], rows.shape[0]
     off = start_offsets(t0, busy_until)
     cum_rows = sequential_cumsum(tau_rows)
-    cand = ends(model, t0, off[rows], cum_rows[:, :M], rows).reshape(-1)
+    cand = ends(model, t0, off[rows], cum_rows[:, :M], rows)
+    cand = _padded_candidates(model, cand, M, run_M).reshape(-1)
     # Flat index j * M + k orders candidates by (worker, k) because rows are sorted, and
     # top_k puts the lower flat index first among equal values.  The barrier keeps XLA from
     # folding later slices of the result into the top_k, which turns it into a full sort on
@@ -103,7 +126,8 @@ def rennala_round(
     _, idx = lax.top_k(-cand, M)
     idx = lax.optimization_barrier(idx)
     slot_row, slot_rank = idx // M, idx % M
-    counts_rows = jnp.zeros((m,), jnp.int32).at[slot_row].add(1)
+    valid = jnp.ones((M,), bool) if run_M is None else jnp.arange(M) < run_M
+    counts_rows = jnp.zeros((m,), jnp.int32).at[slot_row].add(valid.astype(jnp.int32))
     rows_work = worker_times(off[rows], tau_rows, cum_rows, counts_rows)
     # Workers outside ``rows`` use no gradient; their next gradient is their first.
     work = WorkerTimes(
@@ -113,14 +137,26 @@ def rennala_round(
         cum_next=first.at[rows].set(rows_work.cum_next),
     )
     coll = Collection(
-        t_rel=cand[idx[M - 1]],
+        t_rel=cand[idx[M - 1 if run_M is None else run_M - 1]],
         counts=jnp.zeros((n,), jnp.int32).at[rows].set(counts_rows),
         slot_worker=rows[slot_row],
         slot_rank=slot_rank,
-        slot_valid=jnp.ones((M,), bool),
+        slot_valid=valid,
         overflow=jnp.bool_(False),
     )
     return finish_round(model, t0, busy_until, work, coll)
+
+
+def _padded_candidates(model: ClusterModel, cand: jax.Array, M: int, run_M) -> jax.Array:
+    """``[m, M]`` candidate completions of a padded round (:func:`rennala_take`): rows past
+    the run's candidates and columns past its ``run_M`` never count (``inf``)."""
+    take = rennala_take(model, M, run_M)
+    if take is None:
+        return cand
+    ok = jnp.arange(cand.shape[0])[:, None] < take
+    if run_M is not None:
+        ok = ok & (jnp.arange(M)[None, :] < run_M)
+    return jnp.where(ok, cand, jnp.inf)
 
 
 def rennala_from_times(
@@ -202,6 +238,7 @@ def malenia_from_times(
     """
     M = check_static("M", M)
     cap = check_static("capacity", capacity)
+    _not_padded(model, "Malenia")
     t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
     comp = ends(model, t0, off, cum)
     used = comp[:, :cap]
@@ -221,6 +258,11 @@ def malenia_from_times(
     )
     work = worker_times(off, tau, cum, counts)
     return finish_round(model, t0, busy_until, work, coll)
+
+
+def _not_padded(model: ClusterModel, rule: str) -> None:
+    if model.workers is not None:
+        raise ValueError(f"a {rule} round cannot run on a padded cluster model yet")
 
 
 def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
@@ -253,6 +295,7 @@ def msync_from_times(
     busy_until: jax.Array,
     *,
     m: int,
+    run_m: jax.Array | None = None,
 ) -> RoundSchedule:
     """m-synchronous round (Begunov & Tyurin, 2026) from ``tau`` ``[n, K >= 1]``.
 
@@ -266,7 +309,9 @@ def msync_from_times(
       tau: ``[n, K]`` compute times.
       t0: ``[]`` the round's start.
       busy_until: ``[n]`` when each worker is free to start.
-      m: static number of workers the round waits for.
+      m: static number of workers the round waits for (with ``run_m``: the most).
+      run_m: ``[]`` int the run's ``m`` in a padded program (:mod:`jaxnigt.cluster.padding`;
+        None: ``m``): slots from ``run_m`` on are never valid.
 
     Returns:
       The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
@@ -282,13 +327,14 @@ def msync_from_times(
     first = ends(model, t0, off, cum[:, 0])
     _, rows = lax.top_k(-first, m)  # ascending completion; ties: lower worker id first
     rows = lax.optimization_barrier(rows)
-    counts = jnp.zeros((n,), jnp.int32).at[rows].set(1)
+    valid = jnp.ones((m,), bool) if run_m is None else jnp.arange(m) < run_m
+    counts = jnp.zeros((n,), jnp.int32).at[rows].set(valid.astype(jnp.int32))
     coll = Collection(
-        t_rel=first[rows[m - 1]],
+        t_rel=first[rows[m - 1 if run_m is None else run_m - 1]],
         counts=counts,
         slot_worker=rows,
         slot_rank=jnp.zeros((m,), jnp.int32),
-        slot_valid=jnp.ones((m,), bool),
+        slot_valid=valid,
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)
@@ -325,15 +371,22 @@ def sync_from_times(
     b = check_static("per_worker", per_worker)
     n = tau.shape[0]
     t0, tau, off, cum = _prologue("sync (per_worker)", tau, b, t0, busy_until)
-    flat = ends(model, t0, off, cum).reshape(-1)
+    comp = ends(model, t0, off, cum)
+    flat = comp.reshape(-1)
     order = jnp.argsort(flat, stable=True)
     counts = jnp.full((n,), b, jnp.int32)
+    t_rel, slot_valid = jnp.max(flat), jnp.ones((n * b,), bool)
+    if model.workers is not None:  # padded rows: no gradient, last in the order, not waited for
+        active = model.active
+        counts = jnp.where(active, counts, 0)
+        t_rel = jnp.max(jnp.where(active[:, None], comp, -jnp.inf))
+        slot_valid = active[order // b]
     coll = Collection(
-        t_rel=jnp.max(flat),
+        t_rel=t_rel,
         counts=counts,
         slot_worker=order // b,
         slot_rank=order % b,
-        slot_valid=jnp.ones((n * b,), bool),
+        slot_valid=slot_valid,
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)

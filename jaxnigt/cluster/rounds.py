@@ -285,6 +285,8 @@ def _in_flight(
     busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
     if may_continue is not None:
         busy = busy & may_continue
+    if model.workers is not None:  # a padded worker never computes (jaxnigt.cluster.padding)
+        busy = busy & model.active
     if inflight == "cancel":
         wasted = jnp.where(busy, worked(model, t0, last, t_rel), 0.0)
         safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)

@@ -31,6 +31,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from jaxnigt.cluster import padding
 from jaxnigt.cluster.model import ClusterModel, realize, sample_compute_times, sample_noise
 from jaxnigt.cluster.round_kernels import (
     MALENIA_RTOL,
@@ -39,6 +40,7 @@ from jaxnigt.cluster.round_kernels import (
     rennala_candidates,
     rennala_from_times,
     rennala_round,
+    rennala_take,
     sync_from_times,
 )
 from jaxnigt.cluster.rounds import (
@@ -120,6 +122,7 @@ def rennala(
     busy_until: jax.Array,
     *,
     M: int,
+    run_M: jax.Array | None = None,
 ) -> RoundSchedule:
     """Rennala round (docs/cluster_model.md): the first ``M`` gradients to finish, ``S = M`` slots.
 
@@ -129,7 +132,9 @@ def rennala(
       t0: ``[]`` round start.
       busy_until: ``[n]`` absolute time each worker is free to start (see
         :class:`RoundSchedule`).
-      M: static batch size.
+      M: static batch size (with ``run_M``: the most slots).
+      run_M: ``[]`` int the run's batch when it is a value of the run (a padded program,
+        :mod:`jaxnigt.cluster.padding`); slots from ``run_M`` on are never valid.
 
     Returns:
       The round's :class:`RoundSchedule`.
@@ -145,12 +150,18 @@ def rennala(
     M = check_static("M", M)
     t0 = jnp.asarray(t0, jnp.float32)
     off = start_offsets(t0, busy_until)
-    first, rows, tau_rows = sample_rennala_times(model, key, off, M=M, t0=t0)
-    return rennala_round(model, t0, busy_until, first, rows, tau_rows, M=M)
+    first, rows, tau_rows = sample_rennala_times(model, key, off, M=M, t0=t0, run_M=run_M)
+    return rennala_round(model, t0, busy_until, first, rows, tau_rows, M=M, run_M=run_M)
 
 
 def sample_rennala_times(
-    model: ClusterModel, key: jax.Array, off: jax.Array, *, M: int, t0: jax.typing.ArrayLike = 0.0
+    model: ClusterModel,
+    key: jax.Array,
+    off: jax.Array,
+    *,
+    M: int,
+    t0: jax.typing.ArrayLike = 0.0,
+    run_M: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The compute times one Rennala round needs, drawn lazily: ``O(n + M^2)`` draws.
 
@@ -169,14 +180,23 @@ def sample_rennala_times(
       off: ``[n]`` each worker's start relative to the round's (:func:`start_offsets`).
       M: static batch size.
       t0: the round's start (where a power trace maps work to time).
+      run_M: ``[]`` the run's batch in a padded program (None: ``M``).  A padded run
+        (``run_M`` or :attr:`ClusterModel.workers`) draws the unpadded run's times for its
+        first ``min(n, run_M)`` rows and ``run_M`` columns (:mod:`jaxnigt.cluster.padding`).
 
     Returns:
       ``(first, rows, tau_rows)``.
     """
     first = sample_compute_times(model, jax.random.fold_in(key, 0), 1)[:, 0]
-    rows = rennala_candidates(ends(model, t0, off, first), M)
+    take = rennala_take(model, M, run_M)
+    rows = rennala_candidates(ends(model, t0, off, first), M, take)
     h_rows = model.h[rows][:, None]
-    rest = h_rows * sample_noise(model, jax.random.fold_in(key, 1), (rows.shape[0], M))
+    shape, k_rest = (rows.shape[0], M), jax.random.fold_in(key, 1)
+    if run_M is None:
+        rest = h_rows * sample_noise(model, k_rest, shape)
+    else:
+        draw = lambda k, s: sample_noise(model, k, s)
+        rest = h_rows * padding.flat_draws(draw, k_rest, shape, run_M)
     return first, rows, jnp.concatenate([first[rows][:, None], rest], axis=1)
 
 
@@ -238,6 +258,7 @@ def msync(
     busy_until: jax.Array,
     *,
     m: int,
+    run_m: jax.Array | None = None,
 ) -> RoundSchedule:
     """m-synchronous round, ``S = m`` slots (:func:`msync_from_times`): the compute times
     of :func:`sync` with one gradient per worker, so ``m = n`` is that round.
@@ -247,13 +268,14 @@ def msync(
       key: PRNG key of the round's compute times.
       t0: ``[]`` round start.
       busy_until: ``[n]`` when each worker is free to start.
-      m: static number of workers the round waits for.
+      m: static number of workers the round waits for (with ``run_m``: the most).
+      run_m: ``[]`` the run's ``m`` in a padded program (None: ``m``).
 
     Returns:
       The round's :class:`RoundSchedule`.
     """
     tau = sample_compute_times(model, key, 1)
-    return msync_from_times(model, tau, t0, busy_until, m=m)
+    return msync_from_times(model, tau, t0, busy_until, m=m, run_m=run_m)
 
 
 def default_msync_m(n: int) -> int:

@@ -30,6 +30,7 @@ import numpy as np
 from jaxnigt import algorithms, envs
 from jaxnigt.algorithms import core
 from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
+from jaxnigt.algorithms.engines import round_engine
 from jaxnigt.cluster import model
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.config import ExperimentConfig, HParams
@@ -204,9 +205,12 @@ class Trainer:
     def hyper(self, batch: int | None = None, **values: Any) -> dict[str, jax.Array]:
         """Traced hyperparameters (float32), from the config unless overridden.
 
-        With ``batch``, every value is broadcast to a leading ``[batch]`` axis.
+        With ``batch``, every value is broadcast to a leading ``[batch]`` axis.  A padded
+        program's run sizes (:data:`~jaxnigt.algorithms.engines.round_engine.SIZES`) are
+        added when given.
         """
         out = {k: values.get(k, getattr(self.hparams, k)) for k in TRACED}
+        out |= {k: v for k, v in values.items() if k in round_engine.SIZES}
         out = {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
         if batch is not None:
             out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}

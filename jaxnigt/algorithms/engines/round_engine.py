@@ -15,13 +15,16 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.cluster import schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
-ScheduleFn = Callable[..., schedules.RoundSchedule]  # (model, key, t0, busy_until) -> schedule
+# (model, key, t0, busy_until[, hyper]) -> schedule; ``hyper`` (a step's traced values) holds
+# the run's sizes in a padded program (:data:`SIZES`), read by the rule that has them.
+ScheduleFn = Callable[..., schedules.RoundSchedule]
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
 
 
@@ -82,36 +85,63 @@ MSYNC = core.Traits(
 )
 
 
-# A schedule factory ``(setup, options, M) -> ScheduleFn`` picks a rule and its static sizes;
-# the rule reads the cluster model's choices (in-flight work, the AllReduce) from the record
-# it is called on.
-ScheduleFactory = Callable[[Setup, RoundOptions, int], ScheduleFn]
+# A schedule factory ``(setup, options, M, size) -> ScheduleFn`` picks a rule and its static
+# sizes; the rule reads the cluster model's choices (in-flight work, the AllReduce) from the
+# record it is called on.  ``size`` names the hyper entry that holds the round's M in a padded
+# program (``M``, or ``M_init`` for round 0).
+ScheduleFactory = Callable[[Setup, RoundOptions, int, str], ScheduleFn]
 
 
-def rennala_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+#: The sizes a run of a padded program carries as traced values in its ``hyper`` (the static
+#: sizes are then the program's upper bounds; :mod:`jaxnigt.cluster.padding`): the round's
+#: M, round 0's M_init and the m-synchronous m.
+SIZES = ("M", "M_init", "msync_m")
+
+
+def _run_size(hyper, name: str) -> jax.Array | None:
+    """The run's ``name`` (:data:`SIZES`) as an int32 value, or None in an unpadded run."""
+    if hyper is None or name not in hyper:
+        return None
+    return jnp.asarray(hyper[name], jnp.int32)
+
+
+def rennala_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
     """Rennala's collection of ``M`` gradients (docs/cluster_model.md)."""
     del setup, options
-    return functools.partial(schedules.rennala, M=M)
+
+    def rule(model, key, t0, busy_until, hyper=None):
+        run_M = _run_size(hyper, size)
+        return schedules.rennala(model, key, t0, busy_until, M=M, run_M=run_M)
+
+    return rule
 
 
-def malenia_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
-    """Malenia's collection with batch ``M`` (docs/cluster_model.md)."""
-    del setup
-    return functools.partial(schedules.malenia, M=M, capacity=options.malenia_capacity)
+def malenia_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
+    """Malenia's collection with batch ``M`` (docs/cluster_model.md; not padded yet)."""
+    del setup, size
+    rule = functools.partial(schedules.malenia, M=M, capacity=options.malenia_capacity)
+    return lambda model, key, t0, busy_until, hyper=None: rule(model, key, t0, busy_until)
 
 
-def sync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+def sync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
     """The synchronous collection: the configured gradients per worker (default 1; with
-    ``match_M``, ``max(1, ceil(M/n))``)."""
+    ``match_M``, ``max(1, ceil(M/n))``).  A padded run's workers are its record's."""
+    del size
     b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
-    return functools.partial(schedules.sync, per_worker=b)
+    rule = functools.partial(schedules.sync, per_worker=b)
+    return lambda model, key, t0, busy_until, hyper=None: rule(model, key, t0, busy_until)
 
 
-def msync_schedule(setup: Setup, options: RoundOptions, M: int) -> ScheduleFn:
+def msync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
     """The m-synchronous collection: one gradient per worker, the fastest ``msync_m``
-    count (``M`` is not read)."""
-    del setup, M
-    return functools.partial(schedules.msync, m=options.msync_m)
+    count (``M`` is not read; a padded run's ``msync_m`` is its value)."""
+    del setup, M, size
+
+    def rule(model, key, t0, busy_until, hyper=None):
+        run_m = _run_size(hyper, "msync_m")
+        return schedules.msync(model, key, t0, busy_until, m=options.msync_m, run_m=run_m)
+
+    return rule
 
 
 def factory(
@@ -169,17 +199,17 @@ def make(
     """
     optimizer = update.optimizer
 
-    def round_with(M: int):
-        sched = schedule(setup, options, M)
+    def round_with(M: int, size: str = "M"):
+        sched = schedule(setup, options, M, size)
         return functools.partial(_round, setup, M, sched, weights, optimizer, estimator)
 
     return Algorithm(
         init=functools.partial(_init, setup, optimizer),
         step=round_with(setup.M),
         eval_params=update.eval_params,
-        first_step=round_with(setup.M_init) if setup.M_init != setup.M else None,
+        first_step=round_with(setup.M_init, "M_init") if setup.M_init != setup.M else None,
         simulate_clock=functools.partial(
-            schedules.round_clock, schedule(setup, options, setup.M), setup.cluster
+            schedules.round_clock, schedule(setup, options, setup.M, "M"), setup.cluster
         ),
         traits=traits.using(update),
     )
@@ -209,7 +239,7 @@ def _round(
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
     model = core.cluster_of(setup, state)
-    sched = schedule(model, k_sched, state.counters.time, state.busy_until)
+    sched = schedule(model, k_sched, state.counters.time, state.busy_until, state.hyper)
     w = weights(sched)
     grads, stats = gradient_from_schedule(
         setup.task,
@@ -245,6 +275,7 @@ def _round(
         grads=stats["count"],
         train_return=core.mean_return(stats["sum_return"], stats["count"]),
         counts=sched.counts,
+        active=model.active,
         finite=core.all_finite(grads) & core.all_finite(params),
         overflow=sched.overflow,
     )
