@@ -12,8 +12,8 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, power, seeds, compile, gym, memory, central,
-jobs, gpu
+Subcommands: schedule, rollout, overhead, scaling, power, seeds, padding, compile, gym, memory,
+central, jobs, gpu
 (``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
@@ -113,6 +113,13 @@ def _power(args):
     return rows, power.format_rows(rows)
 
 
+def _padding(args):
+    from benchmarks import padding
+
+    rows = padding.run(args.quick, env=args.env or "point_mass")
+    return rows, padding.format_rows(rows)
+
+
 def _compile(args):
     from benchmarks import compile as compile_bench
 
@@ -193,6 +200,10 @@ BENCHMARKS = {
     "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG (waves vs 1)"),
     "power": (_power, "a Rennala NIGT round under outages vs constant power (n = 10, 10,000)"),
     "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
+    "padding": (
+        _padding,
+        "Rennala runs of n in {10,30,100} x M in {20,30,50}: 1 padded program vs 9",
+    ),
     "compile": (_compile, "cold compile time of the first round per env"),
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
@@ -202,8 +213,8 @@ BENCHMARKS = {
     "gpu": (_gpu, "humanoid rollouts, rounds/s and 5 seeds x 3 algorithms on a GPU"),
 }
 ALL = (
-    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "compile", "gym", "memory",
-    "central", "jobs",
+    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "padding", "compile", "gym",
+    "memory", "central", "jobs",
 )  # fmt: skip
 
 
@@ -223,6 +234,12 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
             out.append(
                 f"jobs pair {r['pair']}: --jobs 1 / --jobs {r['jobs']} wall = {r['speedup']:.2f} "
                 f"(same results: {r['same_results']})"
+            )
+        elif name == "padding" and r["form"] == "padded":
+            out.append(
+                f"padding: 1 padded program / {r['separate_programs']} separate: compile "
+                f"{r['compile_over_separate']:.2f}, wall {r['wall_over_separate']:.2f} "
+                f"(max |Δ params| = {r['max_param_diff']:.1e})"
             )
         elif name == "schedule":
             out.append(

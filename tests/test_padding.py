@@ -160,10 +160,16 @@ def _config(algorithm: str, n: int, M: int, **extra):
         ("rennala_nigt", 12, 6, 20, 9, {"M": 6, "M_init": 6}),
         ("sync_nigt", 4, 5, 9, 5, {}),
         ("msync_nigt", 6, 5, 11, 5, {"msync_m": 3}),
+        ("a2c", 4, 5, 9, 5, {}),
+        ("afedpg", 4, 5, 9, 5, {"async_block": 4}),
+        ("ringmaster_pg", 5, 5, 8, 5, {"async_block": 5}),
     ],
 )
 def test_a_padded_trainer_trains_as_the_unpadded_trainer(algorithm, n, M, n_max, M_max, sizes):
+    """Every rule (Rennala, sync, m-sync) and engine (rounds, actor-critic rounds, arrivals,
+    arrivals a rule may refuse) of :data:`jaxnigt.run.padded.PADDED`."""
     extra = {"msync_m": 3} if algorithm == "msync_nigt" else {}
+    extra |= {"ringmaster_R": 2} if algorithm == "ringmaster_pg" else {}
     plain = make_trainer(_config(algorithm, n, M, **extra), algorithm)
     bound = make_trainer(_config(algorithm, n_max, M_max, **extra), algorithm)
     padded = bound.bind(padding.pad(plain.setup.cluster, n_max))
@@ -179,6 +185,10 @@ def test_a_padded_trainer_trains_as_the_unpadded_trainer(algorithm, n, M, n_max,
     chex.assert_trees_all_close(b_state.params, a_state.params, rtol=1e-5, atol=1e-6)
     for field in ("sim_time", "round_time", "grads", "env_steps", "counts_min", "counts_max"):
         np.testing.assert_array_equal(b_metrics[field], a_metrics[field], err_msg=field)
+    for field in ("staleness_mean", "link_util"):
+        np.testing.assert_array_equal(b_metrics[field], a_metrics[field], err_msg=field)
+    np.testing.assert_array_equal(b_metrics["worker_counts"][:, :n], a_metrics["worker_counts"])
+    np.testing.assert_array_equal(b_metrics["worker_counts"][:, n:], 0)
     chex.assert_trees_all_close(b_metrics["counts_mean"], a_metrics["counts_mean"], rtol=1e-6)
     chex.assert_trees_all_close(b_metrics["train_return"], a_metrics["train_return"], rtol=1e-5)
     chex.assert_trees_all_close(

@@ -141,7 +141,7 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "jaxnigt.cli", "sweep", str(cfg), "--out", str(out)]
     proc = Child([*argv, "--no-progress"], tmp_path / "logs", env=child_env())
-    second = out / "cluster.n=4"  # the first point is done once the second starts
+    second = out / "cluster.n=4"  # the first program is done once a point's directory exists
     deadline = time.time() + TIMEOUT
     while time.time() < deadline and proc.poll() is None and not second.is_dir():
         time.sleep(0.05)
@@ -158,7 +158,10 @@ def test_resume_after_a_kill_skips_finished_points(tmp_path):
         log=logs.append,
     )
     assert [r["status"] for r in code] == ["done"] * 4, code
-    assert any("cluster.n=2: finished earlier; kept" in line for line in logs)
+    # The points' programs are padded (n = 2 and 4 in one): the first program's
+    # algorithm finished for both points before the kill and is kept.
+    kept = [line for line in logs if "finished earlier; kept" in line]
+    assert any(line.startswith("[sweep] cluster.n=2: rennala_nigt") for line in kept), logs
     assert [r["point"] for r in _rows(out / "sweep.csv")] == ["cluster.n=2"] * 2 + [
         "cluster.n=4"
     ] * 2

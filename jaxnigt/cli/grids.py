@@ -49,8 +49,25 @@ def add_sweep_parser(sub) -> None:
     sw.add_argument("--resume", action="store_true", help="skip finished points, continue")
     sw.add_argument("--overwrite", action="store_true", help="reuse an existing directory")
     sw.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_padding_flags(sw)
     add_executor_flags(sw, "points")
     sw.set_defaults(func=sweep_command)
+
+
+def add_padding_flags(parser) -> None:
+    """``--max-padding`` and ``--per-point``: how a sweep's points share programs."""
+    parser.add_argument(
+        "--max-padding",
+        type=float,
+        metavar="X",
+        help="points that differ only in n and M share one program padded to the largest; "
+        "X >= 1 caps n_max / n and M_max / M of a point in it (default: no cap)",
+    )
+    parser.add_argument(
+        "--per-point",
+        action="store_true",
+        help="run each point as its own programs, one after another (no padding)",
+    )
 
 
 def add_executor_flags(parser, what: str) -> None:
@@ -177,6 +194,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     announce(args)
     if args.jobs < 1:
         return error(f"--jobs: got {args.jobs}; expected >= 1")
+    if args.max_padding is not None and not args.max_padding >= 1:
+        return error(f"--max-padding: got {args.max_padding:g}; expected a number >= 1")
     try:
         raw, axes, sets, out = _sweep_request(args)
         with signals.stop_on_signals() as stop:
@@ -192,6 +211,8 @@ def sweep_command(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 ray=args.ray,
                 gpus_per_program=args.gpus_per_program,
+                per_point=args.per_point,
+                max_padding=args.max_padding,
             )
     except signals.Interrupted as e:
         again = ["jaxnigt", "sweep", args.config_given, "--out", str(out), "--resume"]

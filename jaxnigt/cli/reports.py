@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from jaxnigt.cli.common import EXIT_USAGE, add_set, announce, error, flagged
+from jaxnigt.cli.grids import add_padding_flags
 
 #: The flags of the parameters that ``analysis.AnalysisError`` and ``plotting.PlotError`` name.
 COMPARE_FLAGS = {
@@ -27,6 +28,14 @@ def add_parsers(sub) -> None:
     add_set(pl)
     pl.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
     pl.add_argument("--no-memory", action="store_true", help="skip compiling a step for memory")
+    pl.add_argument(
+        "--over",
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="plan the sweep over these values (as jaxnigt sweep): its programs, their runs, "
+        "trajectories per step and memory",
+    )
+    add_padding_flags(pl)
     pl.set_defaults(func=plan_command)
     lst = sub.add_parser("list", help="environments, algorithms and bundled configs")
     lst.set_defaults(func=list_command)
@@ -197,6 +206,8 @@ def plan_command(args: argparse.Namespace) -> int:
     from jaxnigt.run import plan, sizing
 
     overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
+    if args.over:
+        return _plan_sweep(args, overrides)
     try:
         cfg = config_lib.load(args.config, overrides)
     except config_lib.ConfigError as e:
@@ -211,6 +222,31 @@ def plan_command(args: argparse.Namespace) -> int:
     for problem in problems:
         error(problem)
     return EXIT_USAGE if problems else 0
+
+
+def _plan_sweep(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``jaxnigt plan --over ...``: the programs ``jaxnigt sweep`` would compile."""
+    from jaxnigt import config as config_lib
+    from jaxnigt.cli.grids import parse_over
+    from jaxnigt.studies import sweep, sweep_programs
+
+    if args.max_padding is not None and not args.max_padding >= 1:
+        return error(f"--max-padding: got {args.max_padding:g}; expected a number >= 1")
+    try:
+        raw = config_lib.read(args.config)
+        config_lib.apply_overrides(raw, overrides)
+        points = sweep.sweep_points(raw, parse_over(args.over), overrides)
+    except (sweep.SweepError, config_lib.ConfigError) as e:
+        return error(flagged(e))
+    announce(args)
+    if args.per_point:
+        programs = sweep_programs.per_point(points)
+    else:
+        programs = sweep_programs.programs(points, args.max_padding)
+    names = [p.name for p in points]
+    measure = lambda prog: sweep_programs.measure(points, prog)
+    print(f"{len(points)} points; " + sweep_programs.describe(programs, names, measure))
+    return 0
 
 
 def _unwritable(e: OSError, args: argparse.Namespace) -> int:

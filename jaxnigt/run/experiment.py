@@ -205,6 +205,52 @@ def run_experiment(
             ) from None
 
 
+def record_algorithm(
+    config: ExperimentConfig, out: Path, algorithm: str, m: dict[str, np.ndarray], *, plot: bool
+) -> None:
+    """Writes one finished algorithm's results into the run directory ``out`` of ``config``,
+    as :func:`run_experiment` does after running it: a fresh directory (its ``config.yaml``)
+    on the first, the earlier algorithms' rows kept after that.  A sweep whose points ran in
+    one padded program (:mod:`jaxnigt.run.padded`) writes each point's directory this way.
+
+    Args:
+      config: the point's config.
+      out: its run directory.
+      algorithm: the algorithm that finished.
+      m: its results, as :func:`jaxnigt.run.loop.run_algorithm` returns them.
+      plot: draw the curves (the point's last algorithm).
+    """
+    out = Path(out)
+    fresh = not (out / "config.yaml").is_file()
+    if is_writer():
+        run_dir.writable_dir(out, create=fresh)
+    with run_dir.run_lock(out) if is_writer() else contextlib.nullcontext():
+        done, rows, count_rows = _begin(config, out, resume=not fresh)
+        outputs = _Results(
+            config, out, [r for r in rows if r["algorithm"] != algorithm], count_rows
+        )
+        _restore(outputs, out, [name for name in done if name != algorithm])
+        outputs.add(algorithm, m)
+        outputs.write(plot=plot)
+        if is_writer():
+            checkpoint.mark_done(out, algorithm)
+
+
+def _restore(outputs: _Results, out: Path, done: list[str]) -> None:
+    """The earlier algorithms' timings and diverged seeds, from the directory's summary."""
+    summary = json.loads((out / "summary.json").read_text()) if done else {}
+    for key, entry in summary.items():
+        name = key.split("[")[0]
+        if name not in done:
+            continue
+        if "diverged_seeds" in entry:
+            outputs.diverged[key] = list(entry["diverged_seeds"])
+        if key == name:
+            per_update = int(entry.get("trajectories_per_update", -1))
+            wall, compile_s = entry.get("wall_seconds", 0.0), entry.get("compile_seconds", 0.0)
+            outputs.timings[name] = (float(wall), float(compile_s), per_update)
+
+
 class _TensorBoard:
     """Scalars of every chunk for TensorBoard (``RUN_DIR/tensorboard/<algorithm>``): the
     medians over seeds at each seed's latest step; step = the median step count."""

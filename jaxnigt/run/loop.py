@@ -74,6 +74,7 @@ class _Run:
     last_eval: np.ndarray | None = None  # [B] each seed's latest evaluation return
     stalled: np.ndarray | None = None  # [B] bool: its next step can never end (stopped)
     stalls: np.ndarray | None = None  # [B] bool: seeds the last chunk found stalled
+    count_width: int | None = None  # worker_counts columns kept (a padded program's; None: n)
 
     def __post_init__(self):
         self.last_eval = np.full(len(self.budgets), np.nan, np.float32)
@@ -132,14 +133,8 @@ def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
 # What a run's programs depend on is the config but for these keys (values that only feed
 # the programs' arguments, or that the host alone reads).
 _NOT_IN_PROGRAMS = (
-    "name",
-    "seed",
-    "first_seed",
-    "seeds",
-    "budget",
-    "target_return",
-    "checkpoint_every",
-)
+    "name", "seed", "first_seed", "seeds", "budget", "target_return", "checkpoint_every"
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=8)
@@ -203,7 +198,7 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
     """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
     was not evaluated, e.g. round 0 of its own shape)."""
     setup = run.trainer.setup
-    if setup.n > MAX_COUNTED_WORKERS:  # per-worker counts kept only for small n
+    if metrics["worker_counts"].shape[-1] > MAX_COUNTED_WORKERS:  # kept only for small n
         metrics = {k: v for k, v in metrics.items() if k != "worker_counts"}
     evaluated = metrics["active"] if returns is not None else np.zeros_like(metrics["active"])
     if returns is None:
@@ -239,13 +234,16 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         return
     # Evaluation of x_0 at time 0 (the training part of the program is skipped).
     run.state, _, returns = run.program(run.state, keys, np.bool_(False), run.budgets)
-    _record(run, initial_metrics(run.batch, run.trainer.setup.n), to_host(returns))
+    _record(
+        run, initial_metrics(run.batch, run.count_width or run.trainer.setup.n), to_host(returns)
+    )
     if run.first_step is not None:  # round 0 with M_init != M: its own compiled shape
         state, m0 = run.first_step(run.state, jnp.asarray(run.budgets))
-        m0 = to_host(m0._asdict())
-        run.stalls = ~np.isfinite(m0["sim_time"])  # round 0 never ends: it never happened
+        m0 = to_host(m0 if isinstance(m0, dict) else m0._asdict())
+        took = m0.pop("applied", True)  # a padded program's runs without a round 0 of their own
+        run.stalls = ~np.isfinite(m0["sim_time"]) & took  # never ends: it never happened
         run.state = jax.vmap(select)(jnp.asarray(run.stalls), run.state, state)
-        m0 = jax.tree.map(lambda x: x[:, None], {**m0, "active": ~run.stalls})
+        m0 = jax.tree.map(lambda x: x[:, None], {**m0, "active": ~run.stalls & took})
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
@@ -354,17 +352,17 @@ def run_algorithm(
     stop: StopFlag | None = None,
     on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
     label: str | None = None,
+    prepared: _Run | None = None,
 ) -> dict[str, np.ndarray]:
-    """Runs one algorithm for all seeds and grid points; returns stacked metrics. The
-    progress bar (:class:`Progress`) is named ``label`` (default: the algorithm).
+    """Runs one algorithm for all seeds and grid points (``prepared``: a run built elsewhere,
+    :mod:`jaxnigt.run.padded`); returns stacked metrics; the progress bar is named ``label``.
 
     With ``run_dir``, a checkpoint is written every ``config.checkpoint_every`` chunks (and
     kept when the run stops on non-finite values); ``resume=True`` continues from the newest
     readable checkpoint there, giving the same metrics as an uninterrupted run.  ``stop``
     (:func:`jaxnigt.run.signals.stop_on_signals`) ends the run after the current chunk with a
     checkpoint and :class:`~jaxnigt.run.signals.Interrupted`; ``on_chunk`` receives, after every
-    chunk, a function that returns the results so far (built only if called: the history is
-    concatenated each time).
+    chunk, a function that returns the results so far (built only when called).
 
     Returns:
       A dict of numpy arrays with shape ``[B, R]`` (B = grid points × seeds, R = steps
@@ -374,7 +372,7 @@ def run_algorithm(
       ``compile_seconds`` and ``trajectories_per_update`` (-1: a step is one update).
     """
     log = log or (lambda _line: None)
-    run = _prepare(config, algorithm, trainer, num_seeds or config.seeds)
+    run = prepared or _prepare(config, algorithm, trainer, num_seeds or config.seeds)
     _describe(run, config, algorithm, log)
     bar = Progress.of(run, progress, label or algorithm)
     t_start = time.perf_counter()

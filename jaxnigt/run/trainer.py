@@ -28,9 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxnigt import algorithms, envs
-from jaxnigt.algorithms import core
+from jaxnigt.algorithms import core, sizes
 from jaxnigt.algorithms.core import Algorithm, Setup, StepMetrics, TrainState
-from jaxnigt.algorithms.engines import round_engine
 from jaxnigt.cluster import model
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.config import ExperimentConfig, HParams
@@ -206,11 +205,11 @@ class Trainer:
         """Traced hyperparameters (float32), from the config unless overridden.
 
         With ``batch``, every value is broadcast to a leading ``[batch]`` axis.  A padded
-        program's run sizes (:data:`~jaxnigt.algorithms.engines.round_engine.SIZES`) are
+        program's run sizes (:data:`~jaxnigt.algorithms.sizes.SIZES`) are
         added when given.
         """
         out = {k: values.get(k, getattr(self.hparams, k)) for k in TRACED}
-        out |= {k: v for k, v in values.items() if k in round_engine.SIZES}
+        out |= {k: v for k, v in values.items() if k in sizes.SIZES}
         out = {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
         if batch is not None:
             out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}
@@ -228,6 +227,7 @@ class Trainer:
         budget: Any = jnp.inf,
         max_rounds: Any = None,
         until: Any = None,
+        cap: Any = None,
     ) -> tuple[TrainState, dict]:
         """Up to ``length`` steps; metrics stacked on a leading ``[length]`` axis.
 
@@ -247,7 +247,9 @@ class Trainer:
         update past it: the chunk ends within one round or one arrival of ``until``. The
         steps then run as a ``lax.while_loop`` that stops once every seed has reached it
         (rows of steps not taken are zeros with ``active = False``); a seed whose
-        ``length`` steps end before ``until`` is evaluated there, earlier.
+        ``length`` steps end before ``until`` is evaluated there, earlier.  ``cap`` (with
+        ``until``; a run of a padded program) is the run's own ``length``, a value at most
+        ``length``, which stays the rows' static size.
         """
         max_rounds = jnp.iinfo(jnp.int32).max if max_rounds is None else max_rounds
         stalls = lambda t: ~jnp.isfinite(t) if self.setup.cluster.power is not None else False
@@ -263,6 +265,11 @@ class Trainer:
 
             return jax.lax.scan(body, state, None, length=length)
         stop = jnp.minimum(jnp.asarray(budget, jnp.float32), until)
+        return self._run_until(state, length, stop, max_rounds, stalls, cap)
+
+    def _run_until(self, state, length: int, stop, max_rounds, stalls, cap):
+        """:meth:`run_chunk` with ``until``: a ``lax.while_loop`` of at most ``length`` (and
+        ``cap``) steps, each under the budget ``stop``, until every seed has reached it."""
         live = lambda s: (s.counters.time < stop) & (s.steps < max_rounds)
         shapes = jax.eval_shape(lambda s: self.step(s, stop)[1], state)._asdict()
         rows = {k: jnp.zeros((length, *x.shape), x.dtype) for k, x in shapes.items()}
@@ -277,7 +284,8 @@ class Trainer:
             return i + 1, core.select(stalled, s, new), out, stalled
 
         carry = (jnp.int32(0), state, rows, jnp.bool_(False))
-        going = lambda c: (c[0] < length) & live(c[1]) & ~c[3]
+        most = length if cap is None else jnp.minimum(cap, length)
+        going = lambda c: (c[0] < most) & live(c[1]) & ~c[3]
         _, state, rows, _ = jax.lax.while_loop(going, one, carry)
         return state, rows
 
@@ -305,6 +313,7 @@ class Trainer:
         budget: Any = jnp.inf,
         max_rounds: Any = None,
         every_time: float | None = None,
+        cap: Any = None,
     ) -> tuple[TrainState, dict, jax.Array]:
         """``length`` steps (skipped when ``train`` is False), then evaluate the result.
 
@@ -313,12 +322,15 @@ class Trainer:
         compiled program serves both the initial evaluation (``train=False``) and every
         training chunk, so an environment's rollout is compiled once for training and once
         for evaluation. Keep ``train`` unbatched under ``vmap`` so ``lax.cond`` stays a branch.
+        ``cap``: a padded program's run's own chunk length (:meth:`run_chunk`).
         """
         until = None
         if every_time is not None:
             grid = jnp.float32(every_time)
             until = (jnp.floor(state.counters.time / grid) + 1.0) * grid
-        run = lambda s: self.run_chunk(s, length, budget=budget, max_rounds=max_rounds, until=until)
+        run = lambda s: self.run_chunk(
+            s, length, budget=budget, max_rounds=max_rounds, until=until, cap=cap
+        )
         shapes = jax.eval_shape(run, state)[1]
         skip = lambda s: (s, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))
         state, metrics = jax.lax.cond(train, run, skip, state)

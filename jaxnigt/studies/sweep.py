@@ -157,16 +157,21 @@ def run_sweep(
     jobs: int = 1,
     ray: str | None = None,
     gpus_per_program: float = 0.0,
+    per_point: bool = False,
+    max_padding: float | None = None,
 ) -> list[dict]:
     """Runs every point into ``out/<point>/`` and writes ``sweep.csv`` and ``sweep.png``.
 
-    ``jobs`` > 1 runs that many points at once in local processes, ``ray`` as tasks of a Ray
-    cluster (``gpus_per_program`` GPUs each; :mod:`jaxnigt.run.executors`); the files do not
-    depend on where the points ran.
+    By default each algorithm's points run in as few programs as their sizes allow (points
+    that differ only in n and the run sizes share one program padded to the largest, each
+    within ``max_padding`` of it: :mod:`jaxnigt.studies.sweep_programs`).  ``per_point``
+    runs each point by itself, one after another; ``jobs`` > 1 runs that many points at once
+    in local processes, ``ray`` as tasks of a Ray cluster (``gpus_per_program`` GPUs each;
+    :mod:`jaxnigt.run.executors`); the files do not depend on where the points ran.
 
-    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop``
-    (:func:`jaxnigt.run.signals.stop_on_signals`) ends the sweep after the current chunk of the
-    current point (:class:`~jaxnigt.run.signals.Interrupted`); ``resume`` continues it.
+    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop`` ends
+    the sweep after the current chunk (:class:`~jaxnigt.run.signals.Interrupted`); ``resume``
+    continues it.
 
     Raises:
       SweepError: a bad axis or point; NotResumableError: ``resume`` and ``out`` holds no
@@ -175,25 +180,24 @@ def run_sweep(
     """
     from jaxnigt.run import executors
 
-    points = sweep_points(raw, axes, sets)
+    points, out = sweep_points(raw, axes, sets), Path(out)
     executors.check(ray)  # before the directory or its record is written
-    out = Path(out)
     record = {"axes": axes, "sets": list(sets), "points": [p.name for p in points]}
     _open(out, record, resume=resume, overwrite=overwrite)
-    if jobs == 1 and ray is None:
+    if jobs > 1 or ray is not None:
+        again = resume or ray is not None
+        _run_points(
+            points, out, resume=again, log=log, stop=stop, jobs=jobs, ray=ray, gpus=gpus_per_program
+        )
+    elif per_point:
         for k, point in enumerate(points, 1):
             log(f"[sweep] point {k}/{len(points)}: {point.name}")
             run_point(point, out / point.name, resume=resume, progress=progress, log=log, stop=stop)
     else:
-        _run_points(
-            points,
-            out,
-            resume=resume or ray is not None,
-            log=log,
-            stop=stop,
-            jobs=jobs,
-            ray=ray,
-            gpus=gpus_per_program,
+        from jaxnigt.studies import sweep_programs
+
+        sweep_programs.run_grouped(
+            points, out, resume=resume, progress=progress, log=log, stop=stop, cap=max_padding
         )
     rows = table(out, points, log=log)
     metrics.write_csv(out / TABLE, rows, columns=list(rows[0]) if rows else ["point"])

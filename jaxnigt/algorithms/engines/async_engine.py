@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.algorithms import core, updates
+from jaxnigt.algorithms import core, sizes, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.algorithms.engines import waves
 from jaxnigt.cluster import events
@@ -245,20 +245,24 @@ class _Plan(NamedTuple):
     num_live: jax.Array  # [] the processed exchanges are a prefix of this length
 
 
-def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array):
+def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array, run_block=None):
     """``(event state, plan)``: the block's exchange sequence and the rule's state after its
     processed exchanges.
 
     An exchange is processed only while the previous one came before ``budget``: the first
-    one past the budget is the last one (later ones change nothing and count nothing).
+    one past the budget is the last one (later ones change nothing and count nothing).  In
+    a padded program (:mod:`jaxnigt.algorithms.sizes`) ``block`` is the bound and
+    ``run_block`` the run's block: exchanges from ``run_block`` on are not processed.
     """
 
-    def step(s, _):
+    def step(s, i):
         live = rule.clock(s).time < budget
+        if run_block is not None:
+            live = live & (i < run_block)
         nxt, ev = rule.next(model, ex.time_key, s)
         return core.select(live, nxt, s), (ev, live)
 
-    final, (ev, live) = jax.lax.scan(step, ex.event_state, None, length=block)
+    final, (ev, live) = jax.lax.scan(step, ex.event_state, jnp.arange(block))
     num_live = jnp.sum(live.astype(jnp.int32))
     arr = ev.arrival
     plan = _Plan(
@@ -352,7 +356,8 @@ def _block(
     the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
     model = core.cluster_of(setup, state)
-    event_state, plan = _plan(model, rule, options.block, ex, budget)
+    run_block = sizes.run_size(state.hyper, "async_block")
+    event_state, plan = _plan(model, rule, options.block, ex, budget, run_block)
     opt = optimizer(state.hyper)
     event0 = rule.exchanges(ex.event_state)
     roll = functools.partial(
@@ -372,11 +377,11 @@ def _block(
         worker_params=ex.worker_params,
     )
     carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
-    return _finish_block(setup, rule, state, event_state, plan, carry)
+    return _finish_block(setup, rule, state, event_state, plan, carry, model.active)
 
 
 def _finish_block(
-    setup, rule: EventRule, state: TrainState, event_state, plan: _Plan, carry: _Carry
+    setup, rule: EventRule, state: TrainState, event_state, plan: _Plan, carry: _Carry, active
 ):
     """The new state and the step's metrics after a block's processed exchanges."""
     ex: AsyncExtra = state.extra
@@ -410,6 +415,7 @@ def _finish_block(
         grads=grads,
         train_return=core.mean_return(jnp.sum(live * carry.returns), grads),
         counts=counts,
+        active=active,
         finite=jnp.all(grads_finite) & core.all_finite(carry.params),
         staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
         link_util=core.link_utilisation(before, after),

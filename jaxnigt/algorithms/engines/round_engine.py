@@ -15,15 +15,14 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 
-from jaxnigt.algorithms import core, updates
+from jaxnigt.algorithms import core, sizes, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.cluster import schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
 # (model, key, t0, busy_until[, hyper]) -> schedule; ``hyper`` (a step's traced values) holds
-# the run's sizes in a padded program (:data:`SIZES`), read by the rule that has them.
+# a padded program's run sizes (:mod:`jaxnigt.algorithms.sizes`), read by the rule they are of.
 ScheduleFn = Callable[..., schedules.RoundSchedule]
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
 
@@ -92,25 +91,12 @@ MSYNC = core.Traits(
 ScheduleFactory = Callable[[Setup, RoundOptions, int, str], ScheduleFn]
 
 
-#: The sizes a run of a padded program carries as traced values in its ``hyper`` (the static
-#: sizes are then the program's upper bounds; :mod:`jaxnigt.cluster.padding`): the round's
-#: M, round 0's M_init and the m-synchronous m.
-SIZES = ("M", "M_init", "msync_m")
-
-
-def _run_size(hyper, name: str) -> jax.Array | None:
-    """The run's ``name`` (:data:`SIZES`) as an int32 value, or None in an unpadded run."""
-    if hyper is None or name not in hyper:
-        return None
-    return jnp.asarray(hyper[name], jnp.int32)
-
-
 def rennala_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
     """Rennala's collection of ``M`` gradients (docs/cluster_model.md)."""
     del setup, options
 
     def rule(model, key, t0, busy_until, hyper=None):
-        run_M = _run_size(hyper, size)
+        run_M = sizes.run_size(hyper, size)
         return schedules.rennala(model, key, t0, busy_until, M=M, run_M=run_M)
 
     return rule
@@ -138,7 +124,7 @@ def msync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M")
     del setup, M, size
 
     def rule(model, key, t0, busy_until, hyper=None):
-        run_m = _run_size(hyper, "msync_m")
+        run_m = sizes.run_size(hyper, "msync_m")
         return schedules.msync(model, key, t0, busy_until, m=options.msync_m, run_m=run_m)
 
     return rule
