@@ -91,3 +91,34 @@ def test_a_plan_names_the_directory_and_announces_the_grid(tmp_path):
     assert run_dir == tmp_path / "runs" / "rennala_nigt_M8_lr-4..-3"
     assert program["name"] == "tune_rennala_nigt_M8"
     assert line == (f"[tune] rennala_nigt M=8: α = 2^-4 … 2^-3 (2) × η 0.5 × 2 seeds -> {run_dir}")
+
+
+def test_a_padded_pool_runs_a_rounds_programs_of_one_algorithm_together(tmp_path):
+    """Rennala's M = 4 and M = 6 programs share one padded program; each writes its own
+    finished run directory, and a second round finds them finished."""
+    from jaxnigt import config as config_lib
+    from jaxnigt.run import checkpoint
+
+    raw = yaml.safe_load(RAW)
+    raw.update(seeds=1, budget=20.0)
+    grid = Grid(lr_exp=(-3, -2), eta=(0.5,), shapes={"M": (4, 6)})
+    lines = []
+    pool = programs.PaddedPool(tmp_path / ".programs", progress=False, log=lines.append)
+    dirs = []
+    for shapes in programs.program_shapes("rennala_nigt", grid):
+        hp = config_lib.from_dict(programs.without_sweep(raw)).hparams_for("rennala_nigt")
+        program, run_dir, _ = programs.plan_program(
+            raw, "rennala_nigt", hp, tmp_path, grid, shapes, [-3, -2], [0]
+        )
+        pool.submit((program, str(run_dir), False, None), run_dir.name)
+        dirs.append((config_lib.from_dict(program), run_dir))
+    assert pool.busy and pool.wait() == [0, 1] and not pool.busy
+    assert any("2 programs as one padded program" in line for line in lines), lines
+    for cfg, run_dir in dirs:
+        assert checkpoint.finished(run_dir, cfg), run_dir
+        assert (run_dir / "metrics.csv").read_text().count("rennala_nigt") > 2
+    again = programs.PaddedPool(tmp_path / ".programs", progress=False, log=lines.append)
+    for cfg, run_dir in dirs:
+        again.submit((cfg.to_dict(), str(run_dir), False, None), run_dir.name)
+    assert again.wait() == [0, 1]
+    assert sum("finished earlier with this config; kept" in line for line in lines) == 2

@@ -508,7 +508,14 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
             for eta in etas
         ]
 
+    def run_together(configs, run_dirs, algorithm, where, **_):
+        together.append(sorted(d.name for d in run_dirs))
+        for cfg, run_dir in zip(configs, run_dirs, strict=True):
+            run_program(cfg, run_dir)
+
+    together = []
     monkeypatch.setattr(programs, "run_program", run_program)
+    monkeypatch.setattr(programs, "run_together", run_together)
     monkeypatch.setattr(tuning, "score_run", score_run)
     monkeypatch.setattr(tuning, "speed", lambda report, out: {})  # no runs to read
     out = tiny.parent / "out"
@@ -523,6 +530,11 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
         "rennala_nigt_M6_lr-6..0",
         "rennala_nigt_M8_lr-6..0",
         "sync_pg_lr-6..0",
+    ]
+    # Each algorithm's programs of a round differ only in M (or m): one padded program.
+    assert sorted(together) == [
+        ["msync_nigt_msync_m1_lr-6..0", "msync_nigt_msync_m2_lr-6..0"],
+        ["rennala_nigt_M6_lr-6..0", "rennala_nigt_M8_lr-6..0"],
     ]
     hp = {k: cfg.hparams_for(cfg.algorithms[0]) for k, cfg in ran.items()}
     assert [hp[f"msync_nigt_msync_m{m}_lr-6..0"].msync_m for m in (1, 2)] == [1, 2]

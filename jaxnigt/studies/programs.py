@@ -1,8 +1,10 @@
 """The tuning's programs: one program is one algorithm at one value of each shape it tunes,
 over a grid of α (and η), run as a normal run directory ``DIR/runs/<algorithm><tag>_lr<A>..<B>/``.
 Here are its raw config, its directory and the line that announces it, and running it, in
-this process or as a job of :mod:`jaxnigt.run.executors`.  :mod:`jaxnigt.studies.tuning`
-describes the protocol."""
+this process or as a job of :mod:`jaxnigt.run.executors`, or (:class:`PaddedPool`) every
+program of a round that differs only in the sizes a run can carry (M, m, ...) together, as
+one padded program (:mod:`jaxnigt.run.padded`).  :mod:`jaxnigt.studies.tuning` describes the
+protocol."""
 
 from __future__ import annotations
 
@@ -124,3 +126,97 @@ def run_job(program: dict, run_dir: str, progress: bool, log=None, *, stop=None)
             print(f"[{name}] {line}", flush=True)
 
     run_program(config_lib.from_dict(program), Path(run_dir), progress=progress, log=log, stop=stop)
+
+
+class PaddedPool:
+    """The executor interface (:mod:`jaxnigt.run.executors`) over tuning programs, run here:
+    :meth:`wait` runs every program submitted since the last call, those of one algorithm
+    that differ only in run sizes (Rennala's M grid) as one padded program
+    (:func:`jaxnigt.run.padded.group`), and writes each program's own run directory
+    (:func:`jaxnigt.run.experiment.record_algorithm`).  The padded program's checkpoints go
+    to ``DIR/.programs/`` (``checkpoints``), so an interrupted tuning resumes it."""
+
+    def __init__(self, checkpoints: Path, *, progress: bool, log, stop=None):
+        self.checkpoints, self.progress, self.log, self.stop = checkpoints, progress, log, stop
+        self.jobs: list[tuple] = []
+        self.queued: list[int] = []
+        self.reported: set[int] = set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    @property
+    def busy(self) -> bool:
+        """Programs submitted and not yet returned by :meth:`wait`."""
+        return len(self.reported) < len(self.jobs)
+
+    def submit(self, args: tuple, name: str) -> int:
+        """Queues ``(raw program, run directory, ...)`` (:func:`run_job`'s arguments)."""
+        del name
+        self.jobs.append(tuple(args))
+        self.queued.append(len(self.jobs) - 1)
+        return len(self.jobs) - 1
+
+    def wait(self) -> list[int]:
+        """Runs every queued program (grouped); returns their ids."""
+        from jaxnigt import config as config_lib
+        from jaxnigt.run import checkpoint, padded
+
+        if not self.queued:
+            raise ValueError("wait: no job is queued or running")
+        ids, self.queued = self.queued, []
+        todo = []
+        for i in ids:
+            cfg, run_dir = config_lib.from_dict(self.jobs[i][0]), Path(self.jobs[i][1])
+            if checkpoint.finished(run_dir, cfg):
+                self.log(f"[tune] {run_dir}: finished earlier with this config; kept")
+            else:
+                todo.append((i, cfg, run_dir))
+        for algorithm in dict.fromkeys(cfg.algorithms[0] for _, cfg, _ in todo):
+            mine = [t for t in todo if t[1].algorithms[0] == algorithm]
+            for members in padded.group([cfg for _, cfg, _ in mine], algorithm):
+                self._run([mine[j] for j in members], algorithm)
+        self.reported.update(ids)
+        return ids
+
+    def _run(self, members, algorithm: str) -> None:
+        import hashlib
+
+        configs, run_dirs = [cfg for _, cfg, _ in members], [d for _, _, d in members]
+        if len(members) == 1:
+            run_program(
+                configs[0], run_dirs[0], progress=self.progress, log=self.log, stop=self.stop
+            )
+            return
+        names = "\n".join(str(d) for d in run_dirs)
+        where = self.checkpoints / f"{algorithm}_{hashlib.sha1(names.encode()).hexdigest()[:10]}"
+        self.log(f"[tune] {algorithm}: {len(members)} programs as one padded program -> {where}")
+        run_together(
+            configs,
+            run_dirs,
+            algorithm,
+            where,
+            progress=self.progress,
+            log=self.log,
+            stop=self.stop,
+        )
+
+
+def run_together(configs, run_dirs, algorithm: str, where: Path, *, progress: bool, log, stop=None):
+    """Tuning programs of ``algorithm`` as one padded program (:mod:`jaxnigt.run.padded`), its
+    checkpoints in ``where``; each program's results written to its own run directory."""
+    from jaxnigt.run import experiment, padded
+    from jaxnigt.run.loop import run_algorithm
+
+    where.mkdir(parents=True, exist_ok=True)
+    m = run_algorithm(
+        configs[0], algorithm, progress=progress, run_dir=where, resume=True, log=log,
+        stop=stop, prepared=padded.prepare(configs, algorithm),
+    )  # fmt: skip
+    for cfg, run_dir, part in zip(
+        configs, run_dirs, padded.split(m, configs, algorithm), strict=True
+    ):
+        experiment.record_algorithm(cfg, run_dir, algorithm, part, plot=False)

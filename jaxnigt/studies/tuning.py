@@ -79,6 +79,7 @@ from jaxnigt.studies.grid import (  # noqa: F401
     parse_seeds,
 )
 from jaxnigt.studies.programs import (  # noqa: F401
+    PaddedPool,
     plan_program,
     program_etas,
     program_raw,
@@ -90,6 +91,7 @@ from jaxnigt.studies.programs import (  # noqa: F401
 )
 from jaxnigt.studies.scoring import pooled_target, score_run, speed
 from jaxnigt.studies.search import choose, drive, edge, extension, search, search_steps  # noqa: F401
+from jaxnigt.studies.sweep_programs import PROGRAMS_DIR
 
 #: The printed table of a tuning's report.
 table = report_text.tuning_table
@@ -249,7 +251,13 @@ class _Searches:
         }
         timed = self.statistic in stats.TIME_STATISTICS
         first_rounds = self.first_rounds if timed else None
-        with executors.make(run_job, **where, run_dir_arg=1) as self.pool:
+        stop = where.get("stop")
+        pool = (
+            PaddedPool(self.out / PROGRAMS_DIR, progress=self.progress, log=self.log, stop=stop)
+            if self.alone
+            else executors.make(run_job, **where, run_dir_arg=1)
+        )
+        with pool as self.pool:
             found = drive(
                 searches, self.submit, self.pool.wait, self.score, first_rounds=first_rounds
             )
