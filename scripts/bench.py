@@ -12,8 +12,8 @@ Usage::
     python scripts/bench.py scaling --env reacher --quick
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
-Subcommands: schedule, rollout, overhead, scaling, power, seeds, padding, compile, gym, memory,
-central, jobs, gpu
+Subcommands: schedule, rollout, overhead, scaling, power, seeds, padding, sweep, compile, gym,
+memory, central, jobs, gpu
 (``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
@@ -120,6 +120,13 @@ def _padding(args):
     return rows, padding.format_rows(rows)
 
 
+def _sweep(args):
+    from benchmarks import sweep_programs
+
+    rows = sweep_programs.run(args.quick)
+    return rows, sweep_programs.format_rows(rows)
+
+
 def _compile(args):
     from benchmarks import compile as compile_bench
 
@@ -204,6 +211,7 @@ BENCHMARKS = {
         _padding,
         "Rennala runs of n in {10,30,100} x M in {20,30,50}: 1 padded program vs 9",
     ),
+    "sweep": (_sweep, "the demo's n x M sweep: grouped into padded programs vs point by point"),
     "compile": (_compile, "cold compile time of the first round per env"),
     "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
     "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
@@ -213,8 +221,8 @@ BENCHMARKS = {
     "gpu": (_gpu, "humanoid rollouts, rounds/s and 5 seeds x 3 algorithms on a GPU"),
 }
 ALL = (
-    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "padding", "compile", "gym",
-    "memory", "central", "jobs",
+    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "padding", "sweep", "compile",
+    "gym", "memory", "central", "jobs",
 )  # fmt: skip
 
 
@@ -234,6 +242,12 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
             out.append(
                 f"jobs pair {r['pair']}: --jobs 1 / --jobs {r['jobs']} wall = {r['speedup']:.2f} "
                 f"(same results: {r['same_results']})"
+            )
+        elif name == "sweep" and r["form"] == "grouped":
+            out.append(
+                f"sweep: grouped / per point: wall {r['wall_over_per_point']:.2f}, compile "
+                f"{r['compile_over_per_point']:.2f}, {r['programs']} programs; sweep.csv max "
+                f"rel. diff {r['max_rel_diff']:.1e}"
             )
         elif name == "padding" and r["form"] == "padded":
             out.append(

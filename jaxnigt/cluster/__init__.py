@@ -15,6 +15,8 @@ collects (core dependencies only: jax, numpy).
 * :mod:`~jaxnigt.cluster.events`: the per-arrival clock of the asynchronous methods (the
   server link, bounded delays); :mod:`~jaxnigt.cluster.step_clock`: central inference's
   per-step clock.
+* :mod:`~jaxnigt.cluster.padding`: records padded to more workers than a run has (sizes as
+  values of the run), stacked so that runs of different n share one program.
 * :mod:`~jaxnigt.cluster.simulation`: the clock alone over many rounds or arrivals (what
   ``jaxnigt clock`` runs); :mod:`~jaxnigt.cluster.theory`: closed-form values to check it by.
 """

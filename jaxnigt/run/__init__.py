@@ -5,6 +5,8 @@
 * :mod:`~jaxnigt.run.loop`: one algorithm's seeds and grid points as one vmapped program on
   the host: chunks, evaluations, health checks, checkpoints, the progress bar.
 * :mod:`~jaxnigt.run.experiment`: every algorithm of a config into a run directory.
+* :mod:`~jaxnigt.run.padded`: one algorithm's runs of several configs that differ in n and
+  the run sizes as one padded program, cut back into each config's results.
 
 Around them: the program's batch (:mod:`~jaxnigt.run.batch`), the run directory and its
 atomic writes (:mod:`~jaxnigt.run.run_dir`), checkpoints (:mod:`~jaxnigt.run.checkpoint`),

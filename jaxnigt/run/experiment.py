@@ -206,7 +206,13 @@ def run_experiment(
 
 
 def record_algorithm(
-    config: ExperimentConfig, out: Path, algorithm: str, m: dict[str, np.ndarray], *, plot: bool
+    config: ExperimentConfig,
+    out: Path,
+    algorithm: str,
+    m: dict[str, np.ndarray],
+    *,
+    plot: bool,
+    fresh: bool,
 ) -> None:
     """Writes one finished algorithm's results into the run directory ``out`` of ``config``,
     as :func:`run_experiment` does after running it: a fresh directory (its ``config.yaml``)
@@ -219,9 +225,10 @@ def record_algorithm(
       algorithm: the algorithm that finished.
       m: its results, as :func:`jaxnigt.run.loop.run_algorithm` returns them.
       plot: draw the curves (the point's last algorithm).
+      fresh: the directory's first algorithm of this run: an earlier run's outputs there
+        are removed (else the finished algorithms' rows are kept).
     """
     out = Path(out)
-    fresh = not (out / "config.yaml").is_file()
     if is_writer():
         run_dir.writable_dir(out, create=fresh)
     with run_dir.run_lock(out) if is_writer() else contextlib.nullcontext():

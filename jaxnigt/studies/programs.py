@@ -219,4 +219,4 @@ def run_together(configs, run_dirs, algorithm: str, where: Path, *, progress: bo
     for cfg, run_dir, part in zip(
         configs, run_dirs, padded.split(m, configs, algorithm), strict=True
     ):
-        experiment.record_algorithm(cfg, run_dir, algorithm, part, plot=False)
+        experiment.record_algorithm(cfg, run_dir, algorithm, part, plot=False, fresh=True)

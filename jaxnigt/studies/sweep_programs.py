@@ -4,15 +4,16 @@
 and what each program is: its points, runs (points × grid points × seeds), bounds and the
 trajectories it rolls out per step (``jaxnigt plan`` prints them).  :func:`run_grouped` runs
 them, algorithm by algorithm, and writes each point's run directory as the point's own run
-would (:func:`jaxnigt.run.experiment.record_algorithm`): ``DIR/<point>/``, with the program's
-checkpoints in ``DIR/.programs/<algorithm>_<id>/`` (a resumed sweep continues from them).  A
-program of one point is that point's own run.
+would (:func:`jaxnigt.run.experiment.record_algorithm`): ``DIR/<point>/``, with every
+program's checkpoints in ``DIR/.programs/<algorithm>_<id>/`` (a resumed sweep continues from
+them).  A program of one point is that point's own run, unpadded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -97,10 +98,13 @@ def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, c
 
     names = [p.name for p in points]
     failed: dict[int, str] = {}
+    written: set[int] = set()  # points whose directory this run has begun
     if resume:
-        for p in points:
+        for i, p in enumerate(points):
+            (out / p.name / "status.json").unlink(missing_ok=True)  # a failed point runs again
             if (out / p.name / "config.yaml").is_file():
                 check_resumable(p.config, out / p.name)
+                written.add(i)
     done = lambda i, a: (
         (out / names[i] / "config.yaml").is_file()
         and a in checkpoint.done_algorithms(out / names[i])
@@ -121,7 +125,7 @@ def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, c
             f"{prog.runs} runs, n <= {prog.n_max}, M <= {prog.M_max}"
         )
         message = _run_program(
-            points, out, prog, members, names, label, resume, progress, log, stop
+            points, out, prog, members, names, label, resume, progress, log, stop, written
         )
         if message is not None:
             for i in members:
@@ -137,7 +141,7 @@ def _counts(plan: list[Program]) -> str:
     return ", ".join(f"{a} {k}" for a, k in per.items())
 
 
-def _run_program(points, out, prog, members, names, label, resume, progress, log, stop):
+def _run_program(points, out, prog, members, names, label, resume, progress, log, stop, written):
     """Runs one program and records its points' results; returns a failure's message."""
     from jaxnigt import config as config_lib
     from jaxnigt.run import experiment, padded
@@ -145,32 +149,25 @@ def _run_program(points, out, prog, members, names, label, resume, progress, log
 
     configs = [points[i].config for i in members]
     algorithm = prog.algorithm
+    run_dir = prog.directory(out, names)
+    if not resume:
+        shutil.rmtree(run_dir, ignore_errors=True)  # an earlier sweep's (--overwrite)
+    run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        if len(members) == 1:
-            run_dir = out / names[members[0]]
-            again = resume and (run_dir / "config.yaml").is_file()
-            if not (run_dir / "config.yaml").is_file():
-                run_dir.mkdir(parents=True, exist_ok=True)
-            m = run_algorithm(
-                configs[0], algorithm, progress=progress, run_dir=run_dir, resume=again,
-                log=log, stop=stop, label=label,
-            )  # fmt: skip
-            parts = [m]
-        else:
-            run_dir = prog.directory(out, names)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            prepared = padded.prepare(configs, algorithm)
-            m = run_algorithm(
-                configs[0], algorithm, progress=progress, run_dir=run_dir, resume=resume,
-                log=log, stop=stop, label=label, prepared=prepared,
-            )  # fmt: skip
-            parts = padded.split(m, configs, algorithm)
+        # A program of one point is that point's own run (no padding).
+        prepared = padded.prepare(configs, algorithm) if len(members) > 1 else None
+        m = run_algorithm(
+            configs[0], algorithm, progress=progress, run_dir=run_dir, resume=resume,
+            log=log, stop=stop, label=label, prepared=prepared,
+        )  # fmt: skip
+        parts = padded.split(m, configs, algorithm) if prepared is not None else [m]
     except (RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
         return str(e)
     for i, part in zip(members, parts, strict=True):
         cfg = points[i].config
-        last = algorithm == cfg.algorithms[-1]
-        experiment.record_algorithm(cfg, out / names[i], algorithm, part, plot=last)
+        last, fresh = algorithm == cfg.algorithms[-1], i not in written
+        experiment.record_algorithm(cfg, out / names[i], algorithm, part, plot=last, fresh=fresh)
+        written.add(i)
     return None
 
 
