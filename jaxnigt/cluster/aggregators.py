@@ -28,14 +28,17 @@ def mean_weights(slot_valid: jax.Array) -> jax.Array:
 def per_worker_mean_weights(
     slot_worker: jax.Array, slot_valid: jax.Array, counts: jax.Array
 ) -> jax.Array:
-    """Malenia weights ``w_j = valid_j / (n * b_{worker(j)})`` over ``[S]`` slots.
+    """Malenia weights ``w_j = valid_j / (n * b_{worker(j)})`` over ``[S]`` slots, ``n``
+    the workers with ``b_i >= 1`` (every worker once Malenia's rule holds; a padded record's
+    own workers, :mod:`jaxnigt.cluster.padding`).
 
     Args:
       slot_worker: ``[S]`` int32 worker of each slot.
       slot_valid: ``[S]`` bool.
       counts: ``[n]`` int32 valid slots per worker ``b_i``.
     """
-    n = counts.shape[0]
+    # n: the workers that contribute, all n when the rule holds (a padded record's own).
+    n = jnp.sum(counts > 0).astype(jnp.float32)
     b = jnp.maximum(counts[slot_worker], 1).astype(jnp.float32)  # guard: invalid slots
     return slot_valid.astype(jnp.float32) / (n * b)
 

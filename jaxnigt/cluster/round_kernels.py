@@ -206,21 +206,18 @@ def malenia_from_times(
     *,
     M: int,
     capacity: int,
+    run: tuple[jax.Array, jax.Array] | None = None,
 ) -> RoundSchedule:
     """Malenia round from sampled compute times ``tau`` ``[n, K >= capacity + 1]``.
 
     ``T`` is the first completion time at which every ``b_i >= 1`` and
-    ``(1/n sum_i 1/b_i)^{-1} >= M/n``, i.e. ``sum_i 1/b_i <= n^2 / M`` (with relative slack
-    :data:`MALENIA_RTOL`), where ``b_i`` counts all completions ``<= T``.  The rule is
-    monotone in time, so ``T`` is found by binary search over the sorted completion times,
-    evaluating ``sum_i 1/b_i`` directly (no drifting running sum).  ``overflow`` is set when
+    ``(1/n sum_i 1/b_i)^{-1} >= M/n``, i.e. ``sum_i 1/b_i <= n^2 / M`` (relative slack
+    :data:`MALENIA_RTOL`), ``b_i`` counting all completions ``<= T``: a binary search over
+    the sorted completion times (the rule is monotone in time).  ``overflow`` is set when
     the rule never holds within ``capacity`` gradients per worker (then every slot is used)
     or when a worker's ``capacity + 1``-th completion is ``<= T``.  Every worker contributes,
-    so ``allreduce`` makes no difference.
-
-    Cost: one stable sort of the ``n * capacity`` completion times (to order the slots by
-    completion time) plus ``O(log(n capacity))`` passes of ``O(n capacity)`` comparisons.  The
-    sort dominates on CPU (about 1.3 s at ``n = 10,000``, ``capacity = 300``).
+    so ``allreduce`` makes no difference.  Cost: a stable sort of the ``n * capacity``
+    completions (1.3 s at n = 10,000, capacity = 300), ``O(log(n capacity))`` passes.
 
     Args:
       model: the cluster model.
@@ -228,7 +225,9 @@ def malenia_from_times(
       t0: ``[]`` the round's start.
       busy_until: ``[n]`` when each worker is free to start.
       M: static batch size.
-      capacity: static most gradients per worker.
+      capacity: static most gradients per worker (with ``run``: the bound).
+      run: a padded run's ``(capacity, threshold)`` (:mod:`jaxnigt.cluster.padding`): its
+        capacity and the float32 ``n^2 / M (1 + MALENIA_RTOL)`` of its own n and M.
 
     Returns:
       The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
@@ -238,15 +237,16 @@ def malenia_from_times(
     """
     M = check_static("M", M)
     cap = check_static("capacity", capacity)
-    _not_padded(model, "Malenia")
     t0, tau, off, cum = _prologue("malenia (capacity + 1)", tau, cap + 1, t0, busy_until)
     comp = ends(model, t0, off, cum)
     used = comp[:, :cap]
+    if run is not None:  # a padded run's gradients past its own capacity are not its events
+        used = jnp.where(jnp.arange(cap)[None, :] < run[0], used, jnp.inf)
     flat = used.reshape(-1)
     order = jnp.argsort(flat, stable=True)
     events = flat[order]
-    hi = _malenia_end(used, events, M)
-    t_rel = events[jnp.minimum(hi, events.shape[0] - 1)]
+    hi, n_events, beyond = _malenia_stop(model, comp, used, events, M, run)
+    t_rel = events[jnp.minimum(hi, n_events - 1)]
     counts = jnp.sum(used <= t_rel, axis=1).astype(jnp.int32)
     coll = Collection(
         t_rel=t_rel,
@@ -254,37 +254,50 @@ def malenia_from_times(
         slot_worker=order // cap,
         slot_rank=order % cap,
         slot_valid=events <= t_rel,
-        overflow=(hi >= events.shape[0]) | jnp.any(comp[:, cap] <= t_rel),
+        overflow=(hi >= n_events) | jnp.any(beyond <= t_rel),
     )
     work = worker_times(off, tau, cum, counts)
     return finish_round(model, t0, busy_until, work, coll)
 
 
-def _not_padded(model: ClusterModel, rule: str) -> None:
-    if model.workers is not None:
-        raise ValueError(f"a {rule} round cannot run on a padded cluster model yet")
+def _malenia_stop(model: ClusterModel, comp, used, events, M: int, run):
+    """``(hi, number of the run's events, each worker's completion past its capacity)``:
+    :func:`_malenia_end` of the run (a padded run's own events come first, the others are
+    ``inf``; its capacity and threshold are ``run``'s)."""
+    if run is None:
+        threshold = jnp.float32(comp.shape[0] ** 2 / M * (1 + MALENIA_RTOL))
+        return _malenia_end(used, events, threshold), events.shape[0], comp[:, used.shape[1]]
+    run_cap, threshold = run
+    n_events = run_cap * (model.n if model.workers is None else model.workers)
+    beyond = jnp.take_along_axis(comp, jnp.full((comp.shape[0], 1), run_cap), axis=1)[:, 0]
+    beyond = beyond if model.workers is None else jnp.where(model.active, beyond, jnp.inf)
+    return _malenia_end(used, events, threshold, model.active, n_events), n_events, beyond
 
 
-def _malenia_end(used: jax.Array, events: jax.Array, M: int) -> jax.Array:
+def _malenia_end(used, events, threshold, active=None, num=None) -> jax.Array:
     """Index into the sorted completions ``events`` of the first at which Malenia's rule
-    holds for the ``[n, capacity]`` completion times ``used`` (``len(events)`` if never).
+    holds for the ``[n, capacity]`` completion times ``used`` (``num`` if never; default
+    ``len(events)``); ``active``: a padded record's own workers, the rule's n.
 
     The rule is monotone in time: a binary search evaluating ``sum_i 1/b_i`` directly."""
-    n, num = used.shape[0], events.shape[0]
-    threshold = jnp.float32(n * n / M * (1.0 + MALENIA_RTOL))
+    size = events.shape[0]
 
     def holds(t):
         b = jnp.sum(used <= t, axis=1)
-        return jnp.all(b >= 1) & (jnp.sum(1.0 / jnp.maximum(b, 1).astype(jnp.float32)) <= threshold)
+        ok, inverse = b >= 1, 1.0 / jnp.maximum(b, 1).astype(jnp.float32)
+        if active is not None:
+            ok, inverse = ok | ~active, jnp.where(active, inverse, 0.0)
+        return jnp.all(ok) & (jnp.sum(inverse) <= threshold)
 
     def search(_, bounds):
         lo, hi = bounds
         mid = (lo + hi) // 2
-        ok = holds(events[jnp.minimum(mid, num - 1)])
+        ok = holds(events[jnp.minimum(mid, size - 1)])
         active = lo < hi
         return jnp.where(active & ~ok, mid + 1, lo), jnp.where(active & ok, mid, hi)
 
-    _, hi = lax.fori_loop(0, num.bit_length() + 1, search, (jnp.int32(0), jnp.int32(num)))
+    top = jnp.int32(size) if num is None else jnp.asarray(num, jnp.int32)
+    _, hi = lax.fori_loop(0, size.bit_length() + 1, search, (jnp.int32(0), top))
     return hi
 
 

@@ -208,6 +208,7 @@ def malenia(
     *,
     M: int,
     capacity: int,
+    run: tuple[jax.Array, jax.Array] | None = None,
 ) -> RoundSchedule:
     """Malenia round (docs/cluster_model.md), ``S = n * capacity`` slots; see
     :func:`malenia_from_times`.
@@ -219,12 +220,22 @@ def malenia(
       busy_until: ``[n]`` when each worker is free to start.
       M: static batch size.
       capacity: static most gradients per worker (:func:`default_malenia_capacity`).
+      run: a padded run's ``(capacity, threshold)`` (:func:`malenia_from_times`): its
+        ``capacity + 1`` compute times per worker are drawn as its unpadded run draws them.
 
     Returns:
       The round's :class:`RoundSchedule`.
     """
-    tau = sample_compute_times(model, key, int(capacity) + 1)
-    return malenia_from_times(model, tau, t0, busy_until, M=M, capacity=capacity)
+    num = int(capacity) + 1
+    if run is None:
+        tau = sample_compute_times(model, key, num)
+    else:
+        draw = lambda k, s: sample_noise(model, k, s)
+        tau = model.h[:, None] * padding.flat_draws(draw, key, (model.n, num), run[0] + 1)
+        live = jnp.arange(num)[None, :] <= run[0]
+        live = live if model.workers is None else live & model.active[:, None]
+        tau = jnp.where(live, tau, jnp.inf)
+    return malenia_from_times(model, tau, t0, busy_until, M=M, capacity=capacity, run=run)
 
 
 def sync(

@@ -14,7 +14,8 @@ A padded run is the unpadded run: the same draws, the same gradients chosen, the
 clock; a sum whose order changes with its length (the training return, wasted work) and the
 batched rollouts may differ in float32 rounding (docs/cluster_model.md, "Padded records").
 Only the engines that read n and their sizes from the run are padded (:data:`PADDED`); the
-other algorithms, heterogeneous tasks, power traces and sharded runs run one config at a time.
+other algorithms (IMPALA, SEED RL, ADMM), heterogeneous tasks, power traces and sharded runs
+run one config at a time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.core import select
+from jaxnigt.algorithms.sizes import THRESHOLDS, malenia_threshold
 from jaxnigt.cluster import padding
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import loop
@@ -39,17 +41,17 @@ from jaxnigt.run.metrics import MAX_COUNTED_WORKERS
 from jaxnigt.run.trainer import Trainer, make_trainer
 
 #: The algorithms whose engines read the number of workers and their sizes from the run:
-#: the round engine's Rennala, synchronous and m-synchronous rules and the per-arrival engine
-#: (tests/test_padding.py holds each padded run to its unpadded run).
+#: the round engine's Rennala, Malenia, synchronous and m-synchronous rules and the
+#: per-arrival engine (tests/test_padding.py holds each padded run to its unpadded run).
 PADDED = frozenset(
     {
-        "rennala_nigt", "rennala_pg", "sync_nigt", "sync_pg", "a2c", "msync_nigt",
+        "rennala_nigt", "rennala_pg", "malenia_nigt", "sync_nigt", "sync_pg", "a2c", "msync_nigt",
         "afedpg", "afedpg_vanilla", "asgd", "a3c", "ringmaster_pg",
     }
 )  # fmt: skip
 # The config keys that are values of a run in a padded program (the rest must be equal).
 _RUN_VALUES = ("name", "target_return", "checkpoint_every", "algorithms", "per_algorithm")
-_SIZE_KEYS = ("M", "M_init", "msync_m", "async_block")
+_SIZE_KEYS = ("M", "M_init", "msync_m", "async_block", "malenia_capacity")
 _TRACED_KEYS = ("learning_rate", "eta")  # each config's grid points give its runs these
 
 
@@ -61,6 +63,7 @@ class Sizes(NamedTuple):
     M_init: int
     msync_m: int
     async_block: int
+    malenia_capacity: int
 
     @property
     def first(self) -> bool:
@@ -71,7 +74,8 @@ class Sizes(NamedTuple):
 def sizes(config: ExperimentConfig, algorithm: str) -> Sizes:
     """``config``'s sizes for ``algorithm``."""
     hp, n = config.hparams_for(algorithm), config.cluster.n
-    return Sizes(n, hp.M, hp.M_init or hp.M, hp.msync_m or -(-n // 2), hp.async_block or n)
+    block, capacity = hp.async_block or n, hp.malenia_capacity or 6 * hp.M
+    return Sizes(n, hp.M, hp.M_init or hp.M, hp.msync_m or -(-n // 2), block, capacity)
 
 
 def paddable(config: ExperimentConfig, algorithm: str) -> bool:
@@ -144,7 +148,7 @@ def bound_config(configs: Sequence[ExperimentConfig], algorithm: str) -> Experim
     raw["cluster"]["n"] = top["n"]
     own = dict(raw["per_algorithm"].get(algorithm) or {})
     own.update(M=top["M"], M_init=top["M_init"])
-    for key in ("msync_m", "async_block"):
+    for key in ("msync_m", "async_block", "malenia_capacity"):
         if key in traits(algorithm).options:
             own[key] = top[key]
     raw["per_algorithm"] = {algorithm: own}
@@ -189,6 +193,10 @@ def prepare(configs: Sequence[ExperimentConfig], algorithm: str) -> loop._Run:
     runs = [p for m in members for p in m.points for _ in range(S)]
     values = {k: np.asarray([p[k] for p in runs]) for k in runs[0]}
     values |= {k: repeat(lambda m, k=k: getattr(m.sizes, k)) for k in _SIZE_KEYS}
+    for size, key in THRESHOLDS.items():  # Malenia's rule's, of each run's n and M (M_init)
+        values[key] = repeat(
+            lambda m, size=size: malenia_threshold(m.sizes.n, getattr(m.sizes, size))
+        )
     hyper = bound.hyper(batch=len(runs), **values)
     caps, first = jnp.asarray(repeat(lambda m: m.cap)), jnp.asarray(repeat(lambda m: m.sizes.first))
     width = n_max if n_max <= MAX_COUNTED_WORKERS else None

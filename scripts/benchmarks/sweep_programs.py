@@ -45,14 +45,19 @@ def _sweep(out: Path, over, seeds, extra, flags) -> tuple[float, str]:
     return wall, proc.stdout + proc.stderr
 
 
-def _compile(out: Path) -> tuple[int, float]:
-    """``(programs, compile seconds)``: each (algorithm, compile seconds) once (the points
-    of one padded program carry its figure)."""
-    seen = set()
-    for summary in out.glob("*/summary.json"):
-        for algorithm, entry in json.loads(summary.read_text()).items():
-            seen.add((algorithm, entry["compile_seconds"]))
-    return len(seen), sum(s for _, s in seen)
+def _compile(out: Path, log: str, grouped: bool) -> tuple[int, float]:
+    """``(programs, compile seconds)``.  Per point, every point's algorithm compiles its own
+    programs; grouped, the log says how many programs there are and the points of one
+    program carry its figure (each (algorithm, figure) counted once)."""
+    entries = [
+        (algorithm, entry["compile_seconds"])
+        for summary in sorted(out.glob("*/summary.json"))
+        for algorithm, entry in json.loads(summary.read_text()).items()
+    ]
+    if not grouped:
+        return len(entries), sum(s for _, s in entries)
+    programs = int(re.search(r"in (\d+) programs", log).group(1))
+    return programs, sum(s for _, s in set(entries))
 
 
 def _rows(out: Path) -> list[dict]:
@@ -80,8 +85,8 @@ def run(quick: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         for form, flags in (("per point", ["--per-point"]), ("grouped", [])):
             out = Path(tmp) / form.replace(" ", "_")
-            wall, _ = _sweep(out, over, seeds, extra, flags)
-            programs, compile_s = _compile(out)
+            wall, log = _sweep(out, over, seeds, extra, flags)
+            programs, compile_s = _compile(out, log, grouped=not flags)
             tables[form] = _rows(out)
             rows.append(
                 {

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxnigt.algorithms import core, sizes, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
@@ -103,10 +104,19 @@ def rennala_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M
 
 
 def malenia_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
-    """Malenia's collection with batch ``M`` (docs/cluster_model.md; not padded yet)."""
-    del setup, size
+    """Malenia's collection with batch ``M`` (docs/cluster_model.md); a padded run's capacity
+    and threshold are its values (:mod:`jaxnigt.algorithms.sizes`)."""
+    del setup
     rule = functools.partial(schedules.malenia, M=M, capacity=options.malenia_capacity)
-    return lambda model, key, t0, busy_until, hyper=None: rule(model, key, t0, busy_until)
+
+    def collect(model, key, t0, busy_until, hyper=None):
+        capacity = sizes.run_size(hyper, "malenia_capacity")
+        if capacity is None:
+            return rule(model, key, t0, busy_until)
+        threshold = jnp.asarray(hyper[sizes.THRESHOLDS[size]], jnp.float32)
+        return rule(model, key, t0, busy_until, run=(capacity, threshold))
+
+    return collect
 
 
 def sync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
