@@ -90,8 +90,9 @@ def programs(points, cap: float | None = None, skip=lambda i, a: False) -> list[
 
 
 def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, cap) -> None:
-    """Runs a sweep's points as :func:`programs` and writes each point's run directory; a
-    program that fails marks each of its points failed (``status.json``) and the sweep goes on.
+    """Runs a sweep's points as :func:`programs` and writes each point's run directory.  A
+    program of several points that fails runs them again one at a time, so that only the
+    points that fail on their own are marked failed (``status.json``); the sweep goes on.
     """
     from jaxnigt.run import checkpoint
     from jaxnigt.run.run_dir import check_resumable
@@ -124,14 +125,18 @@ def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, c
             f"[sweep] program {k}/{len(plan)}: {prog.algorithm}, {len(members)} points, "
             f"{prog.runs} runs, n <= {prog.n_max}, M <= {prog.M_max}"
         )
-        message = _run_program(
+        run = lambda prog, members, label: _run_program(
             points, out, prog, members, names, label, resume, progress, log, stop, written
         )
-        if message is not None:
+        message = run(prog, members, label)
+        if message is not None and len(members) > 1:  # which point failed? each on its own
+            log(f"[sweep] program {k} failed ({message}); its points run one at a time")
             for i in members:
-                failed[i] = message
-                _mark_failed(out / names[i], message)
-                log(f"[sweep] {names[i]}: failed: {message}")
+                alone = prog._replace(members=(i,), runs=0, n_max=points[i].config.cluster.n)
+                if (message := run(alone, [i], f"{prog.algorithm} ({names[i]})")) is not None:
+                    _fail(out, names, failed, i, message, log)
+        elif message is not None:
+            _fail(out, names, failed, members[0], message, log)
 
 
 def _counts(plan: list[Program]) -> str:
@@ -171,9 +176,13 @@ def _run_program(points, out, prog, members, names, label, resume, progress, log
     return None
 
 
-def _mark_failed(run_dir: Path, message: str) -> None:
+def _fail(out: Path, names, failed: dict, i: int, message: str, log) -> None:
+    """Point ``i`` failed: its other algorithms are not run, its ``status.json`` says why."""
     from jaxnigt.run.run_dir import atomic_write_text
 
+    failed[i] = message
+    run_dir = out / names[i]
+    log(f"[sweep] {names[i]}: failed: {message}")
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         run_dir / "status.json", json.dumps({"status": "failed", "message": message}) + "\n"
