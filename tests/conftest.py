@@ -51,7 +51,7 @@ _HEAVY = {
     "test_distributed.py": 35, "test_critic.py": 30, "test_admm_pg.py": 25,
     "test_seed_engine.py": 25, "test_package.py": 25, "test_events.py": 20,
     "test_checkpoint.py": 20, "test_tuning.py": 20, "test_collect.py": 15,
-    "test_padding.py": 60,
+    "test_sweep_programs.py": 80, "test_padded.py": 70, "test_padding.py": 60,
 }  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from jaxnigt.studies import sweep, sweep_programs
 
 BASE = """
 name: grouped
-algorithms: [rennala_nigt, sync_nigt, afedpg]
+algorithms: [rennala_nigt, sync_nigt]
 seeds: 2
 budget: 40.0
 env: {name: point_mass}
@@ -24,6 +24,7 @@ cluster: {n: 2, h: sqrt, kappa: 0.5, noise: "straggler:0.1:10"}
 hparams: {M: 4, M_init: 6, learning_rate: 0.05, eta: 0.3}
 eval: {every: 3, every_time: 10.0, episodes: 2}
 """
+# M = 4 with M_init = 6: a round 0 of its own shape; M = 6: none. One program holds both.
 OVER = ["--over", "cluster.n=2,5", "--over", "hparams.M=4,6"]
 TIMING = ("wall_seconds", "compile_seconds")
 
@@ -64,7 +65,7 @@ def test_a_grouped_sweep_is_the_sweep_of_its_points_one_at_a_time(sweeps):
                 out["per_point"] / point / name
             ).read_text(), (point, name)
         summary = json.loads((out["grouped"] / point / "summary.json").read_text())
-        assert list(summary) == ["rennala_nigt", "sync_nigt", "afedpg"]
+        assert list(summary) == ["rennala_nigt", "sync_nigt"]
         assert all(entry["finished"] for entry in summary.values())
 
 
@@ -72,13 +73,13 @@ def test_the_plan_of_a_sweep_names_its_programs(sweeps, capsys):
     cfg, _ = sweeps
     assert cli.main(["plan", str(cfg), *OVER]) == 0
     text = capsys.readouterr().out
-    assert "4 points; 3 programs (rennala_nigt 1, sync_nigt 1, afedpg 1):" in text
+    assert "4 points; 2 programs (rennala_nigt 1, sync_nigt 1):" in text
     assert "1. rennala_nigt: 4 points, 8 runs, n <= 5, M <= 6:" in text
     assert "trajectories per step" in text and "MB per step" in text
     assert cli.main(["plan", str(cfg), *OVER, "--max-padding", "2"]) == 0
-    assert "6 programs (rennala_nigt 2, sync_nigt 2, afedpg 2)" in capsys.readouterr().out
+    assert "4 programs (rennala_nigt 2, sync_nigt 2)" in capsys.readouterr().out
     assert cli.main(["plan", str(cfg), *OVER, "--per-point"]) == 0
-    assert "12 programs" in capsys.readouterr().out
+    assert "8 programs" in capsys.readouterr().out
 
 
 def test_a_bad_padding_cap_is_one_line(sweeps, capsys):
@@ -96,8 +97,7 @@ def test_programs_count_runs_and_bounds():
     assert [(p.algorithm, p.members, p.runs, p.n_max) for p in plan] == [
         ("rennala_nigt", (0, 1, 2), 6, 9),
         ("sync_nigt", (0, 1, 2), 6, 9),
-        ("afedpg", (0, 1, 2), 6, 9),
     ]
     skip = lambda i, a: i == 0 and a == "sync_nigt"
     assert [p.members for p in sweep_programs.programs(points, skip=skip)][1] == (1, 2)
-    assert len(sweep_programs.per_point(points)) == 9
+    assert len(sweep_programs.per_point(points)) == 6
