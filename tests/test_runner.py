@@ -64,7 +64,7 @@ def _resumable(monkeypatch, steps_done):
     from jaxnigt.run import checkpoint
 
     tr = types.SimpleNamespace(first_step=None)
-    run = loop._Run(
+    run = loop.Run(
         trainer=tr,
         points=[{}],
         num_seeds=2,

@@ -40,7 +40,7 @@ from jaxnigt.run.progress import Progress, compile_seconds, wait
 from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
 from jaxnigt.run.trainer import Trainer, make_trainer
 
-__all__ = ["RunError", "next_chunk", "run_algorithm", "start_or_resume"]
+__all__ = ["Run", "RunError", "next_chunk", "run_algorithm", "start_or_resume"]
 
 
 class RunError(RuntimeError):
@@ -48,8 +48,9 @@ class RunError(RuntimeError):
 
 
 @dataclasses.dataclass
-class _Run:
-    """One algorithm's run on the host: what is fixed, and the progress so far."""
+class Run:
+    """One algorithm's run on the host: what is fixed, and the progress so far (built by
+    :func:`run_algorithm` from a config, or by :func:`jaxnigt.run.padded.prepare`)."""
 
     trainer: Trainer
     points: list[dict[str, float]]
@@ -174,7 +175,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     )
     budget = config.budget if config.budget is not None else math.inf
     keys, hyper = devices.shard_batch((keys, hyper), mesh, batch)
-    return _Run(
+    return Run(
         trainer=tr,
         points=points,
         num_seeds=num_seeds,
@@ -194,7 +195,7 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
     )
 
 
-def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:
+def _record(run: Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:
     """Appends a chunk's metrics with its evaluation columns (``returns`` None: the chunk
     was not evaluated, e.g. round 0 of its own shape)."""
     setup = run.trainer.setup
@@ -209,7 +210,7 @@ def _record(run: _Run, metrics: dict[str, np.ndarray], returns: np.ndarray | Non
     run.last_eval = np.where(np.isnan(latest), run.last_eval, latest)
 
 
-def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
+def start_or_resume(run: Run, run_dir: Path | None, resume: bool, algorithm: str, log) -> None:
     """Time 0 (evaluation of x_0, and round 0 when it has its own shape), or the newest
     checkpoint of ``algorithm`` in ``run_dir``."""
     run.state = run.init(run.keys, run.hyper)
@@ -247,7 +248,7 @@ def start_or_resume(run: _Run, run_dir: Path | None, resume: bool, algorithm: st
         _record(run, m0, None)  # its gradients count towards the first evaluation interval
 
 
-def next_chunk(run: _Run, stop: StopFlag | None = None) -> None:
+def next_chunk(run: Run, stop: StopFlag | None = None) -> None:
     """One chunk of steps for every seed still running, then its evaluation.  A chunk still
     running ``stop.grace`` seconds after a signal is dropped: the run keeps the state before
     it and :class:`~jaxnigt.run.signals.ChunkDropped` is raised."""
@@ -271,7 +272,7 @@ def next_chunk(run: _Run, stop: StopFlag | None = None) -> None:
 OVERFLOW = "overflow flag raised (the algorithm's Traits give it no meaning: a bug)"
 
 
-def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
+def _health(run: Run, algorithm: str, mark_diverged: bool, log) -> None:
     """Flags of the last chunk: an overflow (what it means is the algorithm's
     ``Traits.overflow``) always stops the run; non-finite values stop it too, or
     (``on_nonfinite: mark``) freeze the diverged seed; a seed whose next step can never end
@@ -302,7 +303,7 @@ def _health(run: _Run, algorithm: str, mark_diverged: bool, log) -> None:
     _stalls(run, algorithm, log)
 
 
-def _stalls(run: _Run, algorithm: str, log) -> None:
+def _stalls(run: Run, algorithm: str, log) -> None:
     """Seeds whose next step can never end (under ``cluster.power`` only) stop, with one line."""
     fresh = run.stalls & ~run.stalled & ~run.diverged
     run.stalls = np.zeros_like(run.stalled)
@@ -317,7 +318,7 @@ def _stalls(run: _Run, algorithm: str, log) -> None:
     log(f"[jaxnigt] {stall_line(algorithm, times, seeds, rounds=rounds, others_go_on=others)}")
 
 
-def _finished(run: _Run, bar: Progress) -> bool:
+def _finished(run: Run, bar: Progress) -> bool:
     """Whether every running seed has crossed the budget (or the step cap); updates the bar."""
     running = ~run.diverged & ~run.stalled
     if not running.any():
@@ -352,7 +353,7 @@ def run_algorithm(
     stop: StopFlag | None = None,
     on_chunk: Callable[[dict[str, np.ndarray]], None] | None = None,
     label: str | None = None,
-    prepared: _Run | None = None,
+    prepared: Run | None = None,
 ) -> dict[str, np.ndarray]:
     """Runs one algorithm for all seeds and grid points (``prepared``: a run built elsewhere,
     :mod:`jaxnigt.run.padded`); returns stacked metrics; the progress bar is named ``label``.
@@ -401,7 +402,7 @@ def run_algorithm(
     return _output(run, t_start)
 
 
-def _describe(run: _Run, config: ExperimentConfig, algorithm: str, log) -> None:
+def _describe(run: Run, config: ExperimentConfig, algorithm: str, log) -> None:
     """The log line of a run evaluated on the time grid."""
     if run.time_grid:
         log(
@@ -410,7 +411,7 @@ def _describe(run: _Run, config: ExperimentConfig, algorithm: str, log) -> None:
         )
 
 
-def _chunk(run: _Run, algorithm: str, stop: StopFlag | None, stopped, log) -> None:
+def _chunk(run: Run, algorithm: str, stop: StopFlag | None, stopped, log) -> None:
     """:func:`next_chunk`; a chunk dropped after a signal raises ``stopped()``."""
     try:
         next_chunk(run, stop)
@@ -422,7 +423,7 @@ def _chunk(run: _Run, algorithm: str, stop: StopFlag | None, stopped, log) -> No
         raise stopped() from None
 
 
-def _interrupted(run: _Run, algorithm: str, stop: StopFlag, save, t_start: float) -> Interrupted:
+def _interrupted(run: Run, algorithm: str, stop: StopFlag, save, t_start: float) -> Interrupted:
     """The :class:`Interrupted` of a stop request, after the checkpoint (``save``, if any)."""
     if save is not None:
         save()
@@ -431,7 +432,7 @@ def _interrupted(run: _Run, algorithm: str, stop: StopFlag, save, t_start: float
     return interrupted
 
 
-def _output(run: _Run, t_start: float) -> dict[str, np.ndarray]:
+def _output(run: Run, t_start: float) -> dict[str, np.ndarray]:
     """The run's results so far (see :func:`run_algorithm`)."""
     out = run.stacked()
     out["grid"] = np.repeat(np.arange(len(run.points)), run.num_seeds)

@@ -164,7 +164,7 @@ class Member(NamedTuple):
     cap: int  # its evaluation chunks' length
 
 
-def prepare(configs: Sequence[ExperimentConfig], algorithm: str) -> loop._Run:
+def prepare(configs: Sequence[ExperimentConfig], algorithm: str) -> loop.Run:
     """The run (programs and inputs) of ``algorithm`` over every config in ``configs``, one
     padded program; batch entry order: config, then grid point, then seed."""
     base = configs[0]
@@ -204,7 +204,7 @@ def prepare(configs: Sequence[ExperimentConfig], algorithm: str) -> loop._Run:
         width = MAX_COUNTED_WORKERS
     programs = _programs(bound, base, records, caps, first, max(m.cap for m in members), width)
     budget = base.budget if base.budget is not None else math.inf
-    return loop._Run(
+    return loop.Run(
         trainer=bound,
         points=[p for m in members for p in m.points],
         num_seeds=S,
