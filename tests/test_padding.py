@@ -22,7 +22,7 @@ import pytest
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms import sizes
-from jaxnigt.cluster import padding, power_sources, schedules, timing
+from jaxnigt.cluster import padding, power_sources, round_kernels, schedules, timing
 from jaxnigt.cluster.model import ALLREDUCE, INFLIGHT, make_cluster_model
 from jaxnigt.run.trainer import make_trainer
 
@@ -112,7 +112,7 @@ def test_a_padded_malenia_round_is_the_unpadded_round(n, M, capacity, inflight):
     for noise in NOISES:
         model = _model(n, noise, inflight)
         unpadded = _rounds(schedules.malenia, model, M=M, capacity=capacity)
-        run = (jnp.int32(capacity), jnp.float32(sizes.malenia_threshold(n, M)))
+        run = (jnp.int32(capacity), jnp.float32(round_kernels.malenia_threshold(n, M)))
         padded = _rounds(schedules.malenia, padding.pad(model, N_MAX), M=M, capacity=20, run=run)
         valid = np.asarray(unpadded.slot_valid)
         np.testing.assert_array_equal(padded.overflow, unpadded.overflow)
@@ -203,7 +203,7 @@ def test_a_padded_trainer_trains_as_the_unpadded_trainer(algorithm, n, M, n_max,
     padded = bound.bind(padding.pad(plain.setup.cluster, n_max))
     if "malenia_capacity" in sizes_:
         for size, key in sizes.THRESHOLDS.items():
-            sizes_[key] = sizes.malenia_threshold(n, sizes_[size])
+            sizes_[key] = round_kernels.malenia_threshold(n, sizes_[size])
 
     def run(tr, hyper):
         state = tr.init(jax.random.key(3), hyper)

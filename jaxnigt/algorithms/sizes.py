@@ -13,22 +13,14 @@ from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 #: The round's M and round 0's M_init (Rennala, Malenia), the m-synchronous m, the
 #: asynchronous block (exchanges per step) and Malenia's capacity.
 SIZES = ("M", "M_init", "msync_m", "async_block", "malenia_capacity")
-#: Malenia's stopping threshold ``n^2 / M (1 + MALENIA_RTOL)`` of a run, of its M and of its
-#: M_init: float32 values computed on the host as the unpadded rule computes them.
+#: Malenia's stopping threshold of a run, of its M and of its M_init: float32 values computed
+#: on the host by :func:`~jaxnigt.cluster.round_kernels.malenia_threshold`, as the unpadded
+#: rule computes them.
 THRESHOLDS = {"M": "malenia_threshold", "M_init": "malenia_threshold_init"}
-
-
-def malenia_threshold(n: int, M: int) -> float:
-    """The float32 threshold of Malenia's rule for ``n`` workers and batch ``M`` (the value the
-    unpadded rule compares with, :func:`jaxnigt.cluster.round_kernels.malenia_from_times`)."""
-    from jaxnigt.cluster.round_kernels import MALENIA_RTOL
-
-    return float(np.float32(n * n / M * (1 + MALENIA_RTOL)))
 
 
 def run_size(hyper: Mapping[str, jax.Array] | None, name: str) -> jax.Array | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxnigt.cluster.model import ClusterModel
@@ -39,6 +40,12 @@ from jaxnigt.cluster.rounds import (
 # Malenia's rule compares a float32 sum of 1/b_i with n^2/M; this relative slack keeps exact
 # ties (e.g. b = (3, 3, 3), M = 9) on the "holds" side despite rounding.
 MALENIA_RTOL = 1e-5
+
+
+def malenia_threshold(n: int, M: int) -> float:
+    """Malenia's threshold ``n^2 / M (1 + MALENIA_RTOL)``, computed in float64 and rounded to
+    float32: the value its rule compares ``sum_i 1/b_i`` with (a padded run carries it)."""
+    return float(np.float32(n * n / M * (1 + MALENIA_RTOL)))
 
 
 def _prologue(rule: str, tau: jax.Array, need: int, t0, busy_until):
@@ -265,7 +272,7 @@ def _malenia_stop(model: ClusterModel, comp, used, events, M: int, run):
     :func:`_malenia_end` of the run (a padded run's own events come first, the others are
     ``inf``; its capacity and threshold are ``run``'s)."""
     if run is None:
-        threshold = jnp.float32(comp.shape[0] ** 2 / M * (1 + MALENIA_RTOL))
+        threshold = jnp.float32(malenia_threshold(comp.shape[0], M))
         return _malenia_end(used, events, threshold), events.shape[0], comp[:, used.shape[1]]
     run_cap, threshold = run
     n_events = run_cap * (model.n if model.workers is None else model.workers)

@@ -133,9 +133,7 @@ def _programs(tr: Trainer, config: ExperimentConfig) -> _Programs:
 
 # What a run's programs depend on is the config but for these keys (values that only feed
 # the programs' arguments, or that the host alone reads).
-_NOT_IN_PROGRAMS = (
-    "name", "seed", "first_seed", "seeds", "budget", "target_return", "checkpoint_every"
-)  # fmt: skip
+_NOT_IN_PROGRAMS = tuple("name seed first_seed seeds budget target_return checkpoint_every".split())
 
 
 @functools.lru_cache(maxsize=8)

@@ -32,8 +32,9 @@ import numpy as np
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.core import select
-from jaxnigt.algorithms.sizes import THRESHOLDS, malenia_threshold
-from jaxnigt.cluster import padding
+from jaxnigt.algorithms.sizes import THRESHOLDS
+from jaxnigt.cluster import padding, schedules
+from jaxnigt.cluster.round_kernels import malenia_threshold
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import loop
 from jaxnigt.run.batch import grid_points, seed_keys
@@ -44,11 +45,9 @@ from jaxnigt.run.trainer import Trainer, make_trainer
 #: the round engine's Rennala, Malenia, synchronous and m-synchronous rules and the
 #: per-arrival engine (tests/test_padding.py holds each padded run to its unpadded run).
 PADDED = frozenset(
-    {
-        "rennala_nigt", "rennala_pg", "malenia_nigt", "sync_nigt", "sync_pg", "a2c", "msync_nigt",
-        "afedpg", "afedpg_vanilla", "asgd", "a3c", "ringmaster_pg",
-    }
-)  # fmt: skip
+    {"rennala_nigt", "rennala_pg", "malenia_nigt", "sync_nigt", "sync_pg", "a2c", "msync_nigt"}
+    | {"afedpg", "afedpg_vanilla", "asgd", "a3c", "ringmaster_pg"}
+)
 # The config keys that are values of a run in a padded program (the rest must be equal).
 _RUN_VALUES = ("name", "target_return", "checkpoint_every", "algorithms", "per_algorithm")
 _SIZE_KEYS = ("M", "M_init", "msync_m", "async_block", "malenia_capacity")
@@ -74,8 +73,9 @@ class Sizes(NamedTuple):
 def sizes(config: ExperimentConfig, algorithm: str) -> Sizes:
     """``config``'s sizes for ``algorithm``."""
     hp, n = config.hparams_for(algorithm), config.cluster.n
-    block, capacity = hp.async_block or n, hp.malenia_capacity or 6 * hp.M
-    return Sizes(n, hp.M, hp.M_init or hp.M, hp.msync_m or -(-n // 2), block, capacity)
+    m = hp.msync_m or schedules.default_msync_m(n)
+    capacity = hp.malenia_capacity or schedules.default_malenia_capacity(hp.M, n)
+    return Sizes(n, hp.M, hp.M_init or hp.M, m, hp.async_block or n, capacity)
 
 
 def paddable(config: ExperimentConfig, algorithm: str) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxnigt.run.processes import JobQueue
 from jaxnigt.studies.grid import SHAPES, Grid
 
 
@@ -128,7 +129,7 @@ def run_job(program: dict, run_dir: str, progress: bool, log=None, *, stop=None)
     run_program(config_lib.from_dict(program), Path(run_dir), progress=progress, log=log, stop=stop)
 
 
-class PaddedPool:
+class PaddedPool(JobQueue):
     """The executor interface (:mod:`jaxnigt.run.executors`) over tuning programs, run here:
     :meth:`wait` runs every program submitted since the last call, those of one algorithm
     that differ only in run sizes (Rennala's M grid) as one padded program
@@ -137,28 +138,11 @@ class PaddedPool:
     to ``DIR/.programs/`` (``checkpoints``), so an interrupted tuning resumes it."""
 
     def __init__(self, checkpoints: Path, *, progress: bool, log, stop=None):
+        super().__init__()
         self.checkpoints, self.progress, self.log, self.stop = checkpoints, progress, log, stop
-        self.jobs: list[tuple] = []
-        self.queued: list[int] = []
-        self.reported: set[int] = set()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    @property
-    def busy(self) -> bool:
-        """Programs submitted and not yet returned by :meth:`wait`."""
-        return len(self.reported) < len(self.jobs)
-
-    def submit(self, args: tuple, name: str) -> int:
-        """Queues ``(raw program, run directory, ...)`` (:func:`run_job`'s arguments)."""
-        del name
-        self.jobs.append(tuple(args))
-        self.queued.append(len(self.jobs) - 1)
-        return len(self.jobs) - 1
+    def close(self) -> None:
+        """Nothing runs between calls of :meth:`wait`."""
 
     def wait(self) -> list[int]:
         """Runs every queued program (grouped); returns their ids."""
@@ -212,10 +196,9 @@ def run_together(configs, run_dirs, algorithm: str, where: Path, *, progress: bo
     from jaxnigt.run.loop import run_algorithm
 
     where.mkdir(parents=True, exist_ok=True)
-    m = run_algorithm(
-        configs[0], algorithm, progress=progress, run_dir=where, resume=True, log=log,
-        stop=stop, prepared=padded.prepare(configs, algorithm),
-    )  # fmt: skip
+    prepared = padded.prepare(configs, algorithm)
+    how = {"progress": progress, "log": log, "stop": stop, "prepared": prepared}
+    m = run_algorithm(configs[0], algorithm, run_dir=where, resume=True, **how)
     for cfg, run_dir, part in zip(
         configs, run_dirs, padded.split(m, configs, algorithm), strict=True
     ):

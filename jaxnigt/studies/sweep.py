@@ -49,11 +49,11 @@ from jaxnigt.run.run_dir import (
     check_resumable,
     prepare_run_dir,
 )
+from jaxnigt.studies.sweep_programs import STATUS, record_failure
 
 SWEEP_FILE = "sweep.json"  # the sweep's own record: axes, points, status
 TABLE = "sweep.csv"
 FRACTIONS = analysis.FRACTIONS
-STATUS = "status.json"
 
 
 class SweepError(ValueError):
@@ -138,8 +138,7 @@ def run_point(point: Point, run_dir: Path, *, resume: bool, progress: bool, log,
         status = {"status": "failed", "message": str(e)}
         log(f"[sweep] {point.name}: failed: {e}")
     if status["status"] == "failed":
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_dir / STATUS, json.dumps(status) + "\n")
+        record_failure(run_dir, status["message"])
     return status
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 PROGRAMS_DIR = ".programs"
+STATUS = "status.json"  # a failed point's record
 
 
 class Program(NamedTuple):
@@ -102,7 +103,7 @@ def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, c
     written: set[int] = set()  # points whose directory this run has begun
     if resume:
         for i, p in enumerate(points):
-            (out / p.name / "status.json").unlink(missing_ok=True)  # a failed point runs again
+            (out / p.name / STATUS).unlink(missing_ok=True)  # a failed point runs again
             if (out / p.name / "config.yaml").is_file():
                 check_resumable(p.config, out / p.name)
                 written.add(i)
@@ -161,10 +162,10 @@ def _run_program(points, out, prog, members, names, label, resume, progress, log
     try:
         # A program of one point is that point's own run (no padding).
         prepared = padded.prepare(configs, algorithm) if len(members) > 1 else None
+        how = {"progress": progress, "log": log, "stop": stop, "label": label}
         m = run_algorithm(
-            configs[0], algorithm, progress=progress, run_dir=run_dir, resume=resume,
-            log=log, stop=stop, label=label, prepared=prepared,
-        )  # fmt: skip
+            configs[0], algorithm, run_dir=run_dir, resume=resume, prepared=prepared, **how
+        )
         parts = padded.split(m, configs, algorithm) if prepared is not None else [m]
     except (RunError, config_lib.ConfigError, ValueError, FloatingPointError) as e:
         return str(e)
@@ -178,15 +179,17 @@ def _run_program(points, out, prog, members, names, label, resume, progress, log
 
 def _fail(out: Path, names, failed: dict, i: int, message: str, log) -> None:
     """Point ``i`` failed: its other algorithms are not run, its ``status.json`` says why."""
+    failed[i] = message
+    log(f"[sweep] {names[i]}: failed: {message}")
+    record_failure(out / names[i], message)
+
+
+def record_failure(run_dir: Path, message: str) -> None:
+    """A failed point's ``status.json`` (what :func:`jaxnigt.studies.sweep.table` reports)."""
     from jaxnigt.run.run_dir import atomic_write_text
 
-    failed[i] = message
-    run_dir = out / names[i]
-    log(f"[sweep] {names[i]}: failed: {message}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        run_dir / "status.json", json.dumps({"status": "failed", "message": message}) + "\n"
-    )
+    atomic_write_text(run_dir / STATUS, json.dumps({"status": "failed", "message": message}) + "\n")
 
 
 def per_point(points) -> list[Program]:
