@@ -351,14 +351,6 @@ def advance(
     )
 
 
-def link_utilisation(before, after) -> jax.Array:
-    """Server link busy time / elapsed simulated time between two event-engine states
-    (``events.AsyncState``); NaN over an empty interval. Above 1 only with overlapping
-    exchanges (``link: independent``)."""
-    elapsed, served = after.time - before.time, after.link_busy - before.link_busy
-    return jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan)
-
-
 def step_metrics(
     state: TrainState,
     *,
@@ -379,8 +371,9 @@ def step_metrics(
     own workers); ``staleness`` is ``(min, mean, max)``; absent values are NaN; ``messages``
     is the run's count of small exchanges so far."""
     nan = jnp.full([], jnp.nan, jnp.float32)
-    staleness = staleness if staleness is not None else (nan,) * 3
-    counts, c = counts.astype(jnp.float32), state.counters
+    staleness = staleness if staleness is not None else (nan, nan, nan)
+    counts = counts.astype(jnp.float32)
+    c = state.counters
     lo, mean, hi = padding.worker_stats(counts, active)
     return StepMetrics(
         round=state.steps,
@@ -435,8 +428,8 @@ def select(flag: jax.Array, new: Any, old: Any) -> Any:
 
 
 def push_newest(stack: Any, x: Any) -> Any:
-    """``x`` put at the front of the newest-first ``stack`` (a pytree of ``[R, ...]`` arrays),
-    the oldest dropped: a learner's kept versions and their done times."""
+    """``x`` put at the front of the newest-first ``stack`` (a pytree of ``[R, ...]``
+    arrays), the oldest entry dropped: a learner's kept versions and their done times."""
     return jax.tree.map(lambda h, v: jnp.concatenate([jnp.asarray(v)[None], h[:-1]]), stack, x)
 
 

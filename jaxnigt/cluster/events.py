@@ -429,3 +429,21 @@ def bounded_events(
         return bounded_next(model, key, s, stops=stops)
 
     return lax.scan(step, state, None, length=int(num))
+
+
+def link_utilisation(before, after) -> jax.Array:
+    """Server link busy time / elapsed simulated time between two clock states (an
+    :class:`AsyncState`, or a :mod:`~jaxnigt.cluster.step_clock` state: ``time`` and
+    ``link_busy``); NaN over an empty interval. Above 1 only with overlapping exchanges
+    (``link: independent``).
+
+    Args:
+      before: the state at the step's start.
+      after: the state at its end.
+
+    Returns:
+      ``[]`` float32.
+    """
+    elapsed = after.time - before.time
+    served = after.link_busy - before.link_busy
+    return jnp.where(elapsed > 0, served / jnp.where(elapsed > 0, elapsed, 1.0), jnp.nan)

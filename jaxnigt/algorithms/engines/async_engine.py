@@ -418,5 +418,5 @@ def _finish_block(
         active=active,
         finite=jnp.all(grads_finite) & core.all_finite(carry.params),
         staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
-        link_util=core.link_utilisation(before, after),
+        link_util=events.link_utilisation(before, after),
     )

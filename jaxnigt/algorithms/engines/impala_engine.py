@@ -264,7 +264,7 @@ def _step(setup, options: ImpalaOptions, optimizer, estimator, state: TrainState
         finite=jnp.all(out["finite"] | ~out["live"]) & core.all_finite(new.params),
         staleness=(jnp.nanmin(lag), jnp.nanmean(lag), jnp.nanmax(lag)),
         overflow=jnp.any(out["lost"] & out["live"][:, None]),
-        link_util=core.link_utilisation(before, new_ex.event_state),
+        link_util=events.link_utilisation(before, new_ex.event_state),
     )
 
 

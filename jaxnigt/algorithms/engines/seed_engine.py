@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.algorithms.engines import async_engine
-from jaxnigt.cluster import step_clock
+from jaxnigt.cluster import events, step_clock
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.rl.collect import slot_keys
 from jaxnigt.rl.rollout import rollout
@@ -277,7 +277,7 @@ def _step(setup, options: SeedOptions, optimizer, estimator, state: TrainState, 
         finite=jnp.all(out["finite"] | ~out["live"]) & core.all_finite(new.params),
         staleness=(jnp.nanmin(lag), jnp.nanmean(lag), jnp.nanmax(lag)),
         overflow=jnp.any(out["lost"] & out["live"]),
-        link_util=core.link_utilisation(ex.clock, new_ex.clock),
+        link_util=events.link_utilisation(ex.clock, new_ex.clock),
         messages=new_ex.clock.messages,
     )
 
