@@ -48,6 +48,24 @@ def test_configs_that_differ_in_sizes_share_a_program_within_the_cap():
     assert padded.group(gamma, "afedpg") == [[0], [1]]
 
 
+@pytest.mark.parametrize("Ms", [(2, 8), (8, 2), (2, 3, 8, 5), (8, 5, 3, 2)])
+def test_the_cap_holds_for_every_config_against_its_programs_final_largest(Ms):
+    configs = [_config(hparams={**BASE["hparams"], "M": M, "M_init": M}) for M in Ms]
+    groups = padded.group(configs, "rennala_nigt", 2)
+    assert sorted(i for g in groups for i in g) == list(range(len(Ms)))
+    for members in groups:
+        M_max = max(Ms[i] for i in members)
+        assert all(M_max <= 2 * Ms[i] for i in members), (groups, Ms)
+    assert len(groups) == 2
+    # n and M apart in opposite directions: each bounds the other's padding.
+    mixed = [
+        _config(cluster__n=8, hparams={**BASE["hparams"], "M": 2}),
+        _config(cluster__n=2, hparams={**BASE["hparams"], "M": 8}),
+    ]
+    assert padded.group(mixed, "rennala_nigt", 2) == [[0], [1]]
+    assert padded.group(mixed, "rennala_nigt", 4) == [[0, 1]]
+
+
 def test_what_cannot_be_padded_is_a_program_of_its_own():
     configs = [_config(cluster__n=n, algorithms=["impala"]) for n in (2, 3)]
     assert not padded.paddable(configs[0], "impala")

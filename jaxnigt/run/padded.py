@@ -106,23 +106,24 @@ def group(
 ) -> list[list[int]]:
     """The indices of ``configs`` in each program of ``algorithm``: configs of one
     :func:`identity` share a program while every one's n and M are within ``max_padding``
-    of the program's largest (None: no limit); a config that cannot be padded
-    (:func:`paddable`) is a program of its own.  Programs are in order of their first config.
+    of the program's largest (None: no limit), the program's final largest whatever the
+    order of the configs; a config that cannot be padded (:func:`paddable`) is a program of
+    its own.  Programs are in order of their first config.
     """
     cap = math.inf if max_padding is None else float(max_padding)
     programs: list[list[int]] = []
     open_: dict[str, list[list[int]]] = {}
-    order = sorted(range(len(configs)), key=lambda i: -sizes(configs[i], algorithm).n)
+    own = [sizes(c, algorithm) for c in configs]
+    order = sorted(range(len(configs)), key=lambda i: (-own[i].n, -own[i].M, i))
     for i in order:
         cfg = configs[i]
         if not paddable(cfg, algorithm):
             programs.append([i])
             continue
-        s = sizes(cfg, algorithm)
         for members in open_.setdefault(identity(cfg, algorithm), []):
-            top = [sizes(configs[j], algorithm) for j in members]
-            n_max, M_max = max(t.n for t in top), max(t.M for t in top)
-            if n_max <= cap * s.n and M_max <= cap * s.M:
+            joined = [own[j] for j in (*members, i)]
+            n_max, M_max = max(t.n for t in joined), max(t.M for t in joined)
+            if all(n_max <= cap * t.n and M_max <= cap * t.M for t in joined):
                 members.append(i)
                 break
         else:
