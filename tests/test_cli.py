@@ -263,6 +263,44 @@ def test_resume_and_overwrite_together_are_refused(tmp_path, capsys, argv):
     assert not out.exists()
 
 
+def _parsers(parser):
+    """``parser`` and every parser under it (subcommands)."""
+    yield parser
+    for action in parser._actions:
+        for sub in getattr(action, "choices", None) or {}:
+            if isinstance(action.choices, dict):
+                yield from _parsers(action.choices[sub])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "demo", "--seed", "3", "--out", "DIR"],  # was --seeds 3: three seeds
+        ["tune", "demo", "--out", "DIR", "--et", "0.1"],
+        ["clock", "--round", "3", "--out", "DIR"],
+    ],
+)
+def test_a_flag_is_never_abbreviated(tmp_path, capsys, argv):
+    """argparse's prefix matching read ``run --seed 3`` as ``--seeds 3``: every parser of the
+    command refuses an abbreviation, in one line, exit 2, nothing written."""
+    from jaxnigt.cli import clock
+
+    assert all(not p.allow_abbrev for p in _parsers(cli.build_parser()))  # before any run
+    out = tmp_path / "d"
+    argv = [str(out) if a == "DIR" else a for a in argv]
+    with pytest.raises(SystemExit) as caught:
+        cli.main(argv)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    short = next(a for a in argv if a in ("--seed", "--et", "--round"))
+    assert len(err) == 1 and "unrecognized arguments: " in err[0] and short in err[0], err
+    assert not out.exists()
+    with pytest.raises(SystemExit):
+        clock.main(["--round", "3", "--out", str(out)])
+    assert "unrecognized arguments: --round 3" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_lr_exp_takes_a_negative_value_after_a_space_as_its_help_shows(capsys):
     """argparse reads '-6:-5' (unlike a plain negative number) as an option: ``--lr-exp
     -6:-5`` failed with "expected one argument" while ``--lr-exp=-6:-5`` worked."""

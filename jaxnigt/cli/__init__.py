@@ -72,7 +72,18 @@ def join_negative_values(argv: Sequence[str]) -> list[str]:
 
 class Parser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` that also reads ``--lr-exp -6:-5``
-    (:func:`join_negative_values`)."""
+    (:func:`join_negative_values`), takes no abbreviated flag (``--seed 3`` is an error,
+    never ``--seeds 3``) and says a usage error in one line (``-h`` shows the usage).
+    Subcommands' parsers are of this class too (argparse's ``add_subparsers`` makes its
+    parsers of the parent's class), so none abbreviates."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else args

@@ -415,7 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
       The exit status.
     """
-    p = argparse.ArgumentParser(prog="jaxnigt clock", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="jaxnigt clock", description=__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     _add_arguments(p)
     return run(p.parse_args(argv))
 
