@@ -1,0 +1,171 @@
+"""One look at a comparison, decided by an exact randomization test (the default rule).
+
+A look compares the reference with one baseline on their first k seeds.  What it tests,
+fixed before any data:
+
+* **time claims** (``time_to_50``, ``time_to_80``): each seed's *restricted time*
+  ``min(T, B)``, T its first evaluation time at or above the target and B the budget; a seed
+  that never reaches the target counts as B, exactly as the restricted mean survival time
+  (RMST) counts it, so it is neither dropped nor an infinity.  The effect is the ratio of
+  restricted means, baseline over reference (> 1: the reference is faster), beside their
+  difference and the ratio of median times (descriptive);
+* **return claims** (``average``, ``second_half``): each seed's return statistic; the effect
+  is the mean difference, reference minus baseline.
+
+**The test** of a tie (:mod:`jaxnigt.analysis.randomization`): the paired sign-flip test
+when both methods ran the same seeds, exact at every look up to 40 seeds; the permutation
+test of independent seeds otherwise.  The look's interval is the test inverted at the look's
+level: it excludes the tie exactly when the test rejects it.  **Equivalence** within a
+margin is two one-sided tests (TOST) of the margin's ends; its p-value is reported apart
+from the tie's.  A look at too few seeds for its level to be reachable (5 paired seeds can
+give no p below 1/16) decides nothing (:func:`decisive_stages`).
+
+**Conventions.** Medians are numpy's (the mean of the two middle values of an even count; a
+median with an infinite middle value is infinite); bootstrap percentiles are numpy's linear
+quantiles (``method="linear"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxnigt.analysis import randomization
+
+TIME, RETURN = "time", "return"
+BOOTSTRAP_REPS = 2000
+
+
+def restricted(times: np.ndarray, budget: float) -> np.ndarray:
+    """``min(T, B)`` per seed (``inf``: never reached, counts as the budget)."""
+    return np.minimum(np.asarray(times, np.float64), float(budget))
+
+
+def median_ratio(reference: np.ndarray, baseline: np.ndarray) -> float:
+    """``median(baseline) / median(reference)`` of per-seed times (numpy's median; ``inf``
+    never reached): 1 when both are infinite, ``inf`` when only the baseline's is."""
+    ref, base = float(np.median(reference)), float(np.median(baseline))
+    if math.isinf(ref) and math.isinf(base):
+        return 1.0
+    if ref == 0 or math.isinf(base):
+        return math.inf if base > 0 else 1.0
+    return base / ref
+
+
+def decisive_stages(
+    stages: Sequence[int], alpha: float, p_min: Callable[[int], float]
+) -> tuple[int, ...]:
+    """The looks that can decide: the stages whose smallest attainable p (``p_min(k)``) is at
+    most ``alpha / K``, K the number of such stages (the fixed point, found from K = all
+    stages down).  The error ``alpha`` is split over these looks alone: a look that cannot
+    reject spends none of it.  Empty when no look can reach its level."""
+    k = len(stages)
+    while k > 0:
+        decisive = tuple(s for s in stages if p_min(s) <= alpha / k)
+        if len(decisive) == k:
+            return decisive
+        k = len(decisive)
+    return ()
+
+
+def paired_p_min(k: int) -> float:
+    """The smallest two-sided p of the paired sign-flip test at k seeds."""
+    return randomization.smallest_p(k)
+
+
+def independent_p_min(k: int) -> float:
+    """The smallest two-sided p of the permutation test of two groups of k seeds."""
+    return min(1.0, 2.0 / math.comb(2 * k, k))
+
+
+def _bootstrap_ratio(x: np.ndarray, y: np.ndarray, level: float, paired: bool) -> dict:
+    """The ratio of means ``mean(y) / mean(x)`` with a percentile bootstrap interval
+    (:data:`BOOTSTRAP_REPS` resamples from ``default_rng(0)``; paired: one index set)."""
+    rng = np.random.default_rng(0)
+    ix = rng.integers(0, x.size, (BOOTSTRAP_REPS, x.size))
+    iy = ix if paired else rng.integers(0, y.size, (BOOTSTRAP_REPS, y.size))
+    draws = y[iy].mean(axis=1) / x[ix].mean(axis=1)
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], method="linear")
+    return {"estimate": float(y.mean() / x.mean()), "low": float(low), "high": float(high)}
+
+
+def look(
+    kind: str,
+    reference: np.ndarray,
+    baseline: np.ndarray,
+    *,
+    paired: bool,
+    level: float,
+    margin: tuple[float, float] | None = None,
+    budget: float | None = None,
+    intervals: bool = True,
+) -> dict[str, Any]:
+    """One look (module docstring).
+
+    Args:
+      kind: :data:`TIME` (per-seed times to the target, ``inf`` never reached; needs
+        ``budget``) or :data:`RETURN` (per-seed returns).
+      reference, baseline: the per-seed values, seed-aligned when ``paired``.
+      paired: the same seeds of both methods.
+      level: the interval's level (``1 − alpha / K`` in the staged rule).
+      margin: an equivalence margin (a ratio range for times, a difference range for
+        returns), or None for no equivalence test.
+      intervals: False skips the inverted intervals (a simulation's looks need only p).
+
+    Returns:
+      ``interval`` (estimate, low, high: RMST ratio or mean difference), ``p`` and the test
+      (``test``, ``p_se``, ``p_min``, ``exact``), ``tost_p`` (None without a margin), and for
+      times ``rmst`` (each side), ``rmst_difference``, ``bootstrap`` (the RMST ratio's
+      percentile interval), ``median_ratio``, ``reached`` (seeds at the target, each side).
+    """
+    alpha = 1.0 - level
+    if kind == TIME:
+        if budget is None:
+            raise ValueError("a time look needs the budget")
+        x, y = restricted(reference, budget), restricted(baseline, budget)
+        test = randomization.difference_test(y, x, paired=paired, level=alpha)
+        out: dict[str, Any] = {"kind": TIME, **_test_fields(test)}
+        out["rmst"] = {"reference": float(x.mean()), "baseline": float(y.mean())}
+        out["reached"] = {
+            "reference": int(np.sum(np.asarray(reference) <= budget)),
+            "baseline": int(np.sum(np.asarray(baseline) <= budget)),
+            "seeds": int(x.size),
+        }
+        out["median_ratio"] = median_ratio(np.asarray(reference), np.asarray(baseline))
+        test_at = lambda c, alt: randomization.ratio_test(x, y, c, paired=paired, alternative=alt)
+        if intervals:
+            out["interval"] = randomization.ratio_interval(x, y, level, paired=paired)
+            out["rmst_difference"] = randomization.shift_interval(y, x, level, paired=paired)
+            out["bootstrap"] = _bootstrap_ratio(x, y, level, paired)
+        else:
+            out["interval"] = {"estimate": float(y.mean() / x.mean())}
+    elif kind == RETURN:
+        x, y = np.asarray(reference, np.float64), np.asarray(baseline, np.float64)
+        test = randomization.difference_test(x, y, paired=paired, level=alpha)
+        out = {"kind": RETURN, **_test_fields(test)}
+        test_at = lambda d, alt: randomization.difference_test(
+            x, y, paired=paired, shift=d, alternative=alt
+        )
+        if intervals:
+            out["interval"] = randomization.shift_interval(x, y, level, paired=paired)
+        else:
+            out["interval"] = {"estimate": float(x.mean() - y.mean())}
+    else:
+        raise ValueError(f"kind: got {kind!r}; expected {TIME!r} or {RETURN!r}")
+    out["interval"]["p"] = out["p"]
+    out["tost_p"] = None if margin is None else randomization.tost(test_at, margin)["p"]
+    out["margin"] = None if margin is None else list(margin)
+    return out
+
+
+def _test_fields(test: dict[str, Any]) -> dict[str, Any]:
+    keep = ("test", "p", "p_se", "p_min", "exact", "draws")
+    return {k: test[k] for k in keep if k in test}
+
+
+def tie_of(kind: str) -> float:
+    """The effect of a tie: a ratio of 1 for times, a difference of 0 for returns."""
+    return 1.0 if kind == TIME else 0.0
