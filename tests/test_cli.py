@@ -730,6 +730,9 @@ def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, cap
         ("2,1,-1\n", "trace {path!r} line 1: speed must be >= 0, got -1.0"),
         ("1,1,0\n2,2,0\n3,5,0\n", "trace {path!r}: every worker is at speed 0 from t = 5 on, "
          "before the budget 40: no gradient could ever finish after it"),
+        # was inf in the float32 trace: a run with env_steps_wasted NaN from round 2, exit 0
+        ("2,1.5,1e308\n", "trace {path!r} line 1: start and speed must be at most "
+         "3.40282e+38 (the trace is float32), got '2,1.5,1e308'"),
     ],
 )  # fmt: skip
 def test_a_bad_power_trace_stops_the_run_before_anything_runs(

@@ -503,6 +503,21 @@ def test_a_round_that_never_ends_is_a_note(tmp_path, capsys):
             "trace {path!r} line 2: worker 2's starts must increase, got 1.0 after 3.0",
         ),
         ("2,x,0\n", "trace {path!r} line 1: not a number in '2,x,0'"),
+        (
+            "worker,start,speed\n2,1.5,1e308\n",  # was: a numpy warning, "round 2 never ends"
+            "trace {path!r} line 2: start and speed must be at most 3.40282e+38 (the trace is "
+            "float32), got '2,1.5,1e308'",
+        ),
+        (
+            "2,1e39,1\n",  # was: two numpy RuntimeWarnings and a run
+            "trace {path!r} line 1: start and speed must be at most 3.40282e+38 (the trace is "
+            "float32), got '2,1e39,1'",
+        ),
+        (
+            "speed,start,worker\n2,1.5,0\n",
+            "trace {path!r} line 1: the header must be worker,start,speed, got "
+            "'speed,start,worker'",
+        ),
         ("2,1\n", "trace {path!r} line 1: expected worker,start,speed, got '2,1'"),
         ("worker,start,speed\n", "trace file {path!r} has no rows"),
         (

@@ -97,6 +97,13 @@ def test_per_algorithm_overrides_inherit_hparams():
         ({"algorithms": ["rennala_nigt", "ppo"]}, "algorithms[1]", "malenia_nigt"),
         ({"budget": 0}, "budget", "> 0"),
         ({"budget": -3.0}, "budget", "> 0"),
+        (
+            {"budget": 1e39},
+            "budget",
+            "at most 3.40282e+38 in size (the simulation computes in float32)",
+        ),
+        ({"cluster__power_horizon": 1e39}, "cluster.power_horizon", "float32"),
+        ({"cluster__kappa": [1, 2, 3, 1e39]}, "cluster.kappa[3]", "float32"),
         ({"seeds": 0}, "seeds", ">= 1"),
         ({"eval__every": 0}, "eval.every", ">= 1"),
         ({"eval__every_time": 0.0}, "eval.every_time", "> 0"),

@@ -386,17 +386,62 @@ def _raises(message: str):
         ("2,2,0\n2,1,1\n", 2, "worker 2's starts must increase, got 1.0 after 2.0"),
         ("2,2,0\n1,0,1\n2,2,1\n", 3, "worker 2's starts must increase, got 2.0 after 2.0"),
         ("1,x,1\n", 1, "not a number in '1,x,1'"),
-        ("start,worker,speed\n", 1, "not a number in 'start,worker,speed'"),
+        (
+            "start,worker,speed\n",
+            1,
+            "the header must be worker,start,speed, got 'start,worker,speed'",
+        ),
+        (
+            "speed,start,worker\n2,1,0\n",
+            1,
+            "the header must be worker,start,speed, got 'speed,start,worker'",
+        ),
+        (
+            "\ufeffworker,start,spead\n",
+            1,
+            "the header must be worker,start,speed, got 'worker,start,spead'",
+        ),
+        ("2,1,x\n", 1, "not a number in '2,1,x'"),
+        (
+            "2,1.5,1e308\n",
+            1,
+            "start and speed must be at most 3.40282e+38 (the trace is float32), got '2,1.5,1e308'",
+        ),
+        (
+            "2,1e39,1\n",
+            1,
+            "start and speed must be at most 3.40282e+38 (the trace is float32), got '2,1e39,1'",
+        ),
+        (
+            "2,1,3e38\n2,3,1\n",
+            2,
+            "worker 2's work by t = 3 (the integral of its speed) is 6e+38, more than float32 "
+            "holds (3.40282e+38)",
+        ),
         ("1,2\n", 1, "expected worker,start,speed, got '1,2'"),
         ("1,inf,1\n", 1, "values must be finite, got '1,inf,1'"),
     ],
 )
 def test_trace_file_line_errors(tmp_path, text, line, what):
+    """A value beyond float32 (1e308 was inf in the trace: NaN from round 2 on) is refused
+    before numpy casts it (the cast's RuntimeWarnings leaked)."""
     path = _write(tmp_path / "bad.csv", text)
     with _raises(f"power trace {path!r} line {line}: {what}"):
         power_sources.read_trace_rows(path, 3)
     with _raises(f"power trace {path!r} line {line}: {what}"):
         power_sources.build("trace:" + path, 3, 10.0)
+
+
+def test_a_byte_order_mark_is_no_part_of_the_header(tmp_path):
+    """A CSV saved with a UTF-8 BOM (as YAML configs with one are read): line 1 was "not a
+    number in '\\ufeffworker,start,speed'"."""
+    plain = _write(tmp_path / "plain.csv", "worker,start,speed\n2,1.5,0\n2,6,1\n")
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + (tmp_path / "plain.csv").read_bytes())
+    assert power_sources.read_trace_rows(bom, 2) == power_sources.read_trace_rows(plain, 2)
+    headless = tmp_path / "headless.csv"
+    headless.write_bytes(b"\xef\xbb\xbf2,1.5,0\n")
+    assert power_sources.read_trace_rows(headless, 2) == {1: [(1.5, 0.0)]}
 
 
 def test_trace_file_errors(tmp_path):

@@ -14,10 +14,12 @@ The sources (:data:`SOURCES`):
 * ``periodic:PERIOD:LOW`` -- speed 1 for the first half of every period and ``LOW`` for the
   second, worker ``i`` (1-based) shifted by ``(i - 1) / n`` of a period; ``LOW = 0`` is a
   periodic disconnection.  Past the horizon the speed is 1.
-* ``trace:FILE`` -- a CSV file of changes, one row ``worker,start,speed`` each (an optional
-  header ``worker,start,speed``; worker 1-based, start >= 0, speed >= 0, each worker's rows in
-  increasing start; a worker is at speed 1 before its first row, and a worker absent from the
-  file at speed 1 throughout).
+* ``trace:FILE`` -- a CSV file of changes, one row ``worker,start,speed`` each (UTF-8, a
+  byte-order mark allowed; an optional header ``worker,start,speed``; worker 1-based,
+  start >= 0, speed >= 0, each worker's rows in increasing start; a worker is at speed 1 before
+  its first row, and a worker absent from the file at speed 1 throughout).  The trace is
+  float32: a start, a speed or a worker's work by a start (``W_i``, :mod:`jaxnigt.cluster.
+  power`) beyond :data:`FLOAT32_MAX` is refused.
 
 Every check raises :class:`TraceError` with one line naming the spec or the file and its line.
 """
@@ -39,6 +41,10 @@ from jaxnigt.cluster.power import Outages, PowerTrace, make_trace
 SOURCES = ("constant", "outages:UP:DOWN", "periodic:PERIOD:LOW", "trace:FILE")
 #: The sources in words (the config's check, its reference and ``jaxnigt clock --power``).
 SOURCE_TEXT = "constant, outages:UP:DOWN, periodic:PERIOD:LOW or trace:FILE"
+#: The largest float32: a trace's arrays are float32, so a larger value would be ``inf``.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: A trace file's header.
+HEADER = ["worker", "start", "speed"]
 
 
 def outage_bouts(up: np.ndarray, down: np.ndarray, horizon: float) -> int:
@@ -96,17 +102,22 @@ def read_trace_rows(path: str | Path, n: int) -> dict[int, list[tuple[float, flo
     """
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark is no part of line 1
     except FileNotFoundError:
         raise TraceError(f"power trace file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"power trace file {str(path)!r} cannot be read: {e}") from None
     rows: dict[int, list[tuple[float, float]]] = {}
+    work: dict[int, float] = {}  # each worker's W_i at its latest start
     for line_no, fields in enumerate(csv.reader(text.splitlines()), start=1):
         where = f"power trace {str(path)!r} line {line_no}"
         if not fields or all(not f.strip() for f in fields):
             continue
-        if line_no == 1 and [f.strip().lower() for f in fields] == ["worker", "start", "speed"]:
+        if line_no == 1 and _is_header(fields):
+            if [f.strip().lower() for f in fields] != HEADER:
+                raise TraceError(
+                    f"{where}: the header must be {','.join(HEADER)}, got {','.join(fields)!r}"
+                )
             continue
         if len(fields) != 3:
             raise TraceError(f"{where}: expected worker,start,speed, got {','.join(fields)!r}")
@@ -122,6 +133,11 @@ def read_trace_rows(path: str | Path, n: int) -> dict[int, list[tuple[float, flo
             raise TraceError(f"{where}: start must be >= 0, got {start!r}")
         if speed < 0:
             raise TraceError(f"{where}: speed must be >= 0, got {speed!r}")
+        if max(start, speed) > FLOAT32_MAX:
+            raise TraceError(
+                f"{where}: start and speed must be at most {FLOAT32_MAX:.6g} (the trace is "
+                f"float32), got {','.join(fields)!r}"
+            )
         worker = int(worker_f) - 1
         previous = rows.setdefault(worker, [])
         if previous and start <= previous[-1][0]:
@@ -129,10 +145,28 @@ def read_trace_rows(path: str | Path, n: int) -> dict[int, list[tuple[float, flo
                 f"{where}: worker {worker + 1}'s starts must increase, got {start!r} after "
                 f"{previous[-1][0]!r}"
             )
+        since, pace = previous[-1] if previous else (0.0, 1.0)
+        work[worker] = work.get(worker, 0.0) + pace * (start - since)
+        if work[worker] > FLOAT32_MAX:
+            raise TraceError(
+                f"{where}: worker {worker + 1}'s work by t = {start:g} (the integral of its "
+                f"speed) is {work[worker]:.6g}, more than float32 holds ({FLOAT32_MAX:.6g})"
+            )
         previous.append((start, speed))
     if not rows:
         raise TraceError(f"power trace file {str(path)!r} has no rows")
     return rows
+
+
+def _is_header(fields: list[str]) -> bool:
+    """Whether a first line is a header: none of its fields is a number."""
+    for f in fields:
+        try:
+            float(f)
+            return False
+        except ValueError:
+            pass
+    return True
 
 
 def file_trace(rows: dict[int, list[tuple[float, float]]], n: int) -> PowerTrace:

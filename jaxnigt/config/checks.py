@@ -17,6 +17,9 @@ from typing import Any
 from jaxnigt.cluster.model import check_choice
 
 Check = Callable[[str, Any, dict], Any]
+#: The largest float32: the simulation computes in float32, so a larger number (a budget of
+#: ``1e39``) would be ``inf`` there; :func:`number` refuses it.
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 class CheckError(ValueError):
@@ -64,8 +67,8 @@ def integer(minimum: int | None = None) -> Check:
 
 
 def number(low: float | None = None, high: float | None = None, *, open_low=True) -> Check:
-    """A finite number as ``float``, optionally in ``(low, high]`` (``[low`` if not
-    ``open_low``)."""
+    """A finite number as ``float`` that float32 holds (at most :data:`FLOAT32_MAX` in size),
+    optionally in ``(low, high]`` (``[low`` if not ``open_low``)."""
     if low is None:
         what = "a finite number"
     elif high is None:
@@ -80,6 +83,11 @@ def number(low: float | None = None, high: float | None = None, *, open_low=True
         bad_low = low is not None and (v <= low if open_low else v < low)
         if not math.isfinite(v) or bad_low or (high is not None and v > high):
             raise CheckError(f"{path}: got {v!r}; expected {what}")
+        if abs(v) > FLOAT32_MAX:
+            raise CheckError(
+                f"{path}: got {v!r}; expected {what} of at most {FLOAT32_MAX:.6g} in size "
+                "(the simulation computes in float32)"
+            )
         return v
 
     return check
