@@ -726,7 +726,9 @@ def test_an_option_no_algorithm_reads_exits_2_before_anything_runs(tmp_path, cap
 @pytest.mark.parametrize(
     "trace, message",
     [
-        (None, "trace file {path!r} does not exist"),
+        (None, "trace file {path!r} does not exist; a relative trace path is read from the "
+         "folder of the config file that gives it, and from the working directory when the "
+         "command line gives it"),
         ("2,1,-1\n", "trace {path!r} line 1: speed must be >= 0, got -1.0"),
         ("1,1,0\n2,2,0\n3,5,0\n", "trace {path!r}: every worker is at speed 0 from t = 5 on, "
          "before the budget 40: no gradient could ever finish after it"),

@@ -543,6 +543,17 @@ def test_a_bad_power_trace_is_one_line_naming_the_file_and_line(tmp_path, capsys
     assert not out.exists()
 
 
+def test_a_missing_relative_trace_names_the_path_tried(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, stdout, err = _run([*BASE, "--power", "trace:down.csv", "--out", "c.csv"], capsys)
+    assert status == 2 and stdout == ""
+    assert err.strip().splitlines() == [
+        "jaxnigt clock: error: --power: trace file 'down.csv' does not exist (tried "
+        f"{str(tmp_path / 'down.csv')!r}: the working directory's)"
+    ]
+    assert not (tmp_path / "c.csv").exists()
+
+
 @pytest.mark.parametrize(
     "spec,message",
     [

@@ -450,7 +450,12 @@ def test_a_yaml_syntax_error_names_its_line(tmp_path):
 @pytest.mark.parametrize(
     "text,message",
     [
-        (None, "trace file {path!r} does not exist"),
+        (
+            None,
+            "trace file {path!r} does not exist; a relative trace path is read from the folder "
+            "of the config file that gives it, and from the working directory when the "
+            "command line gives it",
+        ),
         ("dir", "trace file {path!r} cannot be read: [Errno 21] Is a directory: {path!r}"),
         (
             b"2,1,0\n\xff\n",
@@ -485,6 +490,41 @@ def test_a_bad_power_trace_is_one_error_naming_the_file_and_its_line(tmp_path, t
     with pytest.raises(ConfigError) as e:
         config_lib.from_dict(_with(cluster__power=f"trace:{path}"))
     assert str(e.value) == "cluster.power: " + message.format(path=str(path))
+
+
+def test_a_relative_trace_path_is_the_config_files_folder_or_the_working_directorys(
+    tmp_path, monkeypatch
+):
+    """A config in ``sub/`` naming ``trace:down.csv``, loaded from the parent: the file beside
+    the config is read (it was "does not exist" without the path tried or the rule); a
+    ``--set`` path is the working directory's; both are recorded absolute."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    raw = _with(cluster__power="trace:down.csv")
+    (sub / "c.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        config_lib.load("sub/c.yaml")
+    assert str(e.value) == (
+        f"cluster.power: trace file {str(sub / 'down.csv')!r} does not exist; a relative trace "
+        "path is read from the folder of the config file that gives it, and from the working "
+        "directory when the command line gives it"
+    )
+    (sub / "down.csv").write_text("worker,start,speed\n2,1.5,0\n2,6,1\n")
+    assert config_lib.load("sub/c.yaml").cluster.power == f"trace:{sub / 'down.csv'}"
+    (tmp_path / "here.csv").write_text("2,1,0\n2,3,1\n")
+    cfg = config_lib.load("sub/c.yaml", ["cluster.power=trace:here.csv"])
+    assert cfg.cluster.power == f"trace:{tmp_path / 'here.csv'}"
+    with pytest.raises(ConfigError) as e:
+        config_lib.load("sub/c.yaml", ["cluster.power=trace:gone.csv"])
+    assert str(e.value).startswith(
+        f"cluster.power: trace file {str(tmp_path / 'gone.csv')!r} does not exist; a relative"
+    )
+    # a sweep: section's values are the file's too
+    raw["sweep"] = {"over": {"cluster.power": ["trace:down.csv", "constant"]}}
+    (sub / "s.yaml").write_text(yaml.safe_dump(raw))
+    over = config_lib.read("sub/s.yaml")["sweep"]["over"]
+    assert over["cluster.power"] == [f"trace:{sub / 'down.csv'}", "constant"]
 
 
 def test_a_trace_whose_workers_all_stop_after_the_budget_or_horizon_loads(tmp_path):

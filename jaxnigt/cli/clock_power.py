@@ -12,6 +12,7 @@ built (:func:`jaxnigt.run.sizing.trace_size`), as ``jaxnigt plan`` sizes a run's
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from jaxnigt.cluster import power_sources
@@ -57,7 +58,11 @@ def problem(cluster: Any) -> tuple[str, str] | None:
                     "gradient could ever finish after it"
                 )
     except power_sources.TraceError as e:
-        return "--power", loader.power_text(e)
+        text = loader.power_text(e)
+        given = power_sources.trace_file(cluster.power) or ""
+        if text.endswith("does not exist") and not os.path.isabs(given):
+            text += f" (tried {os.path.abspath(given)!r}: the working directory's)"
+        return "--power", text
     if source in ("outages", "periodic") and horizon is None:
         return "--power-horizon", (
             f"required with --power {cluster.power}: the simulated time the {source} trace "

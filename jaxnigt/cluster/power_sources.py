@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,25 @@ def parse_power(spec: Any) -> tuple[str, tuple[str, ...]]:
     if len(args) != arity[source]:
         raise TraceError(f"power: {spec!r} takes {arity[source]} argument(s); {allowed}")
     return source, args
+
+
+def trace_file(spec: Any) -> str | None:
+    """The FILE of a ``trace:FILE`` spec as written (None: another source or no valid spec)."""
+    try:
+        source, args = parse_power(spec)
+    except TraceError:
+        return None
+    return args[0] if source == "trace" else None
+
+
+def in_folder(spec: Any, folder: str | Path) -> Any:
+    """``spec`` with a relative trace FILE made absolute in ``folder`` (any other spec, and an
+    absolute FILE, unchanged).  A config file's trace path is relative to the config file's
+    folder (:func:`jaxnigt.config.loader.read`), a command line's to the working directory."""
+    path = trace_file(spec)
+    if path is None or Path(path).is_absolute():
+        return spec
+    return "trace:" + os.path.abspath(os.path.join(folder, path))
 
 
 def _number(spec: str, what: str, value: str, *, low: float, open_low: bool) -> float:

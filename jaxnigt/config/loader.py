@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -72,7 +73,33 @@ def _check_power(cfg: ExperimentConfig) -> None:
     except ConfigError:
         raise
     except ValueError as e:
-        raise ConfigError(f"cluster.power: {power_text(e)}") from None
+        text = power_text(e)
+        if text.endswith("does not exist"):  # the path tried, and the rule that gave it
+            given = power_sources.trace_file(c.power) or ""
+            tried = "" if os.path.isabs(given) else f" (tried {os.path.abspath(given)!r})"
+            text = f"{text}{tried}; {TRACE_PATH_RULE}"
+        raise ConfigError(f"cluster.power: {text}") from None
+
+
+#: Where a relative ``trace:FILE`` is read from (:func:`read`, :func:`load`).
+TRACE_PATH_RULE = (
+    "a relative trace path is read from the folder of the config file that gives it, and "
+    "from the working directory when the command line gives it"
+)
+
+
+def _trace_in(raw: dict[str, Any], folder: str | Path) -> dict[str, Any]:
+    """``raw`` with the relative trace paths it gives (``cluster.power`` and a ``sweep:``
+    section's ``cluster.power`` values) made absolute in ``folder``."""
+    cluster = raw.get("cluster")
+    if isinstance(cluster, Mapping) and "power" in cluster:
+        raw["cluster"] = {**cluster, "power": power_sources.in_folder(cluster["power"], folder)}
+    sweep = raw.get("sweep")
+    over = sweep.get("over") if isinstance(sweep, Mapping) else None
+    if isinstance(over, Mapping) and isinstance(over.get("cluster.power"), list):
+        values = [power_sources.in_folder(v, folder) for v in over["cluster.power"]]
+        raw["sweep"] = {**sweep, "over": {**over, "cluster.power": values}}
+    return raw
 
 
 def _check_consistency(cfg: ExperimentConfig) -> None:
@@ -271,7 +298,8 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     Raises:
       ConfigError: a bad file, key or value (the message names the key and what is allowed)."""
     raw = {k: v for k, v in read(path).items() if k != "sweep"}
-    cfg = from_dict(apply_overrides(raw, overrides))
+    # a trace path --set gives is the working directory's: recorded absolute, as the file's
+    cfg = from_dict(_trace_in(apply_overrides(raw, overrides), Path.cwd()))
     warn(raw, cfg, overrides)
     return cfg
 
@@ -279,7 +307,8 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
 def read(path: str | Path) -> dict[str, Any]:
     """The mapping of a config file a user gave (:func:`read_yaml`); a file that sets
     nothing (empty, or comments only) raises :class:`ConfigError`: the defaults are no
-    experiment anyone meant to run."""
+    experiment anyone meant to run.  A relative ``trace:FILE`` it gives is made absolute in
+    the file's folder (:data:`TRACE_PATH_RULE`)."""
     try:
         raw = read_yaml(path)
     except ConfigError as e:
@@ -293,4 +322,4 @@ def read(path: str | Path) -> dict[str, Any]:
             f"config: {str(path)!r} sets nothing (empty, or comments only); start from a "
             "bundled config (`jaxnigt list` names them, e.g. demo)"
         )
-    return raw
+    return _trace_in(raw, Path(path).parent)

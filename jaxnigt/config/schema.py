@@ -198,8 +198,9 @@ class ClusterConfig:
         power"): ``constant`` (speed 1), ``outages:UP:DOWN`` (alternately up and down for
         exponential times of these means, numbers or profile names, drawn per run),
         ``periodic:PERIOD:LOW`` (speed 1 for half of each period, LOW for the other half) or
-        ``trace:FILE`` (a CSV of ``worker,start,speed`` changes, relative to the working
-        directory).
+        ``trace:FILE`` (a CSV of ``worker,start,speed`` changes; a relative FILE in a config
+        file is in the config file's folder, one ``--set`` gives in the working directory,
+        and the run's ``config.yaml`` records it absolute).
       power_horizon: the simulated time a drawn or periodic power covers (default: the
         budget); past it every worker is up at speed 1.
     """
