@@ -622,3 +622,27 @@ def test_no_improvement_says_why_the_targets_are_nan(tmp_path, capsys):
         reps=100,
     )
     assert "Note:" not in report_text.compare_markdown(fine)
+
+
+def test_compare_refuses_seed_blocks_run_on_different_contents_of_one_trace(tmp_path, capsys):
+    """``config.yaml`` names the trace file only: blocks run before and after an edit of it
+    were merged as one config.  Their ``trace.sha256`` records tell them apart."""
+    trace = tmp_path / "down.csv"
+    trace.write_text("2,1.5,0\n2,6,1\n")
+    cluster = {"n": 2, "power": f"trace:{trace}"}
+    a = _write_run(tmp_path / "a", {"rennala_nigt": FAST, "afedpg": SLOW}, cluster=cluster)
+    b = _write_run(
+        tmp_path / "b", {"rennala_nigt": FAST, "afedpg": SLOW}, cluster=cluster, first_seed=3
+    )
+    (a / "trace.sha256").write_text(f"{'a' * 64}  {trace}\n")
+    (b / "trace.sha256").write_text(f"{'b' * 64}  {trace}\n")
+    assert analysis.load_run(a).trace_sha256 == "a" * 64
+    assert cli.main(["compare", str(a), str(b)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"jaxnigt: error: {str(b)!r} and {str(a)!r} are not seed blocks of one config: they "
+        f"ran on different contents of the power trace {str(trace)!r} (sha256 {'a' * 16} and "
+        f"{'b' * 16}, as their trace.sha256 records)"
+    ]
+    assert not (a / "compare.json").exists()
+    (b / "trace.sha256").write_text(f"{'a' * 64}  {trace}\n")
+    assert cli.main(["compare", str(a), str(b)]) == 0

@@ -26,6 +26,21 @@ def test_fresh_run_replaces_an_earlier_runs_outputs(tmp_path):
     assert config_lib.from_dict(config_lib.read_yaml(tmp_path / "config.yaml")) == cfg
 
 
+def test_a_fresh_run_records_its_trace_files_content(tmp_path):
+    """``trace.sha256`` beside ``config.yaml``: what the trace file held when the run began
+    (a resume and ``jaxnigt compare`` check it)."""
+    trace = tmp_path / "down.csv"
+    trace.write_text("2,1.5,0\n2,6,1\n")
+    raw = {"env": {"name": "point_mass"}, "budget": 10.0, "cluster": {"n": 4}}
+    cfg = config_lib.from_dict({**raw, "cluster": {"n": 4, "power": f"trace:{trace}"}})
+    out = tmp_path / "run"
+    out.mkdir()
+    experiment._begin(cfg, out, resume=False)
+    assert run_dir.recorded_trace(out) == run_dir.trace_digest(cfg)[1]
+    experiment._begin(config_lib.from_dict(raw), out, resume=False)  # no trace: none kept
+    assert not (out / run_dir.TRACE_RECORD).exists()
+
+
 def test_resume_needs_a_run_of_the_same_config(tmp_path):
     cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
     with pytest.raises(run_dir.NotResumableError, match="not a run directory"):

@@ -108,3 +108,42 @@ def test_check_resumable(tmp_path):
     other = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 20.0, "seeds": 2})
     with pytest.raises(run_dir.NotResumableError, match="differs in: budget, seeds"):
         run_dir.check_resumable(other, tmp_path)
+
+
+def test_a_trace_file_changed_since_the_run_began_is_not_resumed(tmp_path, capsys):
+    """``config.yaml`` names the trace file only: one edited between an interrupt and
+    ``--resume`` was used without a word.  ``trace.sha256`` records its content; a resume
+    that finds other content is refused in one line, exit 2, nothing written."""
+    import yaml
+
+    from jaxnigt import cli
+
+    trace = tmp_path / "down.csv"
+    trace.write_text("worker,start,speed\n2,1.5,0\n2,6,1\n")
+    raw = {"env": {"name": "point_mass"}, "budget": 10.0, "cluster": {"n": 4}}
+    raw["cluster"]["power"] = f"trace:{trace}"
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    cfg = config_lib.load(tmp_path / "c.yaml")
+    out = tmp_path / "run"
+    out.mkdir()
+    run_dir.atomic_write_text(out / "config.yaml", config_lib.dump(cfg))
+    run_dir.write_trace_record(cfg, out)
+    digest = run_dir.trace_digest(cfg)[1]
+    assert (out / run_dir.TRACE_RECORD).read_text() == f"{digest}  {trace}\n"
+    run_dir.check_resumable(cfg, out)
+    trace.write_text("worker,start,speed\n2,1.5,0\n2,9,1\n")
+    with pytest.raises(run_dir.NotResumableError, match="changed since the run"):
+        run_dir.check_resumable(cfg, out)
+    before = sorted(p.name for p in out.iterdir())
+    assert cli.main(["run", str(tmp_path / "c.yaml"), "--resume", str(out)]) == 2
+    now = run_dir.trace_digest(cfg)[1]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"jaxnigt: error: --resume: the power trace {str(trace)!r} changed since the run in "
+        f"{str(out)!r} began (sha256 {digest[:16]} then, as its trace.sha256 records; "
+        f"{now[:16]} now): restore the file it began with, or pass --overwrite to start afresh"
+    ]
+    assert sorted(p.name for p in out.iterdir()) == before
+    # a config without a trace file: a fresh run removes a stale record
+    plain = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
+    run_dir.write_trace_record(plain, out)
+    assert not (out / run_dir.TRACE_RECORD).exists() and run_dir.recorded_trace(out) is None

@@ -93,12 +93,15 @@ class Method:
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """A run directory's methods (:class:`Method` by ``summary.json`` key) and budget."""
+    """A run directory's methods (:class:`Method` by ``summary.json`` key) and budget;
+    ``trace_sha256``: what its power trace file held when it began (``trace.sha256``; None
+    without a trace file or a record)."""
 
     path: Path
     config: Any
     budget: float
     methods: dict[str, Method]
+    trace_sha256: str | None = None
 
     def algorithms(self) -> dict[str, Method]:
         """Grid point 0 of every algorithm, by name, in the run's order."""
@@ -121,6 +124,7 @@ def load_run(run_dir: str | Path) -> Run:
     """
     from jaxnigt import config as config_lib
     from jaxnigt.run import checkpoint, metrics
+    from jaxnigt.run import run_dir as run_dir_lib
 
     run_dir = Path(run_dir)
     for name in ("config.yaml", "summary.json", "metrics.csv"):
@@ -149,7 +153,7 @@ def load_run(run_dir: str | Path) -> Run:
         name = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
         mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == grid]
         methods[name] = _method(name, algorithm, grid, mine, seeds, per_type, summary, cfg)
-    return Run(run_dir, cfg, float(cfg.budget), methods)
+    return Run(run_dir, cfg, float(cfg.budget), methods, run_dir_lib.recorded_trace(run_dir))
 
 
 def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Method:
@@ -216,7 +220,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def check_seed_blocks(runs: list[Run]) -> None:
     """Raises :class:`AnalysisError` unless the runs are seed blocks of one config: their
     configs differ in nothing but :data:`BLOCK_FIELDS` (the message names the run and the
-    dotted keys in which it differs from the first)."""
+    dotted keys in which it differs from the first), and their power trace file held the
+    same contents (:attr:`Run.trace_sha256`, where both record it)."""
     first = _flat(runs[0].config.to_dict())
     for run in runs[1:]:
         other = _flat(run.config.to_dict())
@@ -230,4 +235,12 @@ def check_seed_blocks(runs: list[Run]) -> None:
                 f"{str(run.path)!r} and {str(runs[0].path)!r} are not seed blocks of one "
                 f"config: they differ in {', '.join(differs)} (blocks may differ only in "
                 f"{', '.join(BLOCK_FIELDS[:3])} and how they were written)"
+            )
+        mine, theirs = runs[0].trace_sha256, run.trace_sha256
+        if mine is not None and theirs is not None and mine != theirs:
+            raise AnalysisError(
+                f"{str(run.path)!r} and {str(runs[0].path)!r} are not seed blocks of one "
+                f"config: they ran on different contents of the power trace "
+                f"{runs[0].config.cluster.power.removeprefix('trace:')!r} (sha256 {mine[:16]} "
+                f"and {theirs[:16]}, as their trace.sha256 records)"
             )

@@ -4,7 +4,8 @@
 run_lock`), runs each algorithm with :func:`jaxnigt.run.loop.run_algorithm` and keeps its
 result files up to date while it runs (:class:`_Results`: ``metrics.csv``,
 ``worker_counts.csv``, ``summary.json``, and ``curves.png`` and ``counts.png`` drawn from the
-rows it holds; optionally TensorBoard scalars).  ``config.yaml`` records the config;
+rows it holds; optionally TensorBoard scalars).  ``config.yaml`` records the config (and
+``trace.sha256`` the content of its power trace file, which a resume must find unchanged);
 ``checkpoints/`` holds the checkpoints and which algorithms are done, from which a resumed
 experiment continues.
 """
@@ -147,6 +148,7 @@ def _begin(config: ExperimentConfig, out: Path, resume: bool) -> tuple[list, lis
                 else:
                     path.unlink(missing_ok=True)
             run_dir.atomic_write_text(out / "config.yaml", config_lib.dump(config))
+            run_dir.write_trace_record(config, out)
         return [], [], []
     run_dir.check_resumable(config, out)
     done = checkpoint.done_algorithms(out)

@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LOCK = ".lock"
+#: The content hash of a run's power trace file (``cluster.power: trace:FILE``), in
+#: ``sha256sum``'s format: ``config.yaml`` names the file, this what it held when the run began.
+TRACE_RECORD = "trace.sha256"
 
 
 class RunDirError(OSError):
@@ -211,9 +214,46 @@ def prepare_run_dir(out: str | Path, overwrite: bool = False) -> Path:
     return writable_dir(out)
 
 
+def trace_digest(config) -> tuple[str, str] | None:
+    """``(path, sha256)`` of the power trace file ``config`` reads (None: no trace file).
+
+    Raises:
+      OSError: the file cannot be read."""
+    import hashlib
+
+    from jaxnigt.cluster import power_sources
+
+    path = power_sources.trace_file(config.cluster.power)
+    if path is None:
+        return None
+    return path, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_trace_record(config, run_dir: str | Path) -> None:
+    """Writes ``run_dir/trace.sha256`` (:data:`TRACE_RECORD`) for a config with a trace
+    file; removes a stale one otherwise."""
+    digest = trace_digest(config)
+    record = Path(run_dir) / TRACE_RECORD
+    if digest is None:
+        record.unlink(missing_ok=True)
+    else:
+        atomic_write_text(record, f"{digest[1]}  {digest[0]}\n")
+
+
+def recorded_trace(run_dir: str | Path) -> str | None:
+    """The sha256 that ``run_dir/trace.sha256`` records (None: no record, a run without a
+    trace file or from before the record)."""
+    record = Path(run_dir) / TRACE_RECORD
+    try:
+        return record.read_text().split()[0]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
 def check_resumable(config, run_dir: str | Path) -> None:
     """Raises :class:`NotResumableError` unless ``run_dir`` holds a run of exactly this
-    config (``ConfigError`` if its ``config.yaml`` is not a valid config)."""
+    config (``ConfigError`` if its ``config.yaml`` is not a valid config) whose power trace
+    file, if it has one, holds what it held when the run began (:data:`TRACE_RECORD`)."""
     from jaxnigt import config as config_lib
 
     run_dir = Path(run_dir)
@@ -230,4 +270,12 @@ def check_resumable(config, run_dir: str | Path) -> None:
             run_dir,
             f"{str(run_dir)!r} was written by a different config "
             f"(differs in: {', '.join(differs)})",
+        )
+    recorded, digest = recorded_trace(run_dir), trace_digest(config)
+    if recorded is not None and digest is not None and recorded != digest[1]:
+        raise NotResumableError(
+            run_dir,
+            f"the power trace {digest[0]!r} changed since the run in {str(run_dir)!r} began "
+            f"(sha256 {recorded[:16]} then, as its {TRACE_RECORD} records; {digest[1][:16]} "
+            "now): restore the file it began with, or pass --overwrite to start afresh",
         )
