@@ -482,6 +482,8 @@ def test_sigterm_checkpoints_writes_partial_results_and_resumes(long_run, termin
     )
     assert summary["afedpg"]["sim_time_reached"] == pytest.approx(reached)
     assert 0 < reached < 150.0
+    first, partial = summary["rennala_nigt"]["wall_seconds"], summary["afedpg"]["wall_seconds"]
+    assert first > 0 and partial > 0  # the interrupted algorithm's seconds so far too
     assert cli.main(["plot", str(out), "--out", str(out / "mid.png")]) == 0
     capsys.readouterr()
     # A fresh run into it is refused, pointing to --resume (--overwrite would discard it).
@@ -495,6 +497,9 @@ def test_sigterm_checkpoints_writes_partial_results_and_resumes(long_run, termin
     summary = json.loads((out / "summary.json").read_text())
     assert all(entry["finished"] for entry in summary.values())
     assert "sim_time_reached" not in summary["afedpg"]
+    # the seconds of both sessions: the finished algorithm's kept, the continued one's summed
+    assert summary["rennala_nigt"]["wall_seconds"] == first
+    assert summary["afedpg"]["wall_seconds"] > partial
 
 
 def test_a_chunk_still_running_after_the_grace_is_dropped_and_runs_again(long_run, tmp_path):
@@ -950,3 +955,20 @@ def test_a_run_that_fails_before_its_first_result_leaves_nothing(
         assert list(out.iterdir()) == []
     else:
         assert list(tmp_path.iterdir()) == [cfg]
+
+
+def test_over_values_are_read_as_set_reads_them_and_a_list_is_one_value(tmp_path, capsys):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.replace("[rennala_nigt, afedpg]", "[rennala_nigt]"))
+    over = ["--over", "hparams.learning_rate=1e-3,2.5e-4", "--over", "cluster.n=1e1"]
+    assert cli.main(["plan", str(cfg), *over]) == 0
+    out = capsys.readouterr().out
+    assert "2 points;" in out and "n <= 10," in out, out
+    assert "hparams.learning_rate=0.001,cluster.n=10.0;" in out, out
+    lists = ["--over", "cluster.h=[1,2,3], [2, 2,2]"]
+    assert cli.main(["plan", str(cfg), *lists]) == 0
+    out = capsys.readouterr().out
+    assert "2 points;" in out and "[cluster.h=[1, 2, 3]]" in out and "[cluster.h=[2, 2, 2]]" in out
+    assert cli.main(["plan", str(cfg), "--over", "cluster.h=[1,2,3],[2,2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--over cluster.h: value '[2,2' is not valid YAML" in err[0], err

@@ -579,3 +579,59 @@ def test_a_bad_power_spec_is_one_error_naming_cluster_power(power, changes, mess
     with pytest.raises(ConfigError) as e:
         config_lib.from_dict(_with(cluster__power=power, **changes))
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    "section, field",
+    [
+        ("sweep:\n", "sweep"),
+        ("sweep: {}\n", "sweep"),
+        ("sweep: {ovr: {cluster.n: [2, 3]}}\n", "sweep"),
+        ("sweep: {over: {}}\n", "sweep.over"),
+        ("sweep: {over: {cluster.n: 3}}\n", "sweep.over.cluster.n"),
+        ("sweep: {over: {cluster.n: [2, 2]}}\n", "sweep.over.cluster.n: got 2 twice"),
+    ],
+)
+def test_an_empty_or_malformed_sweep_section_is_refused_by_every_command(
+    tmp_path, capsys, monkeypatch, section, field
+):
+    from jaxnigt import cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(yaml.safe_dump(_with()) + section)
+    for argv in (
+        ["plan", str(cfg), "--no-memory"],
+        ["plan", str(cfg), "--over", "seeds=1,2"],
+        ["sweep", str(cfg), "--over", "seeds=1,2", "--out", "o"],
+        ["run", str(cfg), "--out", "o"],
+    ):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"jaxnigt: error: {field}"), (argv, err)
+    assert [p.name for p in tmp_path.iterdir()] == ["s.yaml"]
+
+
+def test_a_config_with_a_sweep_section_says_that_it_uses_its_own_point(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(yaml.safe_dump(_with()) + "sweep: {over: {cluster.n: [2, 3, 4]}}\n")
+    _, said = _warnings(cfg)
+    assert len(said) == 1 and "sweep: section (cluster.n: 3 values)" in said[0], said
+    assert "`jaxnigt sweep`" in said[0] and "the config's own point" in said[0]
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "a\\b", "..", ".", ""])
+def test_a_name_that_is_not_one_path_component_is_refused(tmp_path, capsys, monkeypatch, name):
+    from jaxnigt import cli
+
+    with pytest.raises(ConfigError, match=r"^name: got .*; expected one path component"):
+        config_lib.from_dict(_with(name=name))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()
+    cfg = tmp_path / "x" / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_with(name=name)))
+    assert cli.main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxnigt: error: name: got "), err
+    assert [p.name for p in tmp_path.rglob("*")] == ["x", "c.yaml"]
+    assert config_lib.from_dict(_with(name="run..2 v1.5")).name == "run..2 v1.5"

@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+import yaml
 from children import TIMEOUT, Child, child_env
 from tasks import assert_plot
 
@@ -101,6 +102,8 @@ def test_failing_point_is_recorded_and_others_go_on(tmp_path, capsys):
         ("cluster.n=0,2", "cluster.n"),
         ("cluster.n", "KEY=V1,V2"),
         ("hparams.M=", "comma-separated"),
+        ("cluster.n=2,2", "--over cluster.n: got 2 twice"),
+        ("cluster.n=2,2.0,3", "cluster.n=2 and cluster.n=2.0 would run them alike"),
     ],
 )
 def test_bad_over_exits_2_and_writes_nothing(tmp_path, capsys, over, what):
@@ -131,7 +134,7 @@ def test_sweep_refuses_a_used_directory(tmp_path, capsys):
     assert len(err) == 1 and f"--out {str(out)!r} exists and is not empty" in err[0], err
     assert "pass --overwrite" in err[0] and sorted(p.name for p in out.iterdir()) == ["x"]
     with pytest.raises(sweep.SweepError, match="nothing to sweep"):
-        sweep.sweep_points(config_lib.read_yaml(cfg), {})
+        sweep.sweep_points(yaml.safe_load(BASE.split("sweep:")[0]), {})
 
 
 def test_resume_after_a_kill_skips_finished_points(tmp_path):
@@ -177,3 +180,57 @@ def test_the_demo_sweeps_over_n_from_two_up():
     assert [p.config.cluster.n for p in points] == [2, 3, 4, 16]
     with pytest.raises(sweep.SweepError, match=r"cluster.n=4: per_algorithm.msync_nigt.msync_m"):
         sweep.sweep_points(raw, {"cluster.n": [4, 16]}, ["algorithms=[msync_nigt]"])
+
+
+def test_plan_and_sweep_plan_the_configs_sweep_section_with_the_over_axes(tmp_path, capsys):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(BASE.replace(", hparams.eta: [0.3, 0.5]", ""))
+    over = ["--over", "hparams.learning_rate=0.05,0.1", "--set", "algorithms=[rennala_nigt]"]
+    assert cli.main(["plan", str(cfg), *over]) == 0
+    out = capsys.readouterr().out
+    assert "4 points; 1 programs" in out, out
+    assert (
+        "cluster.n=2,hparams.learning_rate=0.05;" in out
+        and "cluster.n=4,hparams.learning_rate=0.1]" in out
+    )
+    raw = config_lib.read(cfg)
+    points = sweep.sweep_points(raw, {"hparams.learning_rate": [0.05, 0.1]})
+    assert [p.values for p in points] == [
+        {"cluster.n": n, "hparams.learning_rate": a} for n in (2, 4) for a in (0.05, 0.1)
+    ]
+
+
+@pytest.mark.parametrize("command", ["plan", "sweep"])
+def test_an_axis_that_cannot_change_an_algorithms_runs_is_refused(tmp_path, capsys, command):
+    # The demo's per_algorithm sets Rennala NIGT's M: hparams.M would run it alike thrice.
+    out = tmp_path / "out"
+    argv = [command, "configs/demo.yaml", "--over", "hparams.M=20,30,50"]
+    assert cli.main([*argv, *(["--out", str(out)] if command == "sweep" else [])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "hparams.M cannot change rennala_nigt's runs" in err[0], err
+    assert (
+        "per_algorithm.rennala_nigt sets M" in err[0]
+        and "sweep per_algorithm.rennala_nigt.M" in err[0]
+    )
+    assert not out.exists()
+    # A cluster choice that one algorithm's runs do not depend on (its Traits.cluster_options).
+    raw = config_lib.read("configs/demo.yaml")
+    with pytest.raises(sweep.SweepError, match=r"cluster\.link cannot change rennala_nigt.s runs"):
+        sweep.sweep_points(raw, {"cluster.link": ["shared", "independent"]}, ["seeds=1"])
+    only = ["seeds=1", "algorithms=[afedpg]"]
+    assert len(sweep.sweep_points(raw, {"cluster.link": ["shared", "independent"]}, only)) == 2
+
+
+def test_a_point_directory_is_one_path_component_whatever_the_values(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "down.csv").write_text("worker,start,speed\n1,0,1\n2,0,1\n")
+    (tmp_path / "sub%2Fdown.csv").write_text("worker,start,speed\n1,0,1\n2,0,1\n")
+    raw = yaml.safe_load(BASE.split("sweep:")[0])
+    values = ["trace:sub/down.csv", "trace:sub%2Fdown.csv", "constant"]
+    names = [p.name for p in sweep.sweep_points(raw, {"cluster.power": values})]
+    assert names == [
+        "cluster.power=trace:sub%2Fdown.csv",
+        "cluster.power=trace:sub%252Fdown.csv",
+        "cluster.power=constant",
+    ]

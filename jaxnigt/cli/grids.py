@@ -41,7 +41,9 @@ def add_sweep_parser(sub) -> None:
         "--over",
         action="append",
         metavar="KEY=V1,V2,...",
-        help="sweep a config key over values (repeatable: the Cartesian product)",
+        help="sweep a config key over values (repeatable: the Cartesian product); each value "
+        "is YAML as for --set (1e-3 is a number), split on the commas outside brackets, "
+        "braces and quotes, so a list is one value: --over 'cluster.h=[1,2],[2,2]'",
     )
     sw.add_argument("--seeds", type=int, help="number of seeds (overrides the config)")
     sw.add_argument("--out", help="sweep directory (default runs/<config name>_sweep)")
@@ -143,10 +145,34 @@ def add_tune_parser(sub) -> None:
     tu.set_defaults(func=tune_command)
 
 
+def split_values(text: str) -> list[str]:
+    """The values of ``V1,V2,...``: split on the commas outside brackets, braces and quotes,
+    so that a list or a mapping is one value (``[1,2],[2,2]``: two lists)."""
+    parts, depth, quote, current = [], 0, None, []
+    for ch in text:
+        if quote is not None:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    return [*parts, "".join(current)]
+
+
 def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
-    """``{key: [values]}`` from ``--over KEY=V1,V2,...`` (values are YAML, like ``--set``)."""
+    """``{key: [values]}`` from ``--over KEY=V1,V2,...``: each value YAML as ``--set`` reads
+    it (``1e-3`` a number), the values split on the commas outside brackets, braces and
+    quotes (:func:`split_values`)."""
     import yaml
 
+    from jaxnigt import config as config_lib
     from jaxnigt.studies.sweep import SweepError
 
     axes: dict[str, list[Any]] = {}
@@ -157,12 +183,18 @@ def parse_over(texts: Sequence[str]) -> dict[str, list[Any]]:
         key = key.strip()
         if not key or key in axes:
             raise SweepError(f"--over: got {text!r}; expected a new dotted key")
-        try:
-            values = [yaml.safe_load(v) for v in raw.split(",")]
-        except yaml.YAMLError:
-            raise SweepError(f"--over {key}: values {raw!r} are not valid YAML") from None
-        if not values or any(v is None for v in values):
+        values = []
+        for value in split_values(raw):
+            try:
+                values.append(config_lib.text.load_text(value))
+            except yaml.YAMLError:
+                raise SweepError(f"--over {key}: value {value!r} is not valid YAML") from None
+        if any(v is None for v in values):
             raise SweepError(f"--over {key}: got {raw!r}; expected comma-separated values")
+        try:
+            config_lib.check_distinct(f"--over {key}", values)
+        except config_lib.ConfigError as e:
+            raise SweepError(str(e)) from None
         axes[key] = values
     return axes
 
@@ -175,11 +207,7 @@ def _sweep_request(args: argparse.Namespace):
     raw = config_lib.read(args.config)
     sets = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
     config_lib.apply_overrides(raw, sets)  # a malformed --set, named as such (OverrideError)
-    axes = {**sweep.sweep_section(raw), **parse_over(args.over or [])}
-    if not axes:
-        raise sweep.SweepError(
-            "--over: nothing to sweep; give --over KEY=V1,V2,... or a sweep: section"
-        )
+    axes = sweep.grid_axes(raw, parse_over(args.over or []))
     name = str(raw.get("name", Path(args.config).stem))
     out = Path(args.out) if args.out else Path("runs") / f"{name}_sweep"
     return raw, axes, sets, out

@@ -107,6 +107,17 @@ def string(path: str, v: Any, ctx: dict) -> str:
     return v
 
 
+def path_component(path: str, v: Any, ctx: dict) -> str:
+    """A string that names one file or directory (a run's directory ``runs/<name>``): not
+    empty, not ``.`` or ``..``, no ``/`` or ``\\``."""
+    allowed = "one path component: a non-empty name, no slash or backslash, not '.' or '..'"
+    if not isinstance(v, str):
+        raise _type_error(path, v, allowed)
+    if v in ("", ".", "..") or "/" in v or "\\" in v or "\0" in v:
+        raise CheckError(f"{path}: got {v!r}; expected {allowed}")
+    return v
+
+
 def choice(choices: Sequence[str] | Callable[[], Sequence[str]]) -> Check:
     """One of ``choices`` (or of what a callable returns, looked up when checked)."""
 

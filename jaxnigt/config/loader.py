@@ -283,7 +283,8 @@ def from_dict(raw: Any) -> ExperimentConfig:
 
 def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     """Loads, overrides and validates a YAML config file (a ``sweep:`` section, read by
-    ``jaxnigt sweep``, is left out: ``jaxnigt run`` runs the config's own point).
+    ``jaxnigt sweep``, is checked (:func:`sweep_over`) and left out, with a warning:
+    ``jaxnigt run`` runs the config's own point).
 
     An empty file (or one of comments only) is an error (:func:`read`), not a run of the
     defaults.
@@ -297,11 +298,53 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
 
     Raises:
       ConfigError: a bad file, key or value (the message names the key and what is allowed)."""
-    raw = {k: v for k, v in read(path).items() if k != "sweep"}
+    raw = read(path)
+    over = sweep_over(raw)
+    raw = {k: v for k, v in raw.items() if k != "sweep"}
     # a trace path --set gives is the working directory's: recorded absolute, as the file's
     cfg = from_dict(_trace_in(apply_overrides(raw, overrides), Path.cwd()))
     warn(raw, cfg, overrides)
+    if over:
+        import warnings
+
+        axes = "; ".join(f"{k}: {len(v)} values" for k, v in over.items())
+        warnings.warn(
+            f"sweep: this config's sweep: section ({axes}) is read by `jaxnigt sweep` and "
+            "`jaxnigt plan --over`; this command uses the config's own point",
+            ConfigWarning,
+            stacklevel=2,
+        )
     return cfg
+
+
+def sweep_over(raw: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The axes of the ``sweep: {over: {key: [values]}}`` section of a raw config (empty if
+    it has none), each key's values listed once; a section that is empty or of another form
+    raises :class:`ConfigError`, whichever command reads the config."""
+    if "sweep" not in raw:
+        return {}
+    form = "expected sweep: {over: {KEY: [V1, V2, ...]}}, or no sweep: section"
+    section = raw["sweep"]
+    if not isinstance(section, Mapping) or set(section) != {"over"}:
+        raise ConfigError(f"sweep: got {section!r}; {form}")
+    over = section["over"]
+    if not isinstance(over, Mapping) or not over:
+        raise ConfigError(f"sweep.over: got {over!r}; {form}")
+    for key, values in over.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.over.{key}: got {values!r}; expected a non-empty list")
+        check_distinct(f"sweep.over.{key}", values)
+    return {str(k): list(v) for k, v in over.items()}
+
+
+def check_distinct(where: str, values: Sequence[Any]) -> None:
+    """Raises :class:`ConfigError` when ``values`` (a swept key's) lists a value twice: the
+    same point would run twice, into one directory."""
+    seen: list[Any] = []
+    for v in values:
+        if any(v == u and type(v) is type(u) for u in seen):
+            raise ConfigError(f"{where}: got {v!r} twice; list each value once")
+        seen.append(v)
 
 
 def read(path: str | Path) -> dict[str, Any]:

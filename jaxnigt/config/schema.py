@@ -362,7 +362,8 @@ class ExperimentConfig:
     """A whole scenario: several algorithms × seeds on one simulated cluster.
 
     Attributes:
-      name: run name (default run directory ``runs/<name>``).
+      name: run name (default run directory ``runs/<name>``): one path component, no slash
+        or backslash, not ``.`` or ``..``.
       algorithms: algorithms to run, one compiled program each.
       seeds: seeds per algorithm (and grid point), vmapped in one program.
       seed: base seed; seed s uses ``fold_in(key(seed), s)``.
@@ -386,7 +387,7 @@ class ExperimentConfig:
         ``RUN_DIR/tensorboard/<algorithm>`` (needs the ``tb`` extra: tensorboardX).
     """
 
-    name: str = _opt(_str, "experiment")
+    name: str = _opt(checks.path_component, "experiment")
     algorithms: tuple[str, ...] = _opt(_algorithms, ("rennala_nigt",))
     seeds: int = _opt(_int(1), 3)
     seed: int = _opt(_int(0), 0)

@@ -1,11 +1,18 @@
 """Sweeps (``jaxnigt sweep``): one experiment per point of a grid over config keys, one table.
 
-Values that set array shapes (the number of workers n, M, the horizon, Malenia's capacity)
-cannot be vmapped like the learning-rate grid, so a sweep is a sequence of programs: the
-Cartesian product of its axes, dotted config keys with lists of values (on the command line
-``--over KEY=V1,V2,...``: any key an override accepts; :func:`sweep_points`).  Each point is a
-normal run directory ``DIR/<key=value,...>/``; programs of the same shape are compiled once
-(jit cache within the process, the persistent XLA cache across processes).
+The grid is the Cartesian product of its axes, dotted config keys with lists of values: the
+config's ``sweep:`` section and, over it, the command line's ``--over KEY=V1,V2,...`` (any key
+an override accepts; :func:`sweep_points`, which ``jaxnigt plan --over`` uses too).  A value
+listed twice, or an axis that cannot change an algorithm's runs (two points would run them
+alike: :func:`check_distinct_runs`), is refused before anything runs.  Each point is a normal
+run directory ``DIR/<key=value,...>/`` (a value's ``/`` written ``%2F``: :attr:`Point.name`).
+By default each algorithm's points run as few programs as their sizes allow: points that
+differ only in n and the sizes a run carries as values (M, M_init, m-sync's m, Malenia's
+capacity, the asynchronous block) and the traced step sizes share one vmapped program
+padded to the largest of each (:mod:`jaxnigt.studies.sweep_programs`,
+:mod:`jaxnigt.run.padded`; ``--max-padding`` caps n_max / n and M_max / M); any other
+difference (γ, the horizon, a power trace, ...) is a program of its own, compiled once per
+shape (jit cache within the process, the persistent XLA cache across processes).
 
 ``DIR/sweep.csv`` has one row per point and algorithm: the swept values, the point's status,
 seeds, final and best median evaluation return, the times to the sweep's targets (50 % and
@@ -70,31 +77,49 @@ class Point:
 
     @property
     def name(self) -> str:
-        return ",".join(f"{k}={_text(v)}" for k, v in self.values.items())
+        """Its directory's name, ``key=value,...``: a value's ``%``, ``/`` and ``\\`` are
+        written ``%25``, ``%2F`` and ``%5C``, so a name is one path component and two
+        points' names differ."""
+        return ",".join(f"{k}={_escape(_text(v))}" for k, v in self.values.items())
 
 
 def _text(v: Any) -> str:
     return json.dumps(v) if isinstance(v, list | dict) else str(v)
 
 
-def sweep_section(raw: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """The ``sweep: {over: {key: [values]}}`` section of a raw config (empty if absent)."""
-    section = raw.get("sweep") or {}
-    if not isinstance(section, Mapping) or set(section) - {"over"}:
-        raise SweepError("sweep: expected a mapping with one key 'over' (key -> list of values)")
-    over = section.get("over") or {}
-    if not isinstance(over, Mapping) or not all(isinstance(v, list) and v for v in over.values()):
-        raise SweepError("sweep.over: expected a mapping of dotted keys to non-empty lists")
-    return {str(k): list(v) for k, v in over.items()}
+def _escape(text: str) -> str:
+    return text.replace("%", "%25").replace("/", "%2F").replace("\\", "%5C")
+
+
+def grid_axes(raw: Mapping[str, Any], axes: Mapping[str, list[Any]]) -> dict[str, list[Any]]:
+    """The axes of a sweep of the config ``raw``: its ``sweep:`` section
+    (:func:`jaxnigt.config.loader.sweep_over`), then ``axes`` (the command line's) over it;
+    raises :class:`SweepError` when there are none or an axis lists a value twice."""
+    out = {**config_lib.sweep_over(raw), **axes}
+    if not out:
+        raise SweepError(
+            "nothing to sweep: the config has no sweep: section and no axis (KEY=V1,V2,...) "
+            "is given"
+        )
+    for key, values in out.items():
+        config_lib.check_distinct(key, values)
+    return out
 
 
 def sweep_points(
-    raw: Mapping[str, Any], axes: dict[str, list[Any]], sets: Sequence[str] = ()
+    raw: Mapping[str, Any], axes: Mapping[str, list[Any]], sets: Sequence[str] = ()
 ) -> list[Point]:
-    """Every point of the grid ``axes`` (dotted key -> values) over the config ``raw`` with
-    the overrides ``sets``, each with its validated config (raises on a bad key or value)."""
-    if not axes:
-        raise SweepError("nothing to sweep: no axes (key -> values) given")
+    """Every point of the grid of :func:`grid_axes` (the config's ``sweep:`` section and
+    ``axes``, dotted key -> values) over the config ``raw`` with the overrides ``sets``,
+    each with its validated config.  ``jaxnigt sweep`` and ``jaxnigt plan --over`` both
+    build their points here.
+
+    Raises:
+      SweepError: no axis, a bad key or value, or two points that would run one algorithm's
+        runs alike (:func:`check_distinct_runs`).
+      ConfigError: a value listed twice, or a malformed ``sweep:`` section.
+    """
+    axes = grid_axes(raw, axes)
     base = {k: v for k, v in raw.items() if k != "sweep"}
     points = []
     for combo in itertools.product(*axes.values()):
@@ -107,7 +132,54 @@ def sweep_points(
             raise SweepError(f"sweep point {where}: {e}") from None
         config_lib.warn(base, cfg, overrides)
         points.append(Point(values, cfg))
+    check_distinct_runs(points, base)
     return points
+
+
+def run_identity(config: config_lib.ExperimentConfig, algorithm: str) -> str:
+    """What ``algorithm``'s runs of ``config`` depend on: the config but for its name, its
+    other algorithms, the hyperparameters ``algorithm`` does not read and the cluster
+    choices that do not change its runs (``Traits.cluster_options``)."""
+    from jaxnigt.algorithms import traits
+    from jaxnigt.cluster.model import CHOICES
+    from jaxnigt.config.loader import readers
+
+    raw = {k: v for k, v in config.to_dict().items() if k not in ("name", "per_algorithm")}
+    raw["algorithms"] = [algorithm]
+    own = traits(algorithm).cluster_options
+    raw["cluster"] = {
+        k: v for k, v in raw["cluster"].items() if k in own or k not in {c.name for c in CHOICES}
+    }
+    hp = config_lib.text.plain(dataclasses.asdict(config.hparams_for(algorithm)))
+    raw["hparams"] = {k: v for k, v in hp.items() if algorithm in readers(k)}
+    return json.dumps(raw, sort_keys=True, default=str)
+
+
+def check_distinct_runs(points: Sequence[Point], base: Mapping[str, Any]) -> None:
+    """Raises :class:`SweepError` when two points would run an algorithm's runs alike (a
+    swept key it does not read, or that ``per_algorithm`` sets again for it): the sweep would
+    run them twice; the message names the algorithm, the keys and the fix."""
+    for algorithm in dict.fromkeys(a for p in points for a in p.config.algorithms):
+        seen: dict[str, Point] = {}
+        for p in points:
+            if algorithm not in p.config.algorithms:
+                continue
+            twin = seen.setdefault(run_identity(p.config, algorithm), p)
+            if twin is p:
+                continue
+            keys = [k for k in p.values if p.values[k] != twin.values[k]]
+            per = (base.get("per_algorithm") or {}).get(algorithm) or {}
+            pinned = [k for k in keys if k.startswith("hparams.") and k[8:] in per]
+            if pinned:
+                why = f"per_algorithm.{algorithm} sets {', '.join(k[8:] for k in pinned)}"
+                fix = " or ".join(f"per_algorithm.{algorithm}.{k[8:]}" for k in pinned)
+            else:
+                why, fix = f"{algorithm}'s runs do not depend on it", "a key they depend on"
+            raise SweepError(
+                f"sweep: {', '.join(keys)} cannot change {algorithm}'s runs ({why}): points "
+                f"{twin.name} and {p.name} would run them alike; sweep {fix}, or leave "
+                f"{algorithm} out of algorithms"
+            )
 
 
 def _finished(point: Point, run_dir: Path) -> bool:
@@ -179,6 +251,7 @@ def run_sweep(
     """
     from jaxnigt.run import executors
 
+    axes = grid_axes(raw, axes)
     points, out = sweep_points(raw, axes, sets), Path(out)
     executors.check(ray)  # before the directory or its record is written
     record = {"axes": axes, "sets": list(sets), "points": [p.name for p in points]}
