@@ -252,6 +252,8 @@ def tiny(tmp_path):
         (["--tune-seeds", "100,102"], "--tune-seeds: got '100,102'; expected consecutive"),
         (["--algorithms", "rennala_nigt,bogus"], "--algorithms: unknown 'bogus'"),
         (["--algorithms", ","], "--algorithms"),
+        (["--algorithms", "impala", "--M", "2,4"], "--M: impala tunes no M; the algorithms that"),
+        (["--algorithms", "impala,afedpg", "--msync-m", "2"], "--msync-m: none of impala, afedpg"),
         (["--set", "cluster.n=0"], "cluster.n"),
         (["--set", "cluster"], "--set: got 'cluster'; expected KEY=VALUE"),
         (["--max-extensions", "-1"], "--max-extensions: got -1"),

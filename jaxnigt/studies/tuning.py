@@ -110,6 +110,22 @@ def _check_shapes(grid: Grid) -> None:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
+def _check_tuned(algorithms: Sequence[str], grid: Grid) -> None:
+    """Each shape of ``grid`` is tuned by one of ``algorithms`` at least (their
+    ``Traits.tuned_shapes``): values no algorithm reads would be silently ignored."""
+    from jaxnigt import algorithms as registry
+
+    for name in grid.shapes:
+        if not any(name in registry.traits(a).tuned_shapes for a in algorithms):
+            who = (
+                f"{algorithms[0]} tunes no {name}"
+                if len(algorithms) == 1
+                else f"none of {', '.join(algorithms)} tunes {name}"
+            )
+            by = [a for a in registry.names() if name in registry.traits(a).tuned_shapes]
+            raise TuningError(f"{who}; the algorithms that do: {', '.join(by)}", param=name)
+
+
 def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: str) -> list:
     """Validates a request before anything is written; returns the algorithms to tune.
 
@@ -144,6 +160,7 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     if grid.max_extensions < 0:
         raise TuningError(f"got {grid.max_extensions}; expected >= 0", param="max_extensions")
     _check_shapes(grid)
+    _check_tuned(algorithms, grid)
     for a in algorithms:  # every program's config, before any runs
         hp = cfg.hparams_for(a)
         for shapes in program_shapes(a, grid):
