@@ -201,3 +201,28 @@ def test_every_api_entry_has_its_sections(name):
     obj = dict(documented())[name]
     lack = missing(obj)
     assert not lack, f"{name} ({owner(obj)}) lacks {', '.join(lack)}"
+
+
+def _prose(text: str) -> str:
+    """``text`` without what a reader sees as code or rendered math: code blocks and spans
+    (Markdown and reST), ``$…$`` / ``$$…$$`` math, ``:math:`…``` roles and ``.. math::``
+    blocks."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"^\.\. math::\n(?:\s*\n|[ \t]+.*\n)*", " ", text, flags=re.M)
+    text = re.sub(r"::\n(?:\s*\n|[ \t]+.*\n)+", " ", text)  # a reST literal block
+    text = re.sub(r":math:`[^`]*`", " ", text)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"(?<![\\$])\$[^$\n]+\$", " ", text)
+    return re.sub(r"``.*?``|`[^`\n]*`", " ", text, flags=re.S)
+
+
+def test_no_tex_outside_math_on_the_api_page_or_the_configuration_reference():
+    """What scripts/check_site.py fails a page for (a ``d^{1/4}`` left as TeX source), in
+    the texts the API page and the configuration reference are made from."""
+    import check_site
+
+    texts = {name: inspect.getdoc(obj) or "" for name, obj in documented()}
+    reference = API_PAGE.parent / "reference" / "configuration.md"
+    texts["docs/reference/configuration.md"] = reference.read_text()
+    found = {name: check_site.math_problems(_prose(t)) for name, t in texts.items()}
+    assert {name: p for name, p in found.items() if p} == {}

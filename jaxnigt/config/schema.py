@@ -192,7 +192,7 @@ class ClusterConfig:
       noise: the compute times' multiplicative noise: a kind of
         ``jaxnigt.cluster.timing.NOISE_KINDS`` with its parameters (``lognormal:0.5``).
       kappa: time of one vector exchange of each worker: a profile, number or list (>= 0).
-      scale_by_dim: multiply κ by d^{1/4} (d = number of policy parameters).
+      scale_by_dim: multiply κ by d^(1/4) (d = number of policy parameters).
       per_step: h is per environment step (a trajectory costs H·h_i).
       power: each worker's computation power over time (docs/cluster_model.md, "Computation
         power"): ``constant`` (speed 1), ``outages:UP:DOWN`` (alternately up and down for
@@ -262,8 +262,8 @@ class HParams:
         (default 0): an actor's step ends that long after its exchange.
       seed_message_time: time of one ``seed_rl`` step exchange (observation up, action
         down) on the server link; default: each worker's κ_i, with ``scale_by_dim``
-        scaled by (o + a)^{1/4} (the message's size: observation and action) instead of
-        d^{1/4}.
+        scaled by (o + a)^(1/4) (the message's size: observation and action) instead of
+        d^(1/4).
       seed_versions: parameter versions the ``seed_rl`` learner keeps for the steps of
         trajectories still under way (default 8); a step that lags more stops the run.
     """
