@@ -41,6 +41,37 @@ def test_a_fresh_run_records_its_trace_files_content(tmp_path):
     assert not (out / run_dir.TRACE_RECORD).exists()
 
 
+def test_a_resumed_run_keeps_the_seconds_of_its_earlier_sessions(tmp_path):
+    """``run --resume`` of a finished run rewrote ``summary.json`` without ``wall_seconds``
+    and ``compile_seconds``.  They are kept, and an algorithm continued from a checkpoint sums
+    this session's seconds with those the summary recorded when the earlier one stopped."""
+    import json
+
+    raw = {"env": {"name": "point_mass"}, "budget": 10.0, "cluster": {"n": 2}}
+    cfg = config_lib.from_dict({**raw, "algorithms": ["rennala_nigt", "afedpg"]})
+    experiment._begin(cfg, tmp_path, resume=False)
+    ids = {"algorithm": "rennala_nigt", "grid": 0, "learning_rate": 0.1, "eta": 0.5, "seed": 0}
+    rows = [{**ids, "round": r, "sim_time": t, "eval_return": -t} for r, t in enumerate((0, 11))]
+    metrics.write_csv(tmp_path / "metrics.csv", rows)
+    earlier = {
+        "rennala_nigt": {"wall_seconds": 12.5, "compile_seconds": 3.25, "finished": True},
+        "afedpg": {"wall_seconds": 4.0, "compile_seconds": 2.0, "finished": False},
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(earlier))
+    experiment.checkpoint.mark_done(tmp_path, "rennala_nigt")
+    outputs = experiment._Results(cfg, tmp_path, rows, [])
+    experiment._restore(outputs, tmp_path, ["rennala_nigt"], ["afedpg"])
+    assert outputs.timings == {"rennala_nigt": (12.5, 3.25, -1)}
+    assert outputs.earlier == {"afedpg": (4.0, 2.0)}
+    session = {"wall_seconds": 6.0, "compile_seconds": 0.5}
+    assert outputs._seconds("afedpg", session, -1) == (10.0, 2.5, -1)
+    experiment.checkpoint.mark_done(tmp_path, "afedpg")  # both done: the resume runs nothing
+    summary = experiment.run_experiment(cfg, tmp_path, resume=True, progress=False, plot=False)
+    assert summary["rennala_nigt"]["wall_seconds"] == 12.5
+    assert summary["rennala_nigt"]["compile_seconds"] == 3.25
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+
+
 def test_resume_needs_a_run_of_the_same_config(tmp_path):
     cfg = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
     with pytest.raises(run_dir.NotResumableError, match="not a run directory"):

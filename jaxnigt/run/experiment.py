@@ -55,6 +55,8 @@ class _Results:
         self.config, self.out = config, out
         self.rows, self.count_rows = rows, count_rows  # of the finished algorithms
         self.timings: dict[str, tuple[float, float, int]] = {}
+        # seconds earlier sessions spent on an algorithm this one continues (a resume)
+        self.earlier: dict[str, tuple[float, float]] = {}
         self.diverged: dict[str, list[int]] = {}  # summary key -> seeds marked diverged
         self.last_write = self.last_plot = time.monotonic()
 
@@ -67,11 +69,12 @@ class _Results:
             grid = int(m["grid"][b])
             key = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
             self.diverged.setdefault(key, []).append(int(m["seed"][b]))
-        self.timings[algorithm] = (
-            float(m["wall_seconds"]),
-            float(m["compile_seconds"]),
-            per_update,
-        )
+        self.timings[algorithm] = self._seconds(algorithm, m, per_update)
+
+    def _seconds(self, algorithm: str, m: dict, per_update: int) -> tuple[float, float, int]:
+        """``algorithm``'s wall and compile seconds, this session's plus earlier sessions'."""
+        wall, compile_s = self.earlier.get(algorithm, (0.0, 0.0))
+        return wall + float(m["wall_seconds"]), compile_s + float(m["compile_seconds"]), per_update
 
     def due(self) -> bool:
         """Whether :meth:`partial` would write now (``config.live_every_s`` has passed)."""
@@ -85,6 +88,8 @@ class _Results:
             return
         rows = self.rows + metrics.metric_rows(algorithm, m)
         counts = self.count_rows + metrics.worker_count_rows(algorithm, m)
+        # its seconds so far, which a resume adds its own to
+        self.timings[algorithm] = self._seconds(algorithm, m, int(m["trajectories_per_update"]))
         plot = force or now - self.last_plot >= self.config.plot_every_s
         self.write(rows, counts, plot=plot, running=algorithm)
         self.last_write = now
@@ -191,6 +196,8 @@ def run_experiment(
         except OSError as e:
             raise run_dir.RunDirError(f"run directory {run_dir.describe(e)}") from None
         outputs = _Results(config, out, rows, count_rows)
+        if resume:  # the seconds of the earlier sessions (summary.json), summed with this one's
+            _restore(outputs, out, done, [a for a in config.algorithms if a not in done])
         try:
             for k, algorithm in enumerate(config.algorithms, 1):
                 if algorithm in done:
@@ -245,19 +252,27 @@ def record_algorithm(
             checkpoint.mark_done(out, algorithm)
 
 
-def _restore(outputs: _Results, out: Path, done: list[str]) -> None:
-    """The earlier algorithms' timings and diverged seeds, from the directory's summary."""
-    summary = json.loads((out / "summary.json").read_text()) if done else {}
+def _restore(outputs: _Results, out: Path, done: list[str], running: list[str] = ()) -> None:
+    """The earlier algorithms' timings and diverged seeds, from the directory's summary; the
+    seconds it records for the algorithms ``running`` again (continued from a checkpoint)
+    become their earlier sessions' (:attr:`_Results.earlier`)."""
+    try:
+        summary = json.loads((out / "summary.json").read_text()) if done or running else {}
+    except (OSError, ValueError):  # none written yet, or unreadable: no earlier seconds
+        summary = {}
     for key, entry in summary.items():
         name = key.split("[")[0]
-        if name not in done:
+        if name not in done and name not in running:
             continue
-        if "diverged_seeds" in entry:
+        if "diverged_seeds" in entry and name in done:
             outputs.diverged[key] = list(entry["diverged_seeds"])
         if key == name:
             per_update = int(entry.get("trajectories_per_update", -1))
             wall, compile_s = entry.get("wall_seconds", 0.0), entry.get("compile_seconds", 0.0)
-            outputs.timings[name] = (float(wall), float(compile_s), per_update)
+            if name in done:
+                outputs.timings[name] = (float(wall), float(compile_s), per_update)
+            else:
+                outputs.earlier[name] = (float(wall), float(compile_s))
 
 
 class _TensorBoard:
