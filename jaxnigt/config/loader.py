@@ -309,8 +309,8 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
 
         axes = "; ".join(f"{k}: {len(v)} values" for k, v in over.items())
         warnings.warn(
-            f"sweep: this config's sweep: section ({axes}) is read by `jaxnigt sweep` and "
-            "`jaxnigt plan --over`; this command uses the config's own point",
+            f"sweep: this config's sweep: section ({axes}) is read by `jaxnigt sweep`; this "
+            "command uses the config's own point",
             ConfigWarning,
             stacklevel=2,
         )

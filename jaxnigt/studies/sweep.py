@@ -240,9 +240,8 @@ def run_sweep(
     in local processes, ``ray`` as tasks of a Ray cluster (``gpus_per_program`` GPUs each;
     :mod:`jaxnigt.run.executors`); the files do not depend on where the points ran.
 
-    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop`` ends
-    the sweep after the current chunk (:class:`~jaxnigt.run.signals.Interrupted`); ``resume``
-    continues it.
+    A fresh sweep refuses an ``out`` that holds files unless ``overwrite``.  ``stop`` ends the
+    sweep after the current chunk (:class:`~jaxnigt.run.signals.Interrupted`); ``resume`` too.
 
     Raises:
       SweepError: a bad axis or point; NotResumableError: ``resume`` and ``out`` holds no
