@@ -605,6 +605,7 @@ def test_an_empty_or_malformed_sweep_section_is_refused_by_every_command(
         ["plan", str(cfg), "--over", "seeds=1,2"],
         ["sweep", str(cfg), "--over", "seeds=1,2", "--out", "o"],
         ["run", str(cfg), "--out", "o"],
+        ["tune", str(cfg), "--out", "o"],
     ):
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()

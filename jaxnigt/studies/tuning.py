@@ -134,6 +134,7 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     """
     from jaxnigt import config as config_lib
 
+    config_lib.sweep_over(raw)  # a malformed sweep: section, as every command refuses it
     cfg = config_lib.from_dict(without_sweep(raw))
     config_lib.warn(raw, cfg)
     algorithms = list(algorithms or cfg.algorithms)
