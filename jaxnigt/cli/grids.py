@@ -284,7 +284,7 @@ def _tune_request(args: argparse.Namespace):
     algorithms = [a.strip() for a in (args.algorithms or "").split(",") if a.strip()]
     if args.algorithms is not None and not algorithms:
         raise tuning.TuningError("got an empty list; expected names a,b,...", param="algorithms")
-    tuning.check_request(raw, algorithms, grid, seeds, args.statistic)
+    tuning.check_tuned(tuning.check_request(raw, algorithms, grid, seeds, args.statistic), grid)
     if args.jobs < 1:
         raise tuning.TuningError(f"got {args.jobs}; expected >= 1", param="jobs")
     return raw, grid, seeds, algorithms

@@ -110,9 +110,11 @@ def _check_shapes(grid: Grid) -> None:
             raise TuningError(f"got {values!r}; expected integers >= 1", param=name)
 
 
-def _check_tuned(algorithms: Sequence[str], grid: Grid) -> None:
-    """Each shape of ``grid`` is tuned by one of ``algorithms`` at least (their
-    ``Traits.tuned_shapes``): values no algorithm reads would be silently ignored."""
+def check_tuned(algorithms: Sequence[str], grid: Grid) -> None:
+    """Raises :class:`TuningError` unless each shape of ``grid`` is tuned by one of
+    ``algorithms`` at least (their ``Traits.tuned_shapes``): a user's values that none of
+    them tunes would be ignored.  (:func:`tune` itself takes a grid shared by several calls,
+    each algorithm tuning the shapes it tunes.)"""
     from jaxnigt import algorithms as registry
 
     for name in grid.shapes:
@@ -161,7 +163,6 @@ def check_request(raw, algorithms: Sequence[str], grid: Grid, seeds, statistic: 
     if grid.max_extensions < 0:
         raise TuningError(f"got {grid.max_extensions}; expected >= 0", param="max_extensions")
     _check_shapes(grid)
-    _check_tuned(algorithms, grid)
     for a in algorithms:  # every program's config, before any runs
         hp = cfg.hparams_for(a)
         for shapes in program_shapes(a, grid):
