@@ -646,3 +646,68 @@ def test_compare_refuses_seed_blocks_run_on_different_contents_of_one_trace(tmp_
     assert not (a / "compare.json").exists()
     (b / "trace.sha256").write_text(f"{'a' * 64}  {trace}\n")
     assert cli.main(["compare", str(a), str(b)]) == 0
+
+
+def test_compare_and_plot_never_write_over_a_runs_own_files(tmp_path, capsys):
+    """``compare RUN --out RUN/summary.json`` replaced the run's summary with the comparison;
+    ``plot --out RUN/curves.png`` its curves."""
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW})
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    for argv, own in (
+        (["compare", str(d), "--out", str(d / "summary.json")], d / "summary.json"),
+        (["compare", str(d), "--out", str(d / "summary.md")], d / "summary.json"),
+        (["plot", str(d), "--out", str(d / "curves.png")], d / "curves.png"),
+    ):
+        assert cli.main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err.strip().splitlines() == [
+            f"jaxnigt: error: --out: {str(own)!r} is a run directory's own file (written by "
+            "its run only); choose another FILE"
+        ]
+        assert captured.out == ""
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "no_eval_return"])
+def test_an_unreadable_metrics_file_is_one_line_naming_it(tmp_path, capsys, damage):
+    """A metrics.csv cut mid-row ended compare and plot in a TypeError; a garbage one, or one
+    without eval_return, said the reference was not in the run ("it has ")."""
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW})
+    path = d / "metrics.csv"
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    if damage == "cut":
+        path.write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 3])
+        header = len(lines[0].split(","))
+        cells = len(lines[5][: len(lines[5]) // 3].split(","))
+        problem = f"line 6: {cells} cells, the header {header} columns (a file cut mid-row?)"
+    elif damage == "garbage":
+        path.write_bytes(b"\x00garbage\nmore,garbage\n")
+        problem = "is not a metrics file a run wrote: no column 'algorithm' in its header (line 1)"
+    else:
+        path.write_text(text.replace("eval_return", "eval_returns", 1))
+        problem = (
+            "is not a metrics file a run wrote: no column 'eval_return' in its header (line 1)"
+        )
+    for argv in (["compare", str(d)], ["plot", str(d), "--out", str(tmp_path / "p.png")]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"jaxnigt: error: {str(path)!r} {problem}"], err
+    assert not (d / "compare.json").exists() and not (tmp_path / "p.png").exists()
+
+
+def test_compare_of_a_run_being_written_names_the_writer(tmp_path, capsys):
+    """Not "unfinished: resume it" while a process writes it: as ``run --overwrite`` says."""
+    import os
+
+    from jaxnigt.run import run_dir
+
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW}, done=False)
+    with run_dir.run_lock(d):
+        assert cli.main(["compare", str(d)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"jaxnigt: error: {str(d)!r} is being written by another jaxnigt process (pid "
+        f"{os.getpid()}; lock {str(d / run_dir.LOCK)!r}); wait for it to end or stop it first"
+    ]
+    assert not (d / "compare.json").exists()

@@ -355,6 +355,40 @@ def test_an_unwritable_out_is_one_line_naming_the_path(tmp_path, capsys, monkeyp
     assert list(ro.iterdir()) == []
 
 
+def test_out_is_written_through_a_symlink_and_never_replaces_a_pipe_device_or_run_file(
+    tmp_path, capsys
+):
+    """``--out link.csv`` replaced the link, ``--out pipe`` the named pipe (and, as root,
+    ``--out /dev/full`` the device node): the link's target is written, the others refused in
+    one line before anything runs (the device here through a link, so that a failing test
+    never touches /dev), as is a run directory's own file."""
+    import os
+    import stat
+
+    link = tmp_path / "link.csv"
+    link.symlink_to("target.csv")
+    status, _, err = _run([*BASE, "--out", str(link)], capsys)
+    assert status == 0 and err == ""
+    assert link.is_symlink() and (tmp_path / "target.csv").read_text().startswith("round,")
+    pipe, device = tmp_path / "pipe", tmp_path / "full"
+    os.mkfifo(pipe)
+    device.symlink_to("/dev/null")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("name: run\n")
+    own = run / "metrics.csv"
+    for out, problem in (
+        (pipe, f"{str(pipe)!r} is a named pipe, not a regular file"),
+        (device, f"{str(device)!r} is a character device, not a regular file"),
+        (own, f"{str(own)!r} is a run directory's own file; choose another path"),
+    ):
+        status, stdout, err = _run([*BASE, "--out", str(out)], capsys)
+        assert status == 2 and stdout == ""
+        assert err.strip().splitlines() == [f"jaxnigt clock: error: --out: {problem}"]
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode) and device.is_symlink()
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml"]
+
+
 def test_the_flags_are_read_through_the_config_schema():
     """The cluster's flags are a ClusterConfig checked by its own checks (an error names the
     flag), each named choice is a flag made from its definition, and the module defines no

@@ -140,10 +140,56 @@ def test_a_trace_file_changed_since_the_run_began_is_not_resumed(tmp_path, capsy
     assert capsys.readouterr().err.strip().splitlines() == [
         f"jaxnigt: error: --resume: the power trace {str(trace)!r} changed since the run in "
         f"{str(out)!r} began (sha256 {digest[:16]} then, as its trace.sha256 records; "
-        f"{now[:16]} now): restore the file it began with, or pass --overwrite to start afresh"
+        f"{now[:16]} now): restore the file it began with, or start the run afresh"
     ]
     assert sorted(p.name for p in out.iterdir()) == before
     # a config without a trace file: a fresh run removes a stale record
     plain = config_lib.from_dict({"env": {"name": "point_mass"}, "budget": 10.0})
     run_dir.write_trace_record(plain, out)
     assert not (out / run_dir.TRACE_RECORD).exists() and run_dir.recorded_trace(out) is None
+
+
+def test_an_atomic_write_renames_over_nothing_but_a_regular_file(tmp_path):
+    """The write-then-rename replaced a symlink (not its target), a named pipe and, as root,
+    a device node (``--out /dev/full``) with a regular file.  A symlink is written through,
+    the link kept; a device, a pipe or a folder is refused, left as it was."""
+    target = tmp_path / "target.csv"
+    link = tmp_path / "link.csv"
+    link.symlink_to(target.name)
+    run_dir.atomic_write_text(link, "one")  # a dangling link: its target is created
+    run_dir.atomic_write_text(link, "two")
+    assert link.is_symlink() and os.readlink(link) == "target.csv"
+    assert target.read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "target.csv"]
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    device = tmp_path / "null"
+    device.symlink_to("/dev/null")  # through a link: a failing test never touches /dev
+    for path, kind in ((pipe, "a named pipe"), (device, "a character device")):
+        assert run_dir.not_replaceable(path) == f"{str(path)!r} is {kind}, not a regular file"
+        with pytest.raises(OSError) as caught:
+            run_dir.atomic_write_text(path, "x")
+        assert caught.value.filename == str(path)
+        assert caught.value.strerror == f"it is {kind}, not a regular file"
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode) and device.is_symlink()
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert run_dir.not_replaceable(target) is None
+    assert run_dir.not_replaceable(tmp_path / "new.csv") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "link.csv",
+        "null",
+        "pipe",
+        "target.csv",
+    ]
+
+
+def test_a_run_directorys_own_files_are_known(tmp_path):
+    from jaxnigt.run import experiment
+
+    assert set(experiment.RUN_OUTPUTS) <= set(run_dir.RUN_FILES)
+    assert not run_dir.run_file(tmp_path / "summary.json")  # no run directory here
+    (tmp_path / "config.yaml").write_text("name: x\n")
+    assert run_dir.run_file(tmp_path / "summary.json")
+    assert not run_dir.run_file(tmp_path / "compare.json")
+    (tmp_path / "elsewhere.json").symlink_to("summary.json")
+    assert run_dir.run_file(tmp_path / "elsewhere.json")

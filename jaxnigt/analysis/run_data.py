@@ -119,8 +119,9 @@ def load_run(run_dir: str | Path) -> Run:
       The :class:`Run`: its budget and, per method, the seeds' curves and counts.
 
     Raises:
-      AnalysisError: not a run directory or without a simulated-time budget;
-        UnfinishedRunError (an AnalysisError): not finished.
+      AnalysisError: not a run directory, one another process is writing, one whose
+        summary.json or metrics.csv cannot be read (naming the file and row), or without a
+        simulated-time budget; UnfinishedRunError (an AnalysisError): not finished.
     """
     from jaxnigt import config as config_lib
     from jaxnigt.run import checkpoint, metrics
@@ -130,6 +131,10 @@ def load_run(run_dir: str | Path) -> Run:
     for name in ("config.yaml", "summary.json", "metrics.csv"):
         if not (run_dir / name).is_file():
             raise AnalysisError(f"{str(run_dir)!r} is not a run directory (no {name})")
+    try:  # a run still being written: not "unfinished, resume it"
+        run_dir_lib.check_not_in_use(run_dir)
+    except run_dir_lib.InUseError as e:
+        raise AnalysisError(str(e)) from None
     try:
         cfg = config_lib.from_dict(config_lib.read_yaml(run_dir / "config.yaml"))
     except config_lib.ConfigError as e:
@@ -143,8 +148,15 @@ def load_run(run_dir: str | Path) -> Run:
         )
     if cfg.budget is None:
         raise AnalysisError(f"{str(run_dir)!r}: the run has no simulated-time budget")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    rows = metrics.read_metrics(run_dir)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        rows = metrics.read_metrics(run_dir)
+    except metrics.MetricsFileError as e:
+        raise AnalysisError(str(e)) from None
+    except (OSError, ValueError) as e:  # summary.json: unreadable, or not JSON
+        raise AnalysisError(f"{str(run_dir / 'summary.json')!r} cannot be read: {e}") from None
+    if not isinstance(summary, dict):
+        raise AnalysisError(f"{str(run_dir / 'summary.json')!r} is not a run's summary")
     curves = metrics.group_curves(rows, x="sim_time", y="eval_return")
     types = sorted(k for k in (rows[0] if rows else {}) if k.startswith("eval_type"))
     per_type = {t: metrics.group_curves(rows, x="sim_time", y=t) for t in types}

@@ -64,7 +64,8 @@ choices' flags (``--inflight``, ``--link``, ``--allreduce``) come from
 
 Every flag is validated before anything is computed; a bad flag prints one line to stderr
 naming the flag and the allowed values, exits with status 2 and writes nothing.  The CSV is
-written atomically (temporary file + ``os.replace``).
+written atomically (temporary file + ``os.replace``; through a symlink to its target), and
+an ``--out`` that is a device, a pipe or a run directory's own file is refused.
 
 Example::
 
@@ -83,7 +84,7 @@ import numpy as np
 from jaxnigt.cli import clock_output, clock_power
 from jaxnigt.cluster import model, power_sources, schedules, simulation, timing
 from jaxnigt.config import checks, loader, schema
-from jaxnigt.run import sizing
+from jaxnigt.run import run_dir, sizing
 
 RULES = (*simulation.ROUND_RULES, "async", "ringmaster", "seed")
 DEFAULT_OUT = "clock.csv"
@@ -240,6 +241,10 @@ def _out(raw: Any) -> str:
         raise FlagError("--out", f"expected a file path in an existing directory, got {out!r}")
     if not os.access(parent, os.W_OK):
         raise FlagError("--out", f"cannot write {out!r}: its directory {parent!r} is not writable")
+    if problem := run_dir.not_replaceable(out):  # a device or a pipe: never renamed over
+        raise FlagError("--out", problem)
+    if run_dir.run_file(out):
+        raise FlagError("--out", f"{out!r} is a run directory's own file; choose another path")
     return out
 
 

@@ -123,7 +123,7 @@ def analysis_problem(e: Exception, flags=COMPARE_FLAGS) -> str:
 def _compare_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
     """Where ``compare`` writes its JSON and Markdown (``--out``, else the first run
     directory); raises ValueError for an ``--out`` that ends in neither ``.json`` nor
-    ``.md``."""
+    ``.md``, or whose files would replace a run's own file or a device (:func:`own_problem`)."""
     if args.out is None:
         name = "sequential" if args.sequential else "compare"
         out = Path(args.run_dir[0]) / name
@@ -135,7 +135,24 @@ def _compare_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
                 "FILE.json, the Markdown to FILE.md)"
             )
         out = out.with_suffix("")
-    return out.with_name(f"{out.name}.json"), out.with_name(f"{out.name}.md")
+    outputs = out.with_name(f"{out.name}.json"), out.with_name(f"{out.name}.md")
+    for path in outputs:
+        own_problem(path)
+    return outputs
+
+
+def own_problem(path: Path) -> None:
+    """Raises ValueError when writing ``path`` would replace a run directory's own file
+    (``RUN/summary.json``, ...) or something that is no regular file (a device, a pipe)."""
+    from jaxnigt.run.run_dir import not_replaceable, run_file
+
+    if run_file(path):
+        raise ValueError(
+            f"{str(path)!r} is a run directory's own file (written by its run only); "
+            "choose another FILE"
+        )
+    if problem := not_replaceable(path):
+        raise ValueError(problem)
 
 
 def _check_baselines(run, baselines: list[str] | None, reference: str) -> str | None:
@@ -258,7 +275,7 @@ def _unwritable(e: OSError, args: argparse.Namespace) -> int:
 
 
 def _plot_counts(args: argparse.Namespace) -> int:
-    from jaxnigt.run.metrics import COUNTS_FILE
+    from jaxnigt.run.metrics import COUNTS_FILE, MetricsFileError
     from jaxnigt.run.plots import PlotError, plot_counts
 
     for d in args.dirs:
@@ -268,7 +285,7 @@ def _plot_counts(args: argparse.Namespace) -> int:
         out = args.out if args.out and len(args.dirs) == 1 else Path(d) / "counts.png"
         try:
             path = plot_counts(d, out=out)
-        except PlotError as e:
+        except (PlotError, MetricsFileError) as e:
             return error(flagged(e, PLOT_FLAGS))
         except OSError as e:
             return _unwritable(e, args)
@@ -277,7 +294,17 @@ def _plot_counts(args: argparse.Namespace) -> int:
 
 
 def plot_command(args: argparse.Namespace) -> int:
+    from jaxnigt.run.metrics import MetricsFileError
     from jaxnigt.run.plots import PlotError, plot_runs, plot_sweep
+
+    if args.out is not None:  # never a run's own file (but its counts.png, which --counts draws)
+        out = Path(args.out) if Path(args.out).suffix else Path(args.out).with_suffix(".png")
+        redraw = args.counts and any(out == Path(d) / "counts.png" for d in args.dirs)
+        try:
+            if not redraw:
+                own_problem(out)
+        except ValueError as e:
+            return error(f"--out: {e}")
 
     if len(args.dirs) == 1 and (Path(args.dirs[0]) / "sweep.json").is_file():
         try:
@@ -297,7 +324,7 @@ def plot_command(args: argparse.Namespace) -> int:
     out = args.out or str(Path(args.dirs[0]) / f"curves_{args.x}.png")
     try:
         path = plot_runs(args.dirs, x=args.x, y=args.y, out=out)
-    except PlotError as e:
+    except (PlotError, MetricsFileError) as e:
         return error(flagged(e, PLOT_FLAGS))
     except OSError as e:
         return _unwritable(e, args)

@@ -120,25 +120,7 @@ def read_trace_rows(path: str | Path, n: int) -> dict[int, list[tuple[float, flo
                     f"{where}: the header must be {','.join(HEADER)}, got {','.join(fields)!r}"
                 )
             continue
-        if len(fields) != 3:
-            raise TraceError(f"{where}: expected worker,start,speed, got {','.join(fields)!r}")
-        try:
-            worker_f, start, speed = (float(f) for f in fields)
-        except ValueError:
-            raise TraceError(f"{where}: not a number in {','.join(fields)!r}") from None
-        if not all(math.isfinite(x) for x in (worker_f, start, speed)):
-            raise TraceError(f"{where}: values must be finite, got {','.join(fields)!r}")
-        if worker_f != int(worker_f) or not 1 <= worker_f <= n:
-            raise TraceError(f"{where}: worker must be an integer in 1..{n}, got {fields[0]!r}")
-        if start < 0:
-            raise TraceError(f"{where}: start must be >= 0, got {start!r}")
-        if speed < 0:
-            raise TraceError(f"{where}: speed must be >= 0, got {speed!r}")
-        if max(start, speed) > FLOAT32_MAX:
-            raise TraceError(
-                f"{where}: start and speed must be at most {FLOAT32_MAX:.6g} (the trace is "
-                f"float32), got {','.join(fields)!r}"
-            )
+        worker_f, start, speed = _row(fields, where, n)
         worker = int(worker_f) - 1
         previous = rows.setdefault(worker, [])
         if previous and start <= previous[-1][0]:
@@ -157,6 +139,30 @@ def read_trace_rows(path: str | Path, n: int) -> dict[int, list[tuple[float, flo
     if not rows:
         raise TraceError(f"power trace file {str(path)!r} has no rows")
     return rows
+
+
+def _row(fields: list[str], where: str, n: int) -> tuple[float, float, float]:
+    """``(worker, start, speed)`` of a trace file's row, each checked on its own."""
+    if len(fields) != 3:
+        raise TraceError(f"{where}: expected worker,start,speed, got {','.join(fields)!r}")
+    try:
+        worker_f, start, speed = (float(f) for f in fields)
+    except ValueError:
+        raise TraceError(f"{where}: not a number in {','.join(fields)!r}") from None
+    if not all(math.isfinite(x) for x in (worker_f, start, speed)):
+        raise TraceError(f"{where}: values must be finite, got {','.join(fields)!r}")
+    if worker_f != int(worker_f) or not 1 <= worker_f <= n:
+        raise TraceError(f"{where}: worker must be an integer in 1..{n}, got {fields[0]!r}")
+    if start < 0:
+        raise TraceError(f"{where}: start must be >= 0, got {start!r}")
+    if speed < 0:
+        raise TraceError(f"{where}: speed must be >= 0, got {speed!r}")
+    if max(start, speed) > FLOAT32_MAX:
+        raise TraceError(
+            f"{where}: start and speed must be at most {FLOAT32_MAX:.6g} (the trace is "
+            f"float32), got {','.join(fields)!r}"
+        )
+    return worker_f, start, speed
 
 
 def _is_header(fields: list[str]) -> bool:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxnigt.run import processes
+from jaxnigt.run import run_dir as run_dir_lib
 
 POLL_S = 0.5
 MAX_RETRIES = 3
@@ -100,7 +101,7 @@ def _task(fn, args: tuple, run_dir_arg: int | None):
             state["node"] = ray.get_runtime_context().get_node_id()
         except Exception:
             pass
-        (run_dir / TASK_FILE).write_text(json.dumps(state) + "\n")
+        run_dir_lib.atomic_write_text(run_dir / TASK_FILE, json.dumps(state) + "\n")
     from jaxnigt.run import signals
 
     with signals.stop_on_signals((signal.SIGINT,)) as flag:

@@ -29,6 +29,7 @@ from jaxnigt.run.run_dir import atomic_write_text
 
 __all__ = [
     "COLUMNS",
+    "MetricsFileError",
     "group_curves",
     "median_curve",
     "read_metrics",
@@ -125,21 +126,61 @@ def read_metrics_raw(run_dir: str | Path, name: str = "metrics.csv") -> list[dic
         return list(csv.DictReader(f))
 
 
+class MetricsFileError(ValueError):
+    """A metrics file that cannot be read as a run writes it (cut short, garbage, a column
+    missing); the message names the file and the row."""
+
+
+def _required(name: str) -> tuple[str, ...]:
+    """The columns every row of the file ``name`` of a run has."""
+    if name == COUNTS_FILE:
+        return COUNT_COLUMNS
+    return (*ID_COLUMNS, "round", "sim_time", "eval_return")
+
+
 def read_metrics(run_dir: str | Path, name: str = "metrics.csv") -> list[dict]:
-    """Rows of ``run_dir/metrics.csv`` as dicts (numbers parsed, empty cells → NaN)."""
+    """Rows of ``run_dir/metrics.csv`` as dicts (numbers parsed, empty cells → NaN).
+
+    Raises:
+      FileNotFoundError: no such file.
+      MetricsFileError: a column a run writes is missing, a row has more or fewer cells than
+        the header (a file cut mid-row), or a cell is not a number (the file and the line).
+    """
     path = Path(run_dir) / name
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} not found (is {str(run_dir)!r} a run directory?)")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise MetricsFileError(f"{str(path)!r} cannot be read: {e}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in _required(name) if c not in (reader.fieldnames or [])]
+    if missing:
+        raise MetricsFileError(
+            f"{str(path)!r} is not a metrics file a run wrote: no column {missing[0]!r} in its "
+            f"header (line 1)"
+        )
     rows = []
-    for row in read_metrics_raw(run_dir, name):
+    for row in reader:
+        where = f"{str(path)!r} line {reader.line_num}"
+        if None in row or None in row.values():
+            cells = sum(v is not None for k, v in row.items() if k is not None)
+            cells += len(row.get(None, ()))
+            raise MetricsFileError(
+                f"{where}: {cells} cells, the header {len(reader.fieldnames)} columns (a file "
+                "cut mid-row?)"
+            )
         out = {}
         for k, v in row.items():
-            if k == "algorithm":
-                out[k] = v
-            elif k in ("grid", "seed", "round"):
-                out[k] = int(v)
-            else:
-                out[k] = float(v) if v != "" else float("nan")
+            try:
+                if k == "algorithm":
+                    out[k] = v
+                elif k in ("grid", "seed", "round"):
+                    out[k] = int(v)
+                else:
+                    out[k] = float(v) if v != "" else float("nan")
+            except ValueError:
+                raise MetricsFileError(f"{where}: column {k!r} is not a number: {v!r}") from None
         rows.append(out)
     return rows
 

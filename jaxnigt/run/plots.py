@@ -146,11 +146,13 @@ def plot_runs(
       PlotError: ``x`` is not one of :data:`X_AXES`, ``y`` is not a numeric column of
         every run's ``metrics.csv``, or ``out``'s extension is no image format
         (:func:`output_path`; none: ``.png`` is added).
+      MetricsFileError: a ``metrics.csv`` cannot be read (naming it and the row).
       OSError: ``out`` cannot be written (naming it); nothing is left there.
     """
     out = output_path(out if out is not None else Path(run_dirs[0]) / "curves.png")
     if x not in X_AXES:
         raise PlotError(f"got {x!r}; expected one of {sorted(X_AXES)}", param="x")
+    runs = [(Path(d).name, read_metrics(d)) for d in run_dirs]  # a damaged file: its name
     for run_dir in run_dirs:
         columns = metric_columns(run_dir)
         if y not in columns:
@@ -158,7 +160,6 @@ def plot_runs(
                 f"got {y!r}; {Path(run_dir) / 'metrics.csv'} has the columns {columns}",
                 param="y",
             )
-    runs = [(Path(d).name, read_metrics(d)) for d in run_dirs]
     return plot_rows(runs, x=x, y=y, out=out, budget=budget, title=title)
 
 

@@ -11,8 +11,10 @@ command can use it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -136,10 +138,62 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
         os.close(fd)
 
 
+#: The files a run writes in its directory (``jaxnigt.run.experiment``): no other command
+#: replaces them (:func:`run_file`).
+RUN_FILES = (
+    "config.yaml",
+    "metrics.csv",
+    "worker_counts.csv",
+    "summary.json",
+    "curves.png",
+    "counts.png",
+    "checkpoints",
+    "tensorboard",
+    TRACE_RECORD,
+    LOCK,
+)
+
+
+def run_file(path: str | Path) -> bool:
+    """Whether ``path`` (a symlink followed) is one of :data:`RUN_FILES` of a run directory
+    (a folder that holds a ``config.yaml``)."""
+    real = Path(os.path.realpath(path))
+    return real.name in RUN_FILES and (real.parent / "config.yaml").is_file()
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(path: str | Path) -> str | None:
+    """What ``path``'s target (a symlink followed) is when it exists and is no regular file
+    (``a character device``, ...); None when it is one or does not exist."""
+    try:
+        mode = os.stat(os.path.realpath(path)).st_mode
+    except OSError:
+        return None  # missing (created), or an error the write itself reports
+    return next((words for kind, words in _KINDS if kind(mode)), None)
+
+
+def not_replaceable(path: str | Path) -> str | None:
+    """Why :func:`atomic_write` would refuse ``path`` (None: it would write it), e.g.
+    ``'/dev/full' is a character device, not a regular file``."""
+    kind = _kind(path)
+    return None if kind is None else f"{str(path)!r} is {kind}, not a regular file"
+
+
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
-    """Calls ``write(tmp)`` to write a temporary file in ``path``'s directory, then renames it
-    over ``path`` (``os.replace``): ``path`` is never half-written, and a failed write leaves
-    no temporary file.  The result gets the permissions a plain ``open()`` would give it.
+    """Calls ``write(tmp)`` to write a temporary file in the directory of ``path``'s target,
+    then renames it over the target (``os.replace``): it is never half-written, and a failed
+    write leaves no temporary file.  The result gets the permissions a plain ``open()``
+    would give it.  The target is ``path``, or for a symlink the file it points to (written
+    through the link, which stays); one that exists and is no regular file (a device, a
+    pipe, a directory) is refused, never replaced (:func:`not_replaceable`).
 
     Raises:
       OSError: naming ``path`` as its ``filename`` (not the temporary file; also when the
@@ -154,6 +208,10 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    kind = _kind(path)
+    if kind is not None:  # renaming over it would replace the device, pipe or folder itself
+        raise OSError(errno.EINVAL, f"it is {kind}, not a regular file")
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -277,5 +335,5 @@ def check_resumable(config, run_dir: str | Path) -> None:
             run_dir,
             f"the power trace {digest[0]!r} changed since the run in {str(run_dir)!r} began "
             f"(sha256 {recorded[:16]} then, as its {TRACE_RECORD} records; {digest[1][:16]} "
-            "now): restore the file it began with, or pass --overwrite to start afresh",
+            "now): restore the file it began with, or start the run afresh",
         )
