@@ -569,6 +569,41 @@ def test_tune_shapes_end_to_end_with_the_runs_faked(tiny, monkeypatch, shaped, c
     assert "msync_m: got 3" in capsys.readouterr().err
 
 
+def test_a_tuning_whose_returns_ended_below_their_start_says_why_no_target_exists(
+    tiny, monkeypatch, capsys
+):
+    """``tune ... --lr-exp -5 --eta 0.1 --M 2`` printed "target nan ... never, never" with no
+    word of why: the returns ended below their start (R_best < R0), so no target exists.  One
+    line says so (the runs and their scores are made up)."""
+
+    def score_run(run_dir, statistic, exps, etas, shapes, target=None):
+        return [
+            {"lr_exp": e, "learning_rate": 2.0**e, "eta": eta, **shapes, "score": -1.0}
+            | {"seed_values": [], "diverged_seeds": []}
+            for e in exps
+            for eta in etas
+        ]
+
+    nan_target = {"value": math.nan, "fraction": 0.8, "R0": -10.0, "R_best": -12.5, "pool": []}
+    never = {"target": nan_target, "times": {"rennala_nigt": [math.inf, math.inf]}}
+    never |= {"levels": {"rennala_nigt": [-12.5, -13.0]}, "slowest_median": math.inf}
+    monkeypatch.setattr(programs, "run_program", lambda cfg, run_dir, **_: None)
+    monkeypatch.setattr(tuning, "score_run", score_run)
+    monkeypatch.setattr(tuning, "speed", lambda report, out: dict(never))
+    out = tiny.parent / "out"
+    argv = ["tune", str(tiny), "--out", str(out), "--lr-exp", "-5", "--eta", "0.1", "--M", "2"]
+    assert cli.main([*argv, "--algorithms", "rennala_nigt", "--no-progress"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "'never'" in x]
+    assert lines == [
+        "[tune] the winners' times to a target below are 'never': no method improved on its "
+        "start: the best second-half median return (-12.5) is not above the initial median "
+        "(-10), so the targets (fractions of the improvement) are NaN and no time to a target "
+        "exists; run longer, or evaluate more often (eval.every_time)"
+    ]
+    record = json.loads((out / "tuning.json").read_text())
+    assert record["speed"]["no_target"].startswith("no method improved on its start")
+
+
 def test_the_grid_record_of_M_alone_is_unchanged():
     """``tune.json`` compares the request on ``--resume``: a tuning of M from before the
     other shapes existed still resumes."""

@@ -398,5 +398,16 @@ def tune(
     where = {"jobs": jobs, "ray": ray, "stop": stop, "gpus_per_program": gpus_per_program}
     report["algorithms"].update(searches.run(algorithms, where))
     report["speed"] = speed(report, out)
+    _explain_no_target(report["speed"], log)
     _write(out, raw, report, seeds)
     return report
+
+
+def _explain_no_target(record: dict, log: Callable[[str], None]) -> None:
+    """Where returns ended at or below their start (R_best <= R0), the speed's target is NaN
+    and every time to it "never": one line says why (kept as the record's ``no_target``)."""
+    target = record.get("target") if record else None
+    why = None if not target else stats.no_target_reason(target["R0"], target["R_best"])
+    if why is not None:
+        record["no_target"] = why
+        log(f"[tune] the winners' times to a target below are 'never': {why}")
