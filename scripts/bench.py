@@ -31,6 +31,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+from benchmarks import gpu_args
+
 warnings.filterwarnings("ignore")
 # ``benchmarks`` below is scripts/benchmarks: run as a script, this file's folder (scripts/) is
 # first on Python's path.
@@ -195,6 +197,9 @@ def _gpu(args):
         ls_iterations=args.ls_iterations,
         batches=batches,
         large_n=args.large_n,
+        studies=tuple(args.study or ()),
+        reference_batch=args.reference_batch,
+        groups=tuple(g for g in args.rows.split(",") if g.strip()),
         rows=args.partial_rows,
     )
     return rows, gpu.format_rows(rows)
@@ -218,7 +223,7 @@ BENCHMARKS = {
     "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
     "jobs": (_jobs, "a tuning's programs in sequence vs in parallel processes (tune --jobs)"),
     "executors": (_executors, "a 4-program tuning: --jobs 1, --jobs 2, Ray with 2 one-CPU nodes"),
-    "gpu": (_gpu, "humanoid rollouts, rounds/s and 5 seeds x 3 algorithms on a GPU"),
+    "gpu": (_gpu, "studies' padded programs vs a rollout, then humanoid rollouts and rounds/s"),
 }
 ALL = (
     "schedule", "rollout", "overhead", "scaling", "power", "seeds", "padding", "sweep", "compile",
@@ -333,6 +338,10 @@ def _ratios(name: str, rows: list[dict]) -> list[str]:
             )
         elif name == "gpu" and "rounds_per_s" in r:
             out.append(f"gpu {r['algorithm']} seeds={r['seeds']}: {r['rounds_per_s']:.3f} rounds/s")
+    if name == "gpu":
+        from benchmarks import gpu_study
+
+        out += gpu_study.ratio_lines(rows)
     return out
 
 
@@ -388,19 +397,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "seeds":
             p.add_argument("--env", default="reacher")
         if name == "gpu":
-            p.add_argument("--env", default="humanoid")
-            p.add_argument("--horizon", type=int, default=None)
-            p.add_argument("--n", type=int, default=100)
-            p.add_argument("--large-n", type=int, default=1000, help="the second n (default 1000)")
-            p.add_argument(
-                "--batches", default="1024,4096,16384", help='rollout batch sizes ("": none)'
-            )
-            p.add_argument("--M", type=int, default=50)
-            p.add_argument("--seeds", type=int, default=5)
-            p.add_argument("--rounds", type=int, default=5)
-            p.add_argument("--async-block", type=int, default=10)
-            p.add_argument("--deadline", type=float, default=540.0)
-            p.add_argument("--allow-cpu", action="store_true")
+            gpu_args.add_arguments(p)
     return parser
 
 
@@ -417,7 +414,7 @@ def _sub_defaults() -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(gpu_args.expand_tiny(argv))
     args.quick = getattr(args, "quick", False)
     # `all` has no per-benchmark options: give every benchmark its own defaults.
     for key, value in _sub_defaults().items():
@@ -473,6 +470,12 @@ def main(argv: list[str] | None = None) -> dict:
         from benchmarks.common import to_markdown
 
         markdown += [f"\n### {name}\n", to_markdown(table)]
+        if name == "gpu":
+            from benchmarks import gpu_study
+
+            notes = gpu_study.notes(rows)
+            print("\n".join(notes))
+            markdown += [line for note in notes for line in ("", note)]
         for line in _ratios(name, rows):
             print("  " + line)
         print(f"  ({name} took {wall:.0f}s)", flush=True)
