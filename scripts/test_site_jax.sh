@@ -63,6 +63,14 @@ from pathlib import Path
 out = Path(sys.argv[1])
 rows = json.loads((out / "bench_gpu.json").read_text())["results"]["gpu"]["rows"]
 assert rows and not any("error" in r or "skipped" in r for r in rows), rows
+studies = [r for r in rows if r.get("study") in ("padded", "point by point")]
+assert [(r["study"], r["algorithm"]) for r in studies] == [
+    ("padded", "rennala_nigt"), ("padded", "sync_nigt"),
+    ("point by point", "rennala_nigt"), ("point by point", "sync_nigt")], studies
+assert all(r["command"].startswith("jaxnigt sweep") and r["over_rollout"] > 0 for r in studies)
+assert all(r["same_alive_steps"] for r in studies if r["study"] == "point by point"), studies
+markdown = (out / "bench_gpu.md").read_text()
+assert all(f"Study: `{r['command']}`" in markdown for r in studies), markdown
 run = tarfile.open(out / "run_tiny.tar.gz")
 for f in ("metrics.csv", "summary.json", "curves.png", "config.yaml", "checkpoints/done.json"):
     assert f"run_tiny/{f}" in run.getnames(), (f, run.getnames())
@@ -75,8 +83,8 @@ assert "analyze_s" in scenario and "skipped" not in scenario, manifest
 analysis = json.loads(results.extractfile(f"results/docs/{name}.json").read())
 assert analysis["statistic"] == "time_to_80" and analysis["budget"] == scenario["budget"]
 assert f"results/docs/{name}.png" in results.getnames()
-print(f"[site-jax] run.sh's outputs checked: {len(rows)} benchmark rows, a finished run, "
-      f"the results hook's tiny scenario")
+print(f"[site-jax] run.sh's outputs checked: {len(rows)} benchmark rows (study programs "
+      f"with their ratios), a finished run, the results hook's tiny scenario")
 EOF
 grep -q "not in the node list" "$tmp/out/versions.txt" && {
   echo "[site-jax] a run imports a site distribution the node's list lacks:" >&2
