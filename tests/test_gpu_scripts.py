@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / "scripts" / "gpu"
 
@@ -149,3 +151,90 @@ def test_gpu_benchmark_markdown_keeps_the_waves_table_with_its_own_columns():
     assert len(rounds) == 4 and len(waves) == 3
     assert all(line.count("|") == rounds[0].count("|") for line in rounds)
     assert all(line.count("|") == waves[0].count("|") for line in waves)
+
+
+def test_gpu_benchmark_measures_each_study_program_against_the_rollout(tmp_path):
+    """``bench.py gpu --cpu-tiny``'s study rows (scripts/gpu/run.sh --cpu-tiny runs every row
+    of it, scripts/test_site_jax.sh checks them; here the reference and the padded programs):
+    each study program's row carries its `jaxnigt sweep` command, its sizes and its ratio to
+    the rollout reference, in the JSON and in the Markdown."""
+    out, md, log = tmp_path / "bench.json", tmp_path / "bench.md", tmp_path / "bench.log"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONWARNINGS": "ignore"}
+    env["JAX_COMPILATION_CACHE_DIR"] = os.environ["JAXNIGT_TEST_CACHE"]  # the suite's
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    argv = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--json", str(out)]
+    argv += ["--markdown", str(md), "gpu", "--cpu-tiny", "--rows", "reference,study"]
+    with open(log, "w") as f:
+        rc = subprocess.run(argv, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=600)
+    assert rc.returncode == 0, log.read_text()[-3000:]
+    result = json.loads(out.read_text())
+    assert "--cpu-tiny" in result["command"]
+    reference, *studies = result["results"]["gpu"]["rows"]
+    assert reference["reference"] and (reference["rollout_batch"], reference["lanes"]) == (8, 1.0)
+    assert reference["env"] == "point_mass" and reference["horizon"] == 10
+    assert [r["algorithm"] for r in studies] == ["rennala_nigt", "sync_nigt"]
+    for r, axis in zip(studies, ("--over hparams.M=2,3", "--over cluster.n=2,3"), strict=True):
+        assert r["study"] == "padded" and "skipped" not in r, r
+        assert r["command"].startswith("jaxnigt sweep configs/reacher_n10.yaml --seeds 2")
+        assert axis in r["command"]
+        assert (r["points"], r["runs"], r["n_max"]) == (2, 4, 3)
+        # every run rolls out the program's bounds: M_max (Rennala) or n_max (Sync) a step
+        assert r["trajectories_per_step"] == 4 * 3
+        assert r["alive_steps"] > 0 and r["chunk_steps"] > 0 and r["reps"] == 1
+        assert {"prepare_s", "lower_s", "compile_s", "first_chunk_s", "wall_s"} <= set(r)
+        ratio = r["alive_steps_per_s"] / reference["alive_steps_per_s"]
+        assert r["over_rollout"] == pytest.approx(ratio)
+        assert r["rollout"] == "rollout+pg point_mass batch 8"
+    text = md.read_text()
+    (table,) = [t for t in text.split("\n\n") if "trajectories/step" in t]
+    lines = table.splitlines()
+    assert "/ rollout" in lines[0] and len(lines) == 4  # header, rule, one row a program
+    assert lines[2].startswith("| padded | rennala_nigt | point_mass | 2 | 4 | 3 | 12 |")
+    for r in studies:
+        assert text.count(f"Study: `{r['command']}`") == 1
+        assert f"| {r['over_rollout']:.3f} |" in table
+
+
+def test_study_rows_skip_what_would_run_past_the_deadline(monkeypatch):
+    """The deadline logic, without compiling: a study program starts only when the last one's
+    time fits in what is left, and the points one at a time only when the padded program's
+    time for each of them does; what does not fit is a row saying so."""
+    from benchmarks import gpu, gpu_args, gpu_study
+
+    texts = [gpu_args.TINY[i + 1] for i, a in enumerate(gpu_args.TINY) if a == "--study"]
+    studies = [gpu_study.load(t) for t in texts]
+    measured = []
+
+    def fake_row(study, prog, reps):
+        measured.append(prog.algorithm)
+        return {
+            "study": "padded", "algorithm": prog.algorithm, "env": "point_mass", "runs": 4,
+            "prepare_s": 1.0, "first_chunk_s": 5.0, "reps": reps, "wall_s": 1.0,
+            "alive_steps": 10.0, "alive_steps_per_s": 10.0, "command": study.command,
+        }  # fmt: skip
+
+    monkeypatch.setattr(gpu_study, "padded_row", fake_row)
+    # left(): Rennala's program starts, Sync's (7 s, as long as Rennala's took) does not, nor
+    # do Rennala's two points one at a time (7 s each)
+    clock = iter([30.0, 6.5, 10.0])
+    rows = []
+    gpu._studies(studies, 8, 1, rows, lambda: next(clock), ("study", "per-point"))
+    assert measured == ["rennala_nigt"]
+    rennala, sync, rennala_points, sync_points = rows
+    assert sync["skipped"] == "deadline (about 7 s, 6 s left)"
+    assert sync["command"] == studies[1].command
+    assert rennala_points["study"] == sync_points["study"] == "point by point"
+    assert rennala_points["skipped"] == "deadline: about 14 s for 2 programs, 10 s left"
+    assert sync_points["skipped"] == "deadline (no padded row to compare)"
+    assert not any("over_rollout" in r for r in rows)  # no reference measured
+    # the sum of the points, and the padded program's ratios to it
+    points = [rennala | {"alive_steps": 4.0, "wall_s": 1.0, "lower_s": 1.0, "compile_s": 2.0,
+                         "n_max": 3, "M_max": m, "trajectories_per_step": 3.0 * m}
+              for m in (2, 3)]  # fmt: skip
+    padded = rennala | {"alive_steps": 8.0, "alive_steps_per_s": 8.0, "lower_s": 1.0,
+                        "compile_s": 2.0}  # fmt: skip
+    total = gpu_study.summary(points, padded)
+    assert total["alive_steps_per_s"] == 4.0 and total["same_alive_steps"]
+    assert total["padded_rate_over_point_by_point"] == 2.0
+    assert total["padded_compile_over_point_by_point"] == 0.5
+    assert total["padded_first_chunk_over_point_by_point"] == 0.5
