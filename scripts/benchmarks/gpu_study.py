@@ -35,12 +35,6 @@ STUDIES = (
     _STUDY + "hparams.M=20,30,50 --set hparams.M_init=null --set algorithms=[rennala_nigt]",
     _STUDY + "hparams.learning_rate=0.015625,0.03125,0.0625 --set algorithms=[sync_nigt]",
 )
-#: The lower (tracing, lowering) and backend parts of a compile, as JAX reports them.
-LOWER_EVENTS = (
-    "/jax/core/compile/jaxpr_trace_duration",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration",
-)
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 def load(text: str) -> SimpleNamespace:
@@ -67,12 +61,15 @@ def load(text: str) -> SimpleNamespace:
 
 @contextlib.contextmanager
 def _compile_events(out: dict):
+    """Adds JAX's compile events inside the block to ``out``: the backend's to
+    ``compile_s``, tracing and lowering to ``lower_s`` (the events a run's compile time
+    counts, :data:`jaxnigt.run.progress.COMPILE_EVENTS`)."""
+    from jaxnigt.run.progress import COMPILE_EVENTS
+
     def listener(event: str, seconds: float, **kwargs) -> None:
         del kwargs
-        if event in LOWER_EVENTS:
-            out["lower_s"] += seconds
-        elif event == COMPILE_EVENT:
-            out["compile_s"] += seconds
+        if event in COMPILE_EVENTS:
+            out["compile_s" if "backend" in event else "lower_s"] += seconds
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
