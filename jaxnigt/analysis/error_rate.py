@@ -1,179 +1,240 @@
-"""The sequential rule's error rate and power (:mod:`jaxnigt.analysis.sequential`), checked on
-per-seed values whose law is known.
+"""The staged rule's error rate and power (the fifth edition's rule), simulated on per-seed
+values whose law is known and on nulls split from real per-seed values.
 
-* :func:`simulate`: synthetic comparisons in a :class:`Regime` (:data:`REGIMES`: independent
-  or paired seeds, light or heavy tails, censored times on an evaluation grid), under the null
-  and under a known effect;
-* :func:`split_null`: nulls built from one method's real per-seed values, split at random
-  into two pseudo-methods of one law.
+**The rule** (:func:`staged_rule`): looks at the planned ``stages`` (default 5, 10, 20, 40
+seeds, on seeds ``0 … k − 1`` of both methods); only the *decisive* looks
+(:func:`jaxnigt.analysis.looks.decisive_stages`: those whose smallest attainable p is at most
+``alpha / K``, K their number) decide anything, each at level ``alpha / K``.  At a decisive
+look (:func:`jaxnigt.analysis.looks.look`, ``intervals=False``): ``p ≤ alpha / K`` → the side
+the estimate favours is ahead; else ``tost_p ≤ alpha / K`` → "equivalent within the margin";
+else the next look.  Undecided after the last look made.  The tests are the looks module's,
+not reimplemented here.
 
-``python -m jaxnigt.analysis.error_rate [--experiments N | --suite]`` prints the simulation
-as JSON lines.
+**Synthetic comparisons** (:func:`simulate`, :class:`Regime`).  Times: ``log T_ref`` and
+``log T_base`` bivariate normal with spread ``sigma`` and correlation ``rho`` (paired seeds);
+under an effect the baseline's times are ``speedup`` × the reference's law (a log shift).  The
+budget B is fixed in advance, as the rule fixes its target before any data: the quantile of the
+baseline's time law at ``1 − censored`` (so that share of the baseline's seeds never reaches
+the target; with ``censored = 0``, B is infinite).  Times are rounded up to the evaluation grid
+(multiples of ``grid × B``; with no budget, of ``grid ×`` the law's 99.9th percentile) and
+those above B are never reached (``inf``).  Returns: normal values of spread ``sigma`` and
+correlation ``rho``, the reference's shifted by ``effect``.  Each experiment ``e`` draws from
+``default_rng([seed, e])``, so the rates do not depend on how the experiments are split
+between processes.
+
+**Rates.** The share of each outcome, "a side ahead" (the error rate under a null, the power
+under an effect), and per look the share decided there and the share "ahead" by then (the
+error of the rule stopped at that look), each with its Monte Carlo standard error
+``sqrt(r (1 − r) / N)``.  For times the true ratio of restricted means (the rule's estimand;
+censoring pulls it towards 1) is given beside the time law's ratio, so an "equivalent"
+verdict can be judged against the estimand it is about.
+
+``python -m jaxnigt.analysis.error_rate --suite [--out FILE] [--workers N]`` runs the grid
+(:func:`suite`) and prints JSON lines; ``--small`` is the test suite's version.
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from jaxnigt.analysis import looks
 from jaxnigt.analysis.run_data import AnalysisError
-from jaxnigt.analysis.sequential import (
-    ALPHA,
-    STAGES,
-    TIME_MARGIN,
-    difference_interval,
-    paired_t_interval,
-    run_rule,
-)
-from jaxnigt.analysis.verdicts import (
-    BASELINE_AHEAD,
-    REFERENCE_AHEAD,
-    REPS,
-    interval,
-    time_ratio,
-)
+from jaxnigt.analysis.sequential import ALPHA, EQUIVALENT, STAGES, TIME_MARGIN, UNDECIDED
+from jaxnigt.analysis.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD
+
+#: The synthetic return claims' equivalence margin (a difference; the suite's returns have
+#: spread 1, so a quarter of it).
+RETURN_MARGIN = (-0.25, 0.25)
+AHEAD = (REFERENCE_AHEAD, BASELINE_AHEAD)
 
 
 class Regime(NamedTuple):
-    """Synthetic per-seed values for :func:`simulate`.
+    """A synthetic law of per-seed values (module docstring).
 
     Attributes:
-      sigma: the spread: log-times ``N(0, sigma²)`` (a ratio of times), returns
-        ``N(0, sigma²)`` (a difference).
-      rho: the correlation of a seed's values across the two methods (paired data; 0:
-        independent draws, still resampled as pairs when ``rho > 0``).
-      censored: the share of the baseline's seeds that never reach the target within the
-        budget (times only; their time is ``inf``).
-      grid: times are rounded up to multiples of this share of the budget (evaluations on a
-        grid: ties), or not at all (0).
+      sigma: the spread of log-times (or of returns).
+      rho: the correlation of a seed's values across the two methods.
+      censored: the share of the baseline's seeds that never reach the target (times).
+      grid: evaluations every this share of the budget (times rounded up: ties), or 0.
     """
 
-    sigma: float
+    sigma: float = 0.5
     rho: float = 0.0
     censored: float = 0.0
     grid: float = 0.0
 
 
-#: The regimes the rule is checked in: the original one (lognormal times of spread 0.5, or
-#: normal returns, independent), and heavy-tailed, paired, censored times on an evaluation
-#: grid as reacher's and the n = 100 scenarios' are (log-time spread 1.0–1.3, up to 23 of 40
-#: seeds never reaching the target).
-REGIMES = {
-    "time": {
-        "plain": Regime(sigma=0.5),
-        "paired_censored": Regime(sigma=1.3, rho=0.5, censored=0.3, grid=0.02),
-        "mostly_censored": Regime(sigma=1.3, rho=0.5, censored=0.6, grid=0.02),
-    },
-    "average": {"plain": Regime(sigma=1.0), "paired": Regime(sigma=1.0, rho=0.5)},
-}
+PLAIN = Regime()  # lognormal times of spread 0.5 (or N(0, 0.5²) returns), independent
 
 
-def _draw(rng, regime: Regime, effect: float, n: int, ratio: bool):
-    """One synthetic experiment's ``(reference, baseline)`` per-seed values."""
-    if regime.rho:
-        common, own = rng.normal(size=n), rng.normal(size=(2, n))
-        z = regime.sigma * (np.sqrt(regime.rho) * common + np.sqrt(1 - regime.rho) * own)
-    else:
-        z = rng.normal(0.0, regime.sigma, size=(2, n))
-    if not ratio:
-        return z[0] + effect, z[1]
-    times = np.exp(z - np.array([[effect], [0.0]]))
-    if regime.censored:
-        from scipy import stats as sps
+def budget_of(regime: Regime, speedup: float = 1.0) -> float:
+    """The budget B: the baseline's time law's quantile at ``1 − censored`` (inf at 0)."""
+    from scipy import stats as sps
 
-        budget = float(np.exp(regime.sigma * sps.norm.ppf(1 - regime.censored)))
-        if regime.grid:
-            step = regime.grid * budget
-            times = np.ceil(times / step) * step
-        times = np.where(times > budget, np.inf, times)
-    return times[0], times[1]
+    if regime.censored <= 0:
+        return math.inf
+    return float(speedup * math.exp(regime.sigma * sps.norm.ppf(1.0 - regime.censored)))
 
 
-def simulate(
-    experiments: int,
+def draw(rng: np.random.Generator, regime: Regime, n: int, *, kind: str, effect: float):
+    """One experiment's ``(reference, baseline, budget)``: n seeds of each (module
+    docstring); ``effect`` is the speedup (times) or the reference's shift (returns)."""
+    common, own = rng.normal(size=n), rng.normal(size=(2, n))
+    z = regime.sigma * (math.sqrt(regime.rho) * common + math.sqrt(1.0 - regime.rho) * own)
+    if kind == looks.RETURN:
+        return z[0] + effect, z[1], None
+    times = np.exp(z + np.array([[0.0], [math.log(effect)]]))
+    budget = budget_of(regime, effect)
+    if regime.grid:
+        unit = (
+            budget if math.isfinite(budget) else budget_of(regime._replace(censored=1e-3), effect)
+        )
+        times = np.ceil(times / (regime.grid * unit)) * (regime.grid * unit)
+    times = np.where(times > budget, np.inf, times)
+    return times[0], times[1], budget
+
+
+def staged_rule(
+    kind: str,
+    reference: np.ndarray,
+    baseline: np.ndarray,
     *,
-    effect: float = 0.0,
-    statistic: str = "average",
-    regime: Regime | str = "plain",
     stages: Sequence[int] = STAGES,
     alpha: float = ALPHA,
-    reps: int = 400,
+    margin: tuple[float, float] | None,
+    budget: float | None = None,
+    paired: bool = True,
+    available: int | None = None,
+) -> tuple[str, int]:
+    """The rule (module docstring) on per-seed values: ``(outcome, seeds at the last look
+    made)`` (0 when no look was made).  The decisive looks and their level are set by every
+    planned stage; with ``available`` seeds only the looks up to it are made."""
+    p_min = looks.paired_p_min if paired else looks.independent_p_min
+    decisive = looks.decisive_stages(stages, alpha, p_min)
+    available = len(reference) if available is None else available
+    seeds = 0
+    for k in decisive:
+        if k > available:
+            break
+        lv = alpha / len(decisive)
+        r = looks.look(
+            kind, reference[:k], baseline[:k], paired=paired, level=1.0 - lv,
+            margin=margin, budget=budget, intervals=False,
+        )  # fmt: skip
+        seeds = k
+        if r["p"] <= lv:
+            ahead = r["interval"]["estimate"] > looks.tie_of(kind)
+            return (REFERENCE_AHEAD if ahead else BASELINE_AHEAD), k
+        if r["tost_p"] is not None and r["tost_p"] <= lv:
+            return EQUIVALENT, k
+    return UNDECIDED, seeds
+
+
+def _rates(outcomes: Sequence[tuple[str, int]], stages: Sequence[int]) -> dict[str, Any]:
+    """Each outcome's share, "a side ahead" and per look (module docstring), with SEs."""
+    n = len(outcomes)
+    se = lambda r: float(math.sqrt(r * (1.0 - r) / n)) if n else 0.0
+    names = (REFERENCE_AHEAD, BASELINE_AHEAD, EQUIVALENT, UNDECIDED)
+    fractions = {o: sum(1 for x, _ in outcomes if x == o) / n for o in names}
+    ahead = fractions[REFERENCE_AHEAD] + fractions[BASELINE_AHEAD]
+    per_look, by = {}, 0.0
+    for k in stages:
+        here = sum(1 for x, s in outcomes if x in AHEAD and s == k) / n
+        by += here
+        eq = sum(1 for x, s in outcomes if x == EQUIVALENT and s == k) / n
+        per_look[str(k)] = {"ahead": here, "ahead_by": by, "ahead_by_se": se(by), "equivalent": eq}
+    return {"fractions": fractions, "ahead_either_side": ahead, "monte_carlo_se": se(ahead),
+            "equivalent_se": se(fractions[EQUIVALENT]), "per_look": per_look,
+            "mean_seeds": float(np.mean([s for _, s in outcomes])) if n else 0.0}  # fmt: skip
+
+
+def true_rmst_ratio(regime: Regime, speedup: float, draws: int = 400_000) -> float:
+    """The law's ratio of restricted means, baseline over reference (grid included), from
+    ``draws`` pairs of ``default_rng(12345)``: the rule's estimand in the regime."""
+    rng = np.random.default_rng(12345)
+    ref, base, budget = draw(rng, regime, draws, kind=looks.TIME, effect=speedup)
+    return float(looks.restricted(base, budget).mean() / looks.restricted(ref, budget).mean())
+
+
+def _experiments(spec: dict[str, Any], start: int, stop: int) -> list[tuple[str, int]]:
+    """Experiments ``start … stop − 1`` of one :func:`simulate` spec (a process's share)."""
+    regime, kind, n = Regime(**spec["regime"]), spec["kind"], max(spec["stages"])
+    rule = {k: spec[k] for k in ("stages", "alpha", "paired", "available")}
+    rule["margin"] = tuple(spec["margin"]) if spec["margin"] is not None else None
+    out = []
+    for e in range(start, stop):
+        rng = np.random.default_rng([spec["seed"], e])
+        ref, base, budget = draw(rng, regime, n, kind=kind, effect=spec["effect"])
+        out.append(staged_rule(kind, ref, base, budget=budget, **rule))
+    return out
+
+
+def spec_of(
+    experiments: int,
+    *,
+    kind: str = looks.TIME,
+    effect: float | None = None,
+    regime: Regime = PLAIN,
+    stages: Sequence[int] = STAGES,
+    alpha: float = ALPHA,
+    margin: tuple[float, float] | str | None = "default",
+    paired: bool = True,
+    available: int | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The rule on ``experiments`` synthetic comparisons: per-seed values of both methods
-    drawn in ``regime`` (:class:`Regime`, or a name of :data:`REGIMES` of the statistic's
-    kind: ``plain`` is lognormal times of spread 0.5, or N(0, 1) returns), the reference's
-    shifted by ``effect`` (a difference; for times a factor e^{-effect}).  Paired regimes
-    (``rho > 0``) are resampled as pairs (a difference: the paired t interval), as
-    :func:`jaxnigt.analysis.compare` does for methods that ran the same seeds.  Returns the
-    fraction of each outcome and of "either side ahead" (the error rate when ``effect`` is
-    0, the power otherwise), with its Monte Carlo standard error.
+    """A JSON-able description of one :func:`simulate` (its arguments, defaults filled)."""
+    if effect is None:
+        effect = 1.0 if kind == looks.TIME else 0.0
+    if isinstance(margin, str):
+        margin = TIME_MARGIN if kind == looks.TIME else RETURN_MARGIN
+    p_min = looks.paired_p_min if paired else looks.independent_p_min
+    decisive = looks.decisive_stages(stages, alpha, p_min)
+    return {"experiments": experiments, "kind": kind, "effect": effect,
+            "regime": Regime(*regime)._asdict(), "stages": list(stages),
+            "decisive": list(decisive), "alpha": alpha,
+            "look_alpha": alpha / len(decisive) if decisive else None,
+            "margin": None if margin is None else list(margin), "paired": paired,
+            "available": available, "seed": seed}  # fmt: skip
+
+
+def finish(spec: dict[str, Any], outcomes: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """A spec's row: the spec, its rates and (times) the true ratios."""
+    row = {**spec, **_rates(outcomes, spec["stages"])}
+    if spec["kind"] != looks.TIME:
+        return {**row, "true_difference": spec["effect"]}
+    rmst = true_rmst_ratio(Regime(**spec["regime"]), spec["effect"])
+    return {**row, "true_time_ratio": spec["effect"], "true_rmst_ratio": rmst}
+
+
+def simulate(experiments: int, **kwargs: Any) -> dict[str, Any]:
+    """The rule on ``experiments`` synthetic comparisons (module docstring).
 
     Args:
       experiments: synthetic comparisons to run.
-      effect: the reference's shift (0: the null).
-      statistic: ``average`` (a difference of means) or another (a ratio of median times).
-      regime: the per-seed values' law.
-      stages, alpha: the rule's.
-      reps: bootstrap resamples per look (ratios of times).
-      seed: the generator's seed.
+      kind: ``"time"`` or ``"return"``.
+      effect: the speedup of the reference (times: the baseline's times are ``effect`` ×;
+        default 1, the null) or its shift (returns; default 0).
+      regime: a :class:`Regime`.
+      stages, alpha: the rule's planned looks and its error.
+      margin: the equivalence margin (default :data:`TIME_MARGIN` or :data:`RETURN_MARGIN`;
+        None: no equivalence).
+      paired: the same seeds of both methods (the sign-flip test), else the permutation test.
+      available: make only the looks up to this many seeds (their level still set by every
+        planned stage).
+      seed: the experiments' generator seed.
 
     Returns:
-      A JSON-able dict of the fractions of each outcome.
+      A JSON-able dict: the arguments, the outcomes' shares, "a side ahead" and per look
+      (with Monte Carlo standard errors), the mean seeds used, and for times the true ratio
+      of restricted means.
     """
-    ratio = statistic != "average"
-    name = regime if isinstance(regime, str) else None
-    regime = REGIMES["time" if ratio else "average"][regime] if name else regime
-    rng = np.random.default_rng(seed)
-    paired = regime.rho > 0
-    n = max(stages)
-    margin = TIME_MARGIN if ratio else (-0.1, 0.1)
-    test = functools.partial(difference_interval, paired=paired)
-    counts: dict[str, int] = {}
-    for e in range(experiments):
-        ref, other = _draw(rng, regime, effect, n, ratio)
-        at = _interval_at(ref, other, ratio=ratio, paired=paired, reps=reps, seed=e, test=test)
-        _tally(counts, at, margin, ratio, stages=stages, alpha=alpha)
-    return {
-        "experiments": experiments,
-        "effect": effect,
-        "statistic": statistic,
-        "regime": name or regime._asdict(),
-        "stages": list(stages),
-        "alpha": alpha,
-        "reps": reps,
-        **_rates(counts, experiments),
-    }
-
-
-def _interval_at(a, b, *, ratio: bool, paired: bool, reps: int, seed: int, test):
-    """One experiment's ``interval_at(k, level)`` for :func:`run_rule` on the per-seed values
-    ``a`` (the reference's) and ``b``: a ratio of median times by the percentile bootstrap
-    (``reps`` resamples, ``seed``), or a difference of means by ``test(a, b, level)``."""
-    if ratio:
-        return lambda k, lv: interval(
-            time_ratio, a[:k], b[:k], tie=1.0, level=lv, reps=reps, seed=seed, paired=paired
-        )
-    return lambda k, lv: test(a[:k], b[:k], lv)
-
-
-def _tally(counts: dict[str, int], at, margin, ratio: bool, **rule) -> None:
-    """Runs the rule on one experiment (``rule``: :func:`run_rule`'s stages, alpha and
-    available) and counts its outcome."""
-    o = run_rule(at, lambda k: margin, tie=1.0 if ratio else 0.0, **rule)
-    counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
-
-
-def _rates(counts: dict[str, int], experiments: int) -> dict[str, Any]:
-    decided = (counts.get(REFERENCE_AHEAD, 0) + counts.get(BASELINE_AHEAD, 0)) / experiments
-    return {
-        "fractions": {k: v / experiments for k, v in sorted(counts.items())},
-        "ahead_either_side": decided,
-        "monte_carlo_se": float(np.sqrt(decided * (1 - decided) / experiments)),
-    }
+    spec = spec_of(experiments, **kwargs)
+    return finish(spec, _experiments(spec, 0, experiments))
 
 
 def split_null(
@@ -184,91 +245,200 @@ def split_null(
     margin: tuple[float, float] = TIME_MARGIN,
     experiments: int = 1000,
     alpha: float = ALPHA,
-    reps: int = REPS,
+    reps: int | None = None,
     seed: int = 0,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     """The rule under a null built from real per-seed values: each experiment splits one
-    method's seeds at random into two halves, two pseudo-methods with one law, and runs the
-    rule on them (looks at the ``stages`` up to half the seeds, each at the level of all the
-    ``stages``; halves resampled as pairs, as the same seeds of two methods are).  A real
-    comparison's censoring, ties on the evaluation grid and heavy tails are all in the
-    values.  Returns the fraction of each outcome and of "either side ahead" (the rule's
-    error rate on these values), with its Monte Carlo standard error.
+    method's seeds at random into two halves, two pseudo-methods of one law, and runs
+    :func:`staged_rule` on them as paired seeds (its looks at the ``stages`` up to half the
+    seeds, their level set by every planned stage).  A real comparison's censoring, ties on
+    the evaluation grid and heavy tails are all in the values.  The two halves of a split are
+    different seeds, so their pairs are independent (correlation 0); correlated pairs (the
+    same seeds of two methods) are covered by :func:`simulate`'s grid.
 
     Args:
-      values: one method's per-seed statistic (times to a target, ``inf`` = never; or
-        returns).
-      ratio: a ratio of median times (else a difference of means).
+      values: one method's per-seed statistic (times to a target, ``inf`` = never reached;
+        or returns).
+      ratio: times (restricted times, :data:`jaxnigt.analysis.looks.TIME`), else returns.
       stages, margin, alpha: the rule's (the scenario's planned stages and its margin).
-      experiments, reps, seed: the splits, bootstrap resamples per look, generator seed.
+      experiments, seed: the splits and their generator seed (``default_rng(seed)``).
+      reps: ignored (the exact tests draw no resamples); kept for callers of the fourth
+        edition's signature.
+      budget: the budget B of times (default: the largest finite time, or 1 when none).
 
     Returns:
-      A JSON-able dict of the fractions of each outcome.
+      A JSON-able dict: the shares of each outcome, of "a side ahead" (the rule's error rate
+      on these values) and per look, with Monte Carlo standard errors.
     """
+    del reps
     values = np.asarray(values, np.float64)
     half = len(values) // 2
     if half < stages[0]:
         raise AnalysisError(f"{len(values)} seeds: halves of {half} are below the first look")
+    kind, p_min = (looks.TIME if ratio else looks.RETURN), looks.paired_p_min
+    if ratio and budget is None:
+        finite = values[np.isfinite(values)]
+        budget = float(finite.max()) if finite.size else 1.0
     rng = np.random.default_rng(seed)
-    counts: dict[str, int] = {}
-    for e in range(experiments):
+    outcomes = []
+    for _ in range(experiments):
         perm = rng.permutation(len(values))
         a, b = values[perm[:half]], values[perm[half : 2 * half]]
-        at = _interval_at(a, b, ratio=ratio, paired=True, reps=reps, seed=e, test=paired_t_interval)
-        _tally(counts, at, margin, ratio, stages=stages, alpha=alpha, available=half)
-    looks = [k for k in stages if k <= half]
+        rule = {"stages": stages, "alpha": alpha, "margin": margin, "available": half}
+        outcomes.append(staged_rule(kind, a, b, budget=budget if ratio else None, **rule))
+    due = [k for k in stages if k <= half]
+    return {"experiments": experiments, "seeds": len(values), "looks": due,
+            "decisive": [k for k in looks.decisive_stages(stages, alpha, p_min) if k <= half],
+            "stages": list(stages), "alpha": alpha, "seed": seed,
+            "budget": budget if ratio else None,
+            "never_reached": int(np.sum(np.isinf(values))) if ratio else None,
+            **_rates(outcomes, due)}  # fmt: skip
+
+
+#: The issue's point-3 regime (log-time spread 1.3, pair correlation 0.5, evaluations every
+#: 2 % of the budget); its power is checked at 30 % and 60 % of the baseline censored.
+POINT3 = Regime(sigma=1.3, rho=0.5, grid=0.02)
+SPEEDUP = 1.5
+STAGED_20, STAGED_40, SINGLE_20 = (5, 10, 20), (5, 10, 20, 40), (20,)
+
+
+def suite(small: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The grid's ``(part, spec)`` pairs: nulls of times over spread × correlation ×
+    censoring × grid (looks to 20 seeds, 1,000 experiments each; to 40 seeds, 150 each, on
+    the 2 % grid at spreads 0.5 and 1.3), the point-3 power (a single look at 20 seeds, and
+    the staged rule to 20 and to 40) with the single look's null, equivalence at and beyond
+    the margin's end, and return claims.  ``small``: the test suite's few regimes."""
+    r, heavy = looks.RETURN, Regime(1.3, 0.9, 0.7, 0.02)
+    if small:
+        return [
+            ("null", spec_of(400, regime=heavy, stages=STAGED_20)),
+            ("null", spec_of(400, regime=POINT3._replace(censored=0.3), stages=STAGED_20)),
+            ("null", spec_of(400, regime=PLAIN, stages=STAGED_20)),
+            ("null", spec_of(200, regime=heavy, stages=STAGED_40)),
+            ("power", spec_of(300, regime=POINT3._replace(censored=0.6), effect=SPEEDUP,
+                              stages=SINGLE_20, seed=1)),
+            ("null", spec_of(400, kind=r, regime=Regime(1.0, 0.5), stages=STAGED_20)),
+        ]  # fmt: skip
+    out = []
+    for sigma, rho, censored, grid in itertools.product(
+        (0.5, 0.9, 1.3), (0.0, 0.5, 0.9), (0.0, 0.3, 0.7), (0.0, 0.02)
+    ):
+        reg = Regime(sigma, rho, censored, grid)
+        out.append(("null", spec_of(1000, regime=reg, stages=STAGED_20)))
+        if grid and sigma != 0.9:
+            out.append(("null", spec_of(150, regime=reg, stages=STAGED_40)))
+    for censored in (0.3, 0.6):
+        reg = POINT3._replace(censored=censored)
+        if censored == 0.6:
+            out += [("null", spec_of(1000, regime=reg, stages=STAGED_20)),
+                    ("null", spec_of(150, regime=reg, stages=STAGED_40))]  # fmt: skip
+        out.append(("null", spec_of(4000, regime=reg, stages=SINGLE_20)))
+        for stages, n in ((SINGLE_20, 4000), (STAGED_20, 4000), (STAGED_40, 300)):
+            out.append(("power", spec_of(n, regime=reg, effect=SPEEDUP, stages=stages, seed=1)))
+    for sigma, speedup in itertools.product((0.5, 1.3), (1.25, SPEEDUP)):
+        spec = spec_of(1000, regime=Regime(sigma, 0.5), effect=speedup, stages=STAGED_20, seed=2)
+        out.append(("equivalence", spec))
+    out.append(("equivalence", spec_of(150, regime=Regime(0.5, 0.5), effect=1.25,
+                                       stages=STAGED_40, seed=2)))  # fmt: skip
+    for rho in (0.0, 0.5, 0.9):
+        reg = Regime(1.0, rho)
+        out += [("null", spec_of(2000, kind=r, regime=reg, stages=STAGED_20)),
+                ("null", spec_of(150, kind=r, regime=reg, stages=STAGED_40)),
+                ("equivalence", spec_of(1000, kind=r, regime=reg, effect=0.25,
+                                        stages=STAGED_20, seed=2))]  # fmt: skip
+    out.append(("power", spec_of(1000, kind=r, regime=Regime(1.0, 0.5), effect=0.8,
+                                 stages=STAGED_20, seed=1)))  # fmt: skip
+    return out
+
+
+def run_suite(specs, workers: int = 1, chunk: int = 50, emit=None) -> list[dict[str, Any]]:
+    """Each spec's row (:func:`finish`, with its ``part``), its experiments in chunks of
+    ``chunk`` over ``workers`` processes; ``emit(row)`` as each row completes."""
+    jobs = [(i, a, min(a + chunk, s["experiments"]))
+            for i, (_, s) in enumerate(specs)
+            for a in range(0, s["experiments"], chunk)]  # fmt: skip
+    args = [(specs[i][1], a, b) for i, a, b in jobs]
+    pool = None
+    if workers > 1:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(workers)
+    results = pool.imap(_job, args) if pool else map(_job, args)
+    rows, done = [], {}
+    try:
+        for (i, _, b), outcomes in zip(jobs, results, strict=True):
+            done.setdefault(i, []).extend(outcomes)
+            if b == specs[i][1]["experiments"]:
+                rows.append({"part": specs[i][0], **finish(specs[i][1], done.pop(i))})
+                _ = emit and emit(rows[-1])
+    finally:
+        _ = pool and pool.close()
+    return rows
+
+
+def _job(args):
+    return _experiments(*args)
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The worst null rate of "a side ahead" (overall, and by any look), and for every power
+    and equivalence row its shares of "reference ahead" and "equivalent" beside the truth."""
+    brief = lambda r: {k: r[k] for k in ("kind", "regime", "stages", "experiments", "effect")}
+    nulls = [r for r in rows if r["part"] == "null"]
+    worst = max(nulls, key=lambda r: r["ahead_either_side"])
+    by = [(r, k, v) for r in nulls for k, v in r["per_look"].items()]
+    w, k, v = max(by, key=lambda x: x[2]["ahead_by"])
+    others = [{**brief(r), "part": r["part"], "reference_ahead": r["fractions"][REFERENCE_AHEAD],
+               "ahead_se": r["monte_carlo_se"], "equivalent": r["fractions"][EQUIVALENT],
+               "equivalent_se": r["equivalent_se"], "mean_seeds": r["mean_seeds"],
+               **{t: r[t] for t in ("true_rmst_ratio", "true_difference") if t in r}}
+              for r in rows if r["part"] != "null"]  # fmt: skip
     return {
-        "experiments": experiments,
-        "seeds": len(values),
-        "looks": looks,
-        "stages": list(stages),
-        "alpha": alpha,
-        "reps": reps,
-        "seed": seed,
-        "never_reached": int(np.sum(np.isinf(values))) if ratio else None,
-        **_rates(counts, experiments),
-    }
-
-
-#: The known effects the simulation checks the rule's power on, per statistic: 0.8 standard
-#: deviations of a return difference, a time factor e^0.4 ≈ 1.5.
-EFFECTS = {"average": 0.8, "time": 0.4}
-#: The test suite's smaller check: ``(experiments, seed)`` under the null and under each
-#: effect, and the bootstrap resamples per look.
-SUITE = {"null": (300, 0), "effect": (100, 1), "reps": 200}
+        "worst_null": {**brief(worst), "rate": worst["ahead_either_side"],
+                       "se": worst["monte_carlo_se"]},
+        "worst_null_by_look": {**brief(w), "look": int(k), "rate": v["ahead_by"],
+                               "se": v["ahead_by_se"]},
+        "null_rows": len(nulls),
+        "effects": others,
+    }  # fmt: skip
 
 
 def main(argv=None) -> int:
-    """``python -m jaxnigt.analysis.error_rate [--experiments N | --suite]``: :func:`simulate`
-    under the null and under a known effect, for both kinds of statistic in each of their
-    :data:`REGIMES`, as JSON lines."""
+    """``python -m jaxnigt.analysis.error_rate --suite | --small [--out FILE] [--workers N]``:
+    the grid (:func:`suite`) as JSON lines, and with ``--out`` a JSON file of its rows, its
+    summary and the command."""
     import argparse
     import json
+    import subprocess
+    import sys
+    import time
 
     p = argparse.ArgumentParser(description=main.__doc__.split(":")[0])
-    p.add_argument("--experiments", type=int, default=None, help="default 2000")
-    p.add_argument("--reps", type=int, default=None, help="bootstrap resamples per look (400)")
-    p.add_argument(
-        "--suite",
-        action="store_true",
-        help="the test suite's sizes instead: 300 experiments under the null (seed 0), 100 "
-        "under each effect (seed 1), 200 resamples",
-    )
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--suite", action="store_true", help="the full grid (~25 min, 2 cores)")
+    size.add_argument("--small", action="store_true", help="the test suite's regimes")
+    p.add_argument("--out", default=None, help="write the rows and summary to this JSON file")
+    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     args = p.parse_args(argv)
-    if args.suite and (args.experiments is not None or args.reps is not None):
-        p.error("--suite sets the experiments and resamples itself: give them or --suite")
-    for statistic in EFFECTS:
-        for regime in REGIMES["time" if statistic == "time" else "average"]:
-            for effect in (0.0, EFFECTS[statistic]):
-                if args.suite:
-                    n, seed = SUITE["null" if effect == 0 else "effect"]
-                    reps = SUITE["reps"]
-                else:
-                    n, seed, reps = args.experiments or 2000, 0, args.reps or 400
-                r = simulate(
-                    n, statistic=statistic, effect=effect, regime=regime, reps=reps, seed=seed
-                )
-                print(json.dumps(r), flush=True)
+    start = time.time()
+    emit = lambda row: print(json.dumps(row), flush=True)
+    rows = run_suite(suite(small=args.small), workers=args.workers, emit=emit)
+    result = {"summary": summary(rows)}
+    print(json.dumps(result), flush=True)
+    if args.out:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+        result = {
+            "command": " ".join(["python -m jaxnigt.analysis.error_rate", *argv]),
+            "commit": commit.stdout.strip() or None,
+            "elapsed_s": round(time.time() - start, 1),
+            "workers": args.workers,
+            **result,
+            "rows": rows,
+        }
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
     return 0
 
 
