@@ -394,11 +394,20 @@ def test_load_run_reads_curves_updates_and_initial_returns(tmp_path):
 
 
 def test_compare_a_clear_win_and_identical_runs(tmp_path):
+    # three paired seeds, the reference ahead on each: the sign-flip test's p is 2 / 2^3, its
+    # smallest possible, and above 0.10: no decision, and the interval is unbounded
+    three = analysis.load_run(_write_run(tmp_path / "3", {"rennala_nigt": FAST, "afedpg": SLOW}))
+    row = analysis.compare(three, "rennala_nigt", reps=300)["comparisons"]["afedpg"]
+    assert row["p"] == row["p_min"] == 0.25 and row["outcome"] == verdicts.TIE
+    assert (row["effect"]["low"], row["effect"]["high"]) == (-math.inf, math.inf)
+    # six seeds (each curve twice): p = 2 / 2^6 < 0.10 decides
+    fast, slow = FAST * 2, SLOW * 2
     run = analysis.load_run(
-        _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": FAST, "afedpg": SLOW})
+        _write_run(tmp_path / "r", {"rennala_nigt": fast, "sync_nigt": fast, "afedpg": slow})
     )
     result = analysis.compare(run, "rennala_nigt", reps=300)
     rows = result["comparisons"]
+    assert rows["afedpg"]["p"] == pytest.approx(2 / 2**6) and rows["afedpg"]["exact"]
     assert rows["sync_nigt"]["outcome"] == verdicts.IDENTICAL
     assert rows["afedpg"]["outcome"] == verdicts.REFERENCE_AHEAD
     assert result["verdict"] == "refuted (identical runs)"
@@ -410,6 +419,12 @@ def test_compare_a_clear_win_and_identical_runs(tmp_path):
     # afedpg's seeds reach -6.1 at 8, never (-5 only at 11 > B) and never: censored, so no
     # majority reached it
     assert result["algorithms"]["afedpg"]["time_to_target"]["0.5"] is None
+    # the 80 % target, -3.76: every rennala seed reaches it by the budget, no afedpg seed does
+    km = result["kaplan_meier"]
+    assert km["fraction"] == 0.8 and km["target"] == pytest.approx(-3.76)
+    assert km["curves"]["afedpg"]["censored"] == 6 and km["curves"]["afedpg"]["reached"] == [0.0]
+    assert km["curves"]["rennala_nigt"]["censored"] == 0
+    assert km["curves"]["rennala_nigt"]["reached"][-1] == 1.0
     only = analysis.compare(run, "rennala_nigt", baselines=["afedpg"], reps=300)
     assert only["verdict"] == "confirmed"
     for bad in ({"reference": "malenia_nigt"}, {"reference": "rennala_nigt", "baselines": []}):
@@ -418,7 +433,9 @@ def test_compare_a_clear_win_and_identical_runs(tmp_path):
 
 
 def test_compare_command_prints_a_row_per_baseline_and_writes_files(tmp_path, capsys):
-    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "sync_nigt": SLOW, "afedpg": SLOW})
+    d = _write_run(
+        tmp_path / "r", {"rennala_nigt": FAST * 2, "sync_nigt": SLOW * 2, "afedpg": SLOW * 2}
+    )
     assert cli.main(["compare", str(d)]) == 0
     out = capsys.readouterr().out
     table = [line for line in out.splitlines() if line.startswith("| ")][1:]
@@ -435,7 +452,7 @@ def test_compare_pairs_methods_that_ran_the_same_seeds_and_says_so(tmp_path, cap
     assert cli.main(["compare", str(d), "--statistic", "time_to_50"]) == 0
     out = capsys.readouterr().out
     assert "Paired: rennala_nigt and afedpg ran the same seeds" in out
-    assert "counts as a tie (ratio 1)" in out
+    assert "never reaches the target counts at the budget B" in out
     written = json.loads((d / "compare.json").read_text())
     assert written["paired"] == {"afedpg": True}
     row = written["comparisons"]["afedpg"]

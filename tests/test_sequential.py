@@ -177,14 +177,17 @@ def test_compare_sequential_and_its_command(tmp_path, capsys):
         run, "rennala_nigt", statistic="average", reps=200, stages=(5, 10)
     )
     clear = r["comparisons"]["afedpg"]
-    assert clear["verdict"] == "confirmed" and clear["seeds"] == 5  # decided at the first look
+    # 5 paired seeds can give no p below 1/16 > 0.10 / 1: the look at 5 decides nothing, the
+    # look at 10 (the one decisive look, at 0.10) decides
+    assert clear["decisive"] == [10] and clear["looks"][0]["outcome"] == sequential.NOT_DECISIVE
+    assert clear["verdict"] == "confirmed" and clear["seeds"] == 10
     same = r["comparisons"]["sync_nigt"]
     assert same["verdict"] in (sequential.EQUIVALENT, "undecided at 10 seeds")
     assert same["looks"][0]["margin"][1] == pytest.approx(-same["looks"][0]["margin"][0])
     argv = ["compare", str(tmp_path / "r"), "--sequential", "5,10", "--baselines", "afedpg"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "| afedpg | 5 |" in out and "**confirmed**" in out
+    assert "| afedpg | 10 |" in out and "**confirmed**" in out
     assert (tmp_path / "r" / "sequential.json").is_file()
     assert cli.main([*argv[:3], "10,5"]) == 2
     assert "--sequential" in capsys.readouterr().err
@@ -204,3 +207,47 @@ def test_the_level_is_set_by_every_planned_look_even_before_its_seeds_exist():
     )
     with pytest.raises(run_data.AnalysisError, match="fewer than the first stage"):
         sequential.run_rule(at, lambda k: (-0.1, 0.1), tie=0.0, available=3)
+
+
+def _timed(path, reached, seeds, first_seed=0):
+    """A run whose seed s of each method first reaches the 80 % target at ``reached[m](s)``
+    (returns -10 before, -1 from then on, on the grid T; never when past the budget 10)."""
+    curves = {
+        m: [[-10.0 if x < at(s) else -1.0 for x in T] for s in range(seeds)]
+        for m, at in reached.items()
+    }
+    return run_data.load_run(_write(path, curves, first_seed))
+
+
+@pytest.mark.parametrize("seeds, decided", [(5, False), (10, True)])
+def test_five_paired_seeds_cannot_decide_and_ten_can(tmp_path, seeds, decided):
+    """The reference reaches the target first on every seed (at 2 or 4 against 6 or 8).  At
+    5 paired seeds the exact sign-flip test's p is 2 / 2^5 = 1/16, never less, above the
+    0.10 / 3 of the rule's decisive looks: no decision.  At 10 seeds p = 2 / 2^10 decides."""
+    run = _timed(
+        tmp_path / "r",
+        {"rennala_nigt": lambda s: 2.0 + 2 * (s % 2), "afedpg": lambda s: 6.0 + 2 * (s % 2)},
+        seeds,
+    )
+    one = sequential.compare_sequential(
+        run, "rennala_nigt", statistic="time_to_80", stages=(5, 10, 20, 40)
+    )["comparisons"]["afedpg"]
+    first = one["looks"][0]
+    assert first["p"] == pytest.approx(1 / 16) and first["p_min"] == pytest.approx(1 / 16)
+    assert first["outcome"] == sequential.NOT_DECISIVE and one["decisive"] == [10, 20, 40]
+    if decided:
+        assert one["verdict"] == "confirmed" and one["seeds"] == 10
+        assert one["looks"][-1]["p"] == pytest.approx(2 / 2**10)
+        assert one["looks"][-1]["interval"]["low"] > 1.0
+        assert one["p"] == pytest.approx(3 * 2 / 2**10)  # Bonferroni over the decisive looks
+    else:
+        assert one["verdict"] == "open at 5 seeds (next look at 10)" and one["p"] is None
+    # the plain compare (one look): p never below the smallest its seeds allow
+    row = analysis_compare(run)["comparisons"]["afedpg"]
+    assert row["p"] >= row["p_min"] == pytest.approx(2 / 2**seeds)
+
+
+def analysis_compare(run):
+    from jaxnigt import analysis
+
+    return analysis.compare(run, "rennala_nigt", statistic="time_to_80", reps=100)

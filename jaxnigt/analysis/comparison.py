@@ -7,16 +7,28 @@ Markdown of :func:`compare_markdown`.  The definitions it uses live one concept 
 
 * :mod:`jaxnigt.analysis.stats` -- the per-seed statistics of a curve (average return, second half,
   time to target, median time) and the target rule;
-* :mod:`jaxnigt.analysis.verdicts` -- effects, bootstrap intervals, a comparison's outcome, a
-  claim's verdict, lead growth;
+* :mod:`jaxnigt.analysis.looks` -- one look: restricted times, the exact test, its interval;
+* :mod:`jaxnigt.analysis.verdicts` -- bootstrap intervals (second views), a claim's verdict,
+  lead growth;
 * :mod:`jaxnigt.analysis.run_data` -- a finished run directory read into :class:`Method` records;
 * :mod:`jaxnigt.analysis.report_text` -- the text and Markdown of the results.
 
-``--statistic`` (:data:`STATISTICS`) names the effect the verdict uses: a return statistic
-(difference of means over seeds, reference minus baseline) or a time to 50 % / 80 % of the
-improvement (ratio of median times, baseline over reference).  Each comparison also reports
-the difference in average return and the ratios of the times to every target (second
-views).  The targets pool every method of the run (grid point 0 of each algorithm).
+``--statistic`` (:data:`STATISTICS`) names the effect the decision uses
+(:mod:`jaxnigt.analysis.looks`): a return statistic (difference of means over seeds,
+reference minus baseline) or a time to 50 % / 80 % of the improvement, compared by each
+seed's *restricted time* ``min(T, B)`` (a seed that never reaches the target counts at the
+budget B): the ratio of restricted mean times, baseline over reference.  **The decision** is
+an exact randomization test of a tie (:mod:`jaxnigt.analysis.randomization`): the paired
+sign-flip test when both methods ran the same seeds (:func:`paired`), the permutation test
+otherwise; a side is ahead when ``p <= 1 − level``, and the effect's interval is the test
+inverted at the level, so it excludes the tie exactly then.  The smallest p the test can
+give at the seeds run is reported beside p (``p_min``: 1/16 at 5 paired seeds).  Each
+comparison also reports the ratio of median times (descriptive), the restricted means'
+difference and a paired bootstrap interval of their ratio, the difference in average return
+and the ratios of median times to every target (bootstrap second views).  The targets pool
+every method of the run (grid point 0 of each algorithm), unless ``target`` fixes the
+statistic's target from runs the comparison does not test; ``kaplan_meier`` holds each
+method's curve of the share of seeds at the target against time (:mod:`.survival`).
 
 The names the command line, ``jaxnigt sweep`` and :mod:`jaxnigt.run.metrics` use from the
 analysis are importable from here too (:data:`__all__`).
@@ -30,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxnigt.analysis import looks, survival
 from jaxnigt.analysis.report_text import compare_markdown
 from jaxnigt.analysis.run_data import AnalysisError, Method, Run, UnfinishedRunError, load_run
 from jaxnigt.analysis.stats import (
@@ -47,6 +60,7 @@ from jaxnigt.analysis.stats import (
 from jaxnigt.analysis.verdicts import (
     BASELINE_AHEAD,
     CLAIMS,
+    IDENTICAL,
     LEVEL,
     REFERENCE_AHEAD,
     REPS,
@@ -56,7 +70,6 @@ from jaxnigt.analysis.verdicts import (
     interval,
     mean_difference,
     needed_seeds,
-    outcome,
     time_ratio,
     verdict,
 )
@@ -94,19 +107,31 @@ def paired(ref: Method, other: Method) -> bool:
     return tuple(ref.seeds) == tuple(other.seeds)
 
 
+def decided_outcome(one: dict, level: float, identical: bool = False) -> str:
+    """A single look's outcome: identical runs; a side ahead when the exact test's p is at
+    most ``1 − level`` (its sign from the estimate: the look's interval, the test inverted,
+    then excludes the tie); otherwise :data:`TIE`."""
+    if identical:
+        return IDENTICAL
+    if one["p"] <= 1.0 - level:
+        tie = looks.tie_of(one["kind"])
+        return REFERENCE_AHEAD if one["interval"]["estimate"] > tie else BASELINE_AHEAD
+    return TIE
+
+
 def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: str, kw) -> dict:
     """One reference-vs-baseline row (see :func:`compare`)."""
     ratio = statistic not in RETURN_STATISTICS
     kw = {**kw, "paired": paired(ref, other)}
-    effect = interval(
-        time_ratio if ratio else mean_difference,
-        _statistic_values(ref, statistic, budget, tg),
-        _statistic_values(other, statistic, budget, tg),
-        tie=1.0 if ratio else 0.0,
-        **kw,
-    )
+    x, y = (_statistic_values(m, statistic, budget, tg) for m in (ref, other))
+    one = looks.look(
+        looks.TIME if ratio else looks.RETURN, x, y,
+        paired=kw["paired"], level=kw["level"], budget=budget,
+    )  # fmt: skip
+    effect = one["interval"]
     identical = ref.identical_to(other)
-    row = {"effect": effect, "outcome": outcome(effect, identical=identical, ratio=ratio)}
+    row = {"effect": effect, "outcome": decided_outcome(one, kw["level"], identical)}
+    row.update({k: v for k, v in one.items() if k not in ("interval", "kind", "margin")})
     row["paired"] = kw["paired"]
     row["needed_seeds"] = (
         needed_seeds(effect, len(ref.seeds), ratio=ratio) if row["outcome"] == TIE else None
@@ -154,6 +179,20 @@ def _gap_warnings(methods, reference, statistic, budget, tg) -> list[str]:
                 "eval.every_time)"
             )
     return out
+
+
+def kaplan_meier_curves(methods: dict[str, Method], budget: float, tg: dict, statistic: str):
+    """``{"fraction", "target", "curves": {method: curve}}``: each method's Kaplan–Meier
+    curve (:func:`jaxnigt.analysis.survival.kaplan_meier`) of the times to the statistic's
+    target (80 % for a return statistic); None when that target is NaN (no improvement)."""
+    f = fraction(statistic) if statistic not in RETURN_STATISTICS else 0.8
+    t = tg.get(f)
+    if t is None or not math.isfinite(t):
+        return None
+    curves = {
+        a: survival.kaplan_meier(m.statistic("time", budget, t), budget) for a, m in methods.items()
+    }
+    return {"fraction": f, "target": t, "curves": curves}
 
 
 def _finite(v: float) -> float | None:
@@ -227,6 +266,7 @@ def compare(
     level: float = LEVEL,
     reps: int = REPS,
     seed: int = SEED,
+    target: float | None = None,
 ) -> dict[str, Any]:
     """The reference against every baseline of a run (grid point 0 of each algorithm).
 
@@ -240,7 +280,10 @@ def compare(
       run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
         of :data:`STATISTICS`; baselines: default every other method.
       claim: ``ahead`` or ``tie``; fractions: of the improvement, the times reported;
-      level, reps, seed: the bootstrap's.
+      level: the test's level (a side is ahead when p <= 1 − level) and the intervals';
+        reps, seed: the second views' bootstrap.
+      target: a time statistic's target fixed in advance (from runs the comparison does not
+        test, e.g. tuning seeds) instead of pooled from this run's seeds.
 
     Returns:
       A JSON-able dict: targets, methods, comparisons (effect, interval, outcome), verdict.
@@ -254,6 +297,10 @@ def compare(
     if statistic not in RETURN_STATISTICS:
         fractions = sorted({*fractions, fraction(statistic)})
     initial, levels, tg = _pooled_targets(methods, budget, fractions)
+    if target is not None:
+        if statistic in RETURN_STATISTICS:
+            raise AnalysisError("a target is for a time statistic", param="target")
+        tg = {**tg, fraction(statistic): float(target)}
     kw = {"level": level, "reps": reps, "seed": seed}
     ref = methods[reference]
     rows = {b: _comparison(ref, methods[b], budget, tg, statistic, kw) for b in baselines}
@@ -269,6 +316,8 @@ def compare(
         "seed": seed,
         **_pool(initial, levels, tg),
         "algorithms": {a: _method_summary(m, budget, tg) for a, m in methods.items()},
+        "target_fixed": target is not None,
+        "kaplan_meier": kaplan_meier_curves(methods, budget, tg, statistic),
         "comparisons": rows,
         "verdict": decision["verdict"],
         "needed_seeds": decision["needed_seeds"],

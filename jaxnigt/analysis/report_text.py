@@ -18,8 +18,10 @@ from jaxnigt.analysis.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD, TIE
 STATISTIC_TEXT = {
     "average": "difference in average return over [0, B] (reference − baseline)",
     "second_half": "difference in second-half return over [B/2, B] (reference − baseline)",
-    "time_to_50": "ratio of the times to 50 % of the improvement (baseline / reference)",
-    "time_to_80": "ratio of the times to 80 % of the improvement (baseline / reference)",
+    "time_to_50": "ratio of the restricted mean times min(T, B) to 50 % of the improvement "
+    "(baseline / reference)",
+    "time_to_80": "ratio of the restricted mean times min(T, B) to 80 % of the improvement "
+    "(baseline / reference)",
 }
 
 
@@ -46,6 +48,17 @@ def outcome_text(row: Mapping[str, Any], reference: str, baseline: str) -> str:
     return text
 
 
+def p_text(row: Mapping[str, Any]) -> str:
+    """A test's p-value beside the smallest its seeds allow (and a Monte Carlo p's standard
+    error): never a p below what the test can give."""
+    if row.get("p") is None:
+        return "–"
+    text = f"{row['p']:.2g}"
+    if row.get("p_se"):
+        text += f" ± {row['p_se']:.1g}"
+    return text + (f" ({row['p_min']:.2g})" if row.get("p_min") is not None else "")
+
+
 def verdict_text(result: Mapping[str, Any]) -> str:
     """The verdict with the seeds an inconclusive one would need."""
     text = result["verdict"]
@@ -64,15 +77,21 @@ def pairing_text(result: Mapping[str, Any]) -> str:
     if both:
         parts.append(
             f"Paired: {result['reference']} and {', '.join(both)} ran the same seeds (one "
-            "initial policy and evaluation keys per seed), so every resample draws one set of "
-            "seeds for both."
+            "initial policy and evaluation keys per seed): the exact sign-flip test flips the "
+            "sign of each seed's difference (2^n patterns), and every bootstrap resample draws "
+            "one set of seeds for both."
         )
     if apart:
         parts.append(
-            f"Not paired: {', '.join(apart)} ran other seeds than {result['reference']}; their "
-            "seeds are resampled independently."
+            f"Not paired: {', '.join(apart)} ran other seeds than {result['reference']}: the "
+            "permutation test splits their pooled seeds, and the bootstrap resamples them "
+            "independently."
         )
-    parts.append("A time never reached by either method's majority counts as a tie (ratio 1).")
+    parts.append(
+        "A seed that never reaches the target counts at the budget B (its restricted time "
+        "min(T, B)); the ratio of median times (a second view) counts a tie where neither "
+        "method's median reaches it."
+    )
     return " ".join(parts)
 
 
@@ -83,10 +102,12 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
     seeds = result["algorithms"][ref]["seeds"]
     extra = [] if stat == "average" else [f"Δ average return [{pct} CI]"]
     extra += [] if stat == "time_to_50" else [f"time to 50 %: ratio [{pct} CI]"]
-    head = ["baseline", f"effect [{pct} CI]", "outcome", *extra, "updates (ref. / baseline)"]
+    head = ["baseline", f"effect [{pct} CI]", "p (smallest possible)", "outcome", *extra]
+    head.append("updates (ref. / baseline)")
     lines = [
-        f"Reference `{ref}`; effect: {STATISTIC_TEXT[stat]}, {pct} bootstrap interval over "
-        f"{seeds} seeds ({result['reps']} resamples, seed {result['seed']}); budget "
+        f"Reference `{ref}`; effect: {STATISTIC_TEXT[stat]} over {seeds} seeds, decided by an "
+        f"exact randomization test at {1 - result['level']:.3g} (two-sided), its interval the "
+        f"test inverted (second views: bootstrap, {result['reps']} resamples); budget "
         f"{result['budget']:g}; targets R0 + f (R_best − R0) = "
         + ", ".join(f"{float(f) * 100:g} %: {t:.3g}" for f, t in result["targets"].items())
         + ".",
@@ -96,7 +117,7 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
     ]
     updates = lambda a: f"{result['algorithms'][a]['updates_median']:,.0f}"
     for b, row in result["comparisons"].items():
-        cells = [b, fmt(row["effect"]), outcome_text(row, ref, b)]
+        cells = [b, fmt(row["effect"]), p_text(row), outcome_text(row, ref, b)]
         if stat != "average":
             cells.append(fmt(row["average_return_difference"]))
         if stat != "time_to_50":
@@ -180,3 +201,40 @@ def _speed_line(speed: Mapping[str, Any], budget: float) -> str:
         f"{target['value']:.4g}, every program pooled), per tuning seed: {times}; the "
         f"slowest upper median: {slowest:,.0f} of a budget of {budget:g}"
     )
+
+
+def sequential_markdown(result: Mapping[str, Any]) -> str:
+    """The table of :func:`jaxnigt.analysis.sequential.compare_sequential`: per baseline,
+    each look (its interval, p beside the smallest its seeds allow, the equivalence test's
+    p) and the verdict."""
+    rows = [
+        f"**{result['reference']}** by `{result['statistic']}` (claim {result['claim']}), "
+        f"seeds added in stages, decided by the {result.get('test', 'exact')} rule",
+        "",
+        "| baseline | look (seeds) | effect [interval] | p (smallest possible) | "
+        "equivalence p | margin | outcome | verdict |",
+        "|---|---:|---|---|---|---|---|---|",
+    ]
+    for b, r in result["comparisons"].items():
+        for i, look in enumerate(r["looks"]):
+            verdict = f"**{r['verdict']}**" if i == len(r["looks"]) - 1 else ""
+            lo, hi = look["margin"] or (math.nan, math.nan)
+            tost = "–" if look.get("tost_p") is None else f"{look['tost_p']:.2g}"
+            p = p_text(look) if "p" in look else p_text(look["interval"])
+            rows.append(
+                f"| {b} | {look['seeds']} | {fmt(look['interval'])} | {p} | {tost} "
+                f"| [{lo:.3g}, {hi:.3g}] | {look['outcome']} | {verdict} |"
+            )
+    r = next(iter(result["comparisons"].values()))
+    if r.get("decisive") is not None:
+        k = len(r["decisive"])
+        rows += [
+            "",
+            f"Decisive looks at {', '.join(map(str, r['decisive']))} seeds, each at "
+            f"{r['alpha']:g}/{k} = {r['alpha'] / k:.4g} (Bonferroni over the looks whose "
+            "smallest possible p reaches it); intervals at level "
+            f"{r['level']:.4g}, the test inverted.",
+        ]
+    else:
+        rows += ["", f"Each look at level {r['level']:.4g} (Bonferroni over the looks)."]
+    return "\n".join(rows)

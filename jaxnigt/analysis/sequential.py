@@ -1,18 +1,32 @@
 """Deciding a comparison by adding seeds in fixed stages (a group-sequential rule).
 
 A comparison starts at the first stage's seeds (default 5) and, while undecided, looks again
-at each later stage (10, 20, 40), on seeds ``0 … k - 1`` of both methods.  **Each look's
-interval** is :func:`jaxnigt.analysis.compare`'s percentile bootstrap at level ``1 - alpha /
-K`` (K looks; Bonferroni), so the chance that two identical methods end "reference ahead" or
-"baseline ahead" at *any* look stays at most ``alpha`` (0.10) whatever the dependence between
-the looks.  (For a difference of returns the looks use Welch's t interval instead,
-:func:`welch_interval`: at 5 seeds the bootstrap of a mean is too narrow, and :func:`simulate`
-shows it.)  **Equivalence**: a look whose whole interval lies inside a margin stated in
-advance (:data:`TIME_MARGIN` for a ratio of times, :data:`RETURN_MARGIN` × the run's
-improvement for a difference of returns) decides "equivalent within the margin" (two one-sided
-tests at the look's level).  A comparison undecided at its last stage is "undecided at N
-seeds".  :mod:`jaxnigt.analysis.error_rate` checks the rule's error rate and power on
-synthetic and on real per-seed values.
+at each later stage (10, 20, 40), on seeds ``0 … k - 1`` of both methods.
+
+**The rule** (``test="exact"``, the default): each look is :func:`jaxnigt.analysis.looks.look`,
+an exact randomization test of a tie on the per-seed values (restricted times ``min(T, B)``
+for a time statistic, returns for a return statistic; paired sign-flip for the same seeds).
+The error ``alpha`` (0.10) is split equally over the *decisive* looks, those whose smallest
+attainable p is at most ``alpha / K`` (:func:`jaxnigt.analysis.looks.decisive_stages`): at
+stages 5, 10, 20, 40 of paired seeds the look at 5 seeds can give no p below 1/16, so the
+looks at 10, 20 and 40 decide, each at ``alpha / 3``, and the look at 5 is reported and
+decides nothing.  At a decisive look, ``p <= alpha / K`` makes the side of the estimate ahead
+(the look's interval, the test inverted at ``1 − alpha / K``, then excludes the tie); else two
+one-sided tests of a margin stated in advance (:data:`TIME_MARGIN` for a ratio of restricted
+mean times, :data:`RETURN_MARGIN` × the improvement for a difference of returns) with
+``p <= alpha / K`` decide "equivalent within the margin".  Bonferroni over the decisive
+looks keeps the chance that two exchangeable methods end "a side ahead" at *any* look at most
+``alpha``, whatever the dependence between the looks.  A comparison undecided at its last
+stage is "undecided at N seeds".  A time statistic's target can be fixed in advance
+(``target``: from runs no look tests); otherwise each look pools it from its own seeds.
+
+**The fourth edition's rule** (``test="bootstrap"``): each look's interval is
+:func:`jaxnigt.analysis.compare`'s percentile bootstrap of the ratio of median times at level
+``1 - alpha / K`` over every planned look (Welch's or the paired t interval for a difference
+of returns, :func:`welch_interval`), deciding when it excludes the tie or lies inside the
+margin.  It is kept to reproduce that edition; at 5 seeds its bootstrap p can be 0 where an
+exact test cannot go below 1/16.  :mod:`jaxnigt.analysis.error_rate` checks the rule's error
+rate and power on synthetic and on real per-seed values.
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxnigt.analysis import looks as looks_lib
+from jaxnigt.analysis.report_text import sequential_markdown
 from jaxnigt.analysis.run_data import AnalysisError, Method, Run
 from jaxnigt.analysis.stats import RETURN_STATISTICS
 from jaxnigt.analysis.verdicts import (
@@ -32,11 +48,15 @@ from jaxnigt.analysis.verdicts import (
     REFERENCE_AHEAD,
 )
 
+#: The table of :func:`compare_sequential` (``jaxnigt compare --sequential``).
+markdown = sequential_markdown
 STAGES = (5, 10, 20, 40)
 ALPHA = 0.10
 TIME_MARGIN = (0.8, 1.25)  # a ratio of times inside it is "equivalent"
 RETURN_MARGIN = 0.10  # a difference of returns within ± this fraction of the improvement
 EQUIVALENT, UNDECIDED = "equivalent within the margin", "undecided"
+NOT_DECISIVE = "not decisive"  # a look whose smallest attainable p is above its level
+TESTS = ("exact", "bootstrap")
 
 
 def look_level(looks: int, alpha: float = ALPHA) -> float:
@@ -150,6 +170,69 @@ def run_rule(
     }
 
 
+def run_exact_rule(
+    look_at: Callable[[int, float], dict[str, Any]],
+    *,
+    tie: float,
+    stages: Sequence[int] = STAGES,
+    alpha: float = ALPHA,
+    available: int | None = None,
+    p_min: Callable[[int], float] = looks_lib.paired_p_min,
+) -> dict[str, Any]:
+    """The rule over ``stages`` (module docstring): ``look_at(k, level)`` is
+    :func:`jaxnigt.analysis.looks.look` on the first ``k`` seeds; ``p_min(k)`` the smallest
+    p its test can give there.  Returns the outcome, the seeds used, every look made, the
+    decisive looks, and ``p`` / ``tost_p``: K × the smallest p of the decisive looks made (a
+    comparison's p for a family-wise correction; None before a decisive look)."""
+    decisive = looks_lib.decisive_stages(stages, alpha, p_min)
+    if not decisive:
+        raise AnalysisError(
+            f"no look at {list(stages)} seeds can reach its level (alpha {alpha}): add stages",
+            param="sequential",
+        )
+    per_look = alpha / len(decisive)
+    level = 1.0 - per_look
+    due = [k for k in stages if available is None or k <= available]
+    if not due:
+        raise AnalysisError(
+            f"{available} seeds: fewer than the first stage ({stages[0]})", param="sequential"
+        )
+    made = []
+    for k in due:
+        one = look_at(k, level)
+        if k not in decisive:
+            result = NOT_DECISIVE
+        elif one["p"] <= per_look:
+            result = REFERENCE_AHEAD if one["interval"]["estimate"] > tie else BASELINE_AHEAD
+        elif one.get("tost_p") is not None and one["tost_p"] <= per_look:
+            result = EQUIVALENT
+        else:
+            result = UNDECIDED
+        made.append({"seeds": k, **one, "outcome": result})
+        if result not in (UNDECIDED, NOT_DECISIVE):
+            break
+    last = made[-1]
+    outcome = UNDECIDED if last["outcome"] == NOT_DECISIVE else last["outcome"]
+    scaled = lambda key: (
+        min(1.0, len(decisive) * min(ps))
+        if (ps := [m[key] for m in made if m["seeds"] in decisive and m.get(key) is not None])
+        else None
+    )
+    return {
+        "outcome": outcome,
+        "seeds": last["seeds"],
+        "level": level,
+        "alpha": alpha,
+        "stages": list(stages),
+        "decisive": list(decisive),
+        "looks": made,
+        "open": outcome == UNDECIDED and last["seeds"] < stages[-1],
+        "p": scaled("p"),
+        "tost_p": scaled("tost_p"),
+        "test": last.get("test"),
+    }
+
+
 def rule_p_value(looks: Sequence[dict], planned: int) -> float | None:
     """A comparison's p-value for a family-wise correction: ``planned`` × the smallest
     p-value of the looks it made, at most 1 (Bonferroni over the planned looks, as the rule's
@@ -228,6 +311,9 @@ def compare_sequential(
     baselines: Sequence[str] | None = None,
     stages: Sequence[int] = STAGES,
     alpha: float = ALPHA,
+    test: str = "exact",
+    target: float | None = None,
+    improvement: float | None = None,
     **kw: Any,
 ) -> dict[str, Any]:
     """The rule for the reference against each baseline of ``run`` (its seeds in stages).
@@ -235,36 +321,60 @@ def compare_sequential(
     Args:
       run: a finished run, or seed blocks merged by :func:`merge_runs`.
       reference, statistic, claim, baselines: as for :func:`jaxnigt.analysis.compare`.
-      stages, alpha: the looks' planned seed counts (they set each look's level), the error
-        rate they share.
+      stages, alpha: the looks' planned seed counts, the error rate they share.
+      test: ``exact`` (the rule) or ``bootstrap`` (the fourth edition's; module docstring).
+      target: a time statistic's target fixed in advance (else each look pools its own).
+      improvement: ``R_best − R0`` fixed in advance, the scale of a return margin (else
+        each look's pooled one).
       kw: to :func:`jaxnigt.analysis.compare` (``reps``, ``seed``).
 
     Returns:
-      Per baseline, :func:`run_rule`'s result (every look) and the claim's verdict.
+      Per baseline, the rule's result (every look) and the claim's verdict.
     """
-    looks = _Looks(run, reference, statistic, claim, baselines, kw)
-    level = look_level(len(stages), alpha)
+    if test not in TESTS:
+        raise AnalysisError(f"got {test!r}; expected one of {TESTS}", param="test")
+    looks = _Looks(run, reference, statistic, claim, baselines, kw, target, improvement)
     available = min(len(m.seeds) for m in looks.methods.values())
     out = {}
     for b in looks.names:
-        result = run_rule(
-            functools.partial(looks.effect, b),
-            lambda k: looks.margin(k, level),
-            tie=1.0 if looks.ratio else 0.0,
-            stages=stages,
-            alpha=alpha,
-            available=available,
-        )
+        tie = 1.0 if looks.ratio else 0.0
+        if test == "exact":
+            paired = tuple(looks.methods[reference].seeds) == tuple(looks.methods[b].seeds)
+            result = run_exact_rule(
+                functools.partial(looks.exact, b),
+                tie=tie,
+                stages=stages,
+                alpha=alpha,
+                available=available,
+                p_min=looks_lib.paired_p_min if paired else looks_lib.independent_p_min,
+            )
+        else:
+            level = look_level(len(stages), alpha)
+            result = run_rule(
+                functools.partial(looks.effect, b),
+                lambda k, level=level: looks.margin(k, level),
+                tie=tie,
+                stages=stages,
+                alpha=alpha,
+                available=available,
+            )
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
-    return {"reference": reference, "statistic": statistic, "claim": claim, "comparisons": out}
+    return {
+        "reference": reference,
+        "statistic": statistic,
+        "claim": claim,
+        "test": test,
+        "target": target,
+        "comparisons": out,
+    }
 
 
 class _Looks:
     """:func:`compare_sequential`'s looks at a run: each ``(seeds, level)`` compared once."""
 
-    def __init__(self, run: Run, reference, statistic, claim, baselines, kw):
+    def __init__(self, run: Run, reference, statistic, claim, baselines, kw, target, improve):
         self.run, self.reference, self.statistic = run, reference, statistic
-        self.claim, self.kw = claim, kw
+        self.claim, self.kw, self.target, self.improvement = claim, kw, target, improve
         self.methods = run.algorithms()
         self.names = (
             [a for a in self.methods if a != reference] if baselines is None else list(baselines)
@@ -284,48 +394,57 @@ class _Looks:
                 claim=self.claim,
                 baselines=self.names,
                 level=level,
+                target=self.target,
                 **self.kw,
             )
         return self.done[k, level]
 
-    def effect(self, baseline: str, k: int, level: float) -> dict:
-        """A ratio of times: compare's percentile bootstrap (paired when the methods ran the
-        same seeds; checked by :func:`simulate`); a difference of returns:
-        :func:`difference_interval` (paired t, else Welch)."""
+    def exact(self, baseline: str, k: int, level: float) -> dict:
+        """The rule's look at ``k`` seeds: :func:`jaxnigt.analysis.looks.look` with the
+        margin, the target fixed or pooled over the look's own seeds."""
+        from jaxnigt.analysis.stats import fraction
+
+        a = self(k, level)
+        ref, other = (first_seeds(self.methods[m], k) for m in (self.reference, baseline))
+        paired = tuple(ref.seeds) == tuple(other.seeds)
+        budget = self.run.budget
         if self.ratio:
-            return self(k, level)["comparisons"][baseline]["effect"]
+            t = a["targets"][str(fraction(self.statistic))]
+            values = [m.statistic("time", budget, t) for m in (ref, other)]
+            kind, margin = looks_lib.TIME, TIME_MARGIN
+        else:
+            values = [m.statistic(self.statistic, budget) for m in (ref, other)]
+            kind, margin = looks_lib.RETURN, self.margin(k, level)
+        one = looks_lib.look(
+            kind, *values, paired=paired, level=level, margin=margin, budget=budget
+        )
+        if self.ratio:
+            one["target"] = t
+        return one
+
+    def effect(self, baseline: str, k: int, level: float) -> dict:
+        """The fourth edition's look: a ratio of times by compare's percentile bootstrap of
+        the median times; a difference of returns by :func:`difference_interval`."""
+        from jaxnigt.analysis.verdicts import interval, time_ratio
+
         ref, other = (first_seeds(self.methods[a], k) for a in (self.reference, baseline))
         same = tuple(ref.seeds) == tuple(other.seeds)
+        if self.ratio:
+            from jaxnigt.analysis.stats import fraction
+
+            t = self(k, level)["targets"][str(fraction(self.statistic))]
+            values = [m.statistic("time", self.run.budget, t) for m in (ref, other)]
+            kw = {k_: v for k_, v in self.kw.items() if k_ in ("reps", "seed")}
+            return interval(time_ratio, *values, tie=1.0, level=level, paired=same, **kw)
         values = [m.statistic(self.statistic, self.run.budget) for m in (ref, other)]
         return difference_interval(*values, level, paired=same)
 
     def margin(self, k: int, level: float) -> tuple[float, float]:
         if self.ratio:
             return TIME_MARGIN
-        a = self(k, level)
-        width = RETURN_MARGIN * abs(a["best_second_half_median"] - a["initial_median_return"])
+        if self.improvement is not None:
+            width = RETURN_MARGIN * abs(self.improvement)
+        else:
+            a = self(k, level)
+            width = RETURN_MARGIN * abs(a["best_second_half_median"] - a["initial_median_return"])
         return (-width, width)
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The table of :func:`compare_sequential`: per baseline, each look and the verdict."""
-    from jaxnigt.analysis.report_text import fmt
-
-    rows = [
-        f"**{result['reference']}** by `{result['statistic']}` (claim {result['claim']}), "
-        "seeds added in stages",
-        "",
-        "| baseline | look (seeds) | interval | margin | outcome | verdict |",
-        "|---|---:|---|---|---|---|",
-    ]
-    for b, r in result["comparisons"].items():
-        for i, look in enumerate(r["looks"]):
-            verdict = f"**{r['verdict']}**" if i == len(r["looks"]) - 1 else ""
-            lo, hi = look["margin"]
-            rows.append(
-                f"| {b} | {look['seeds']} | {fmt(look['interval'])} "
-                f"| [{lo:.3g}, {hi:.3g}] | {look['outcome']} | {verdict} |"
-            )
-    level = next(iter(result["comparisons"].values()))["level"]
-    rows += ["", f"Each look at level {level:.4g} (Bonferroni over the looks)."]
-    return "\n".join(rows)
