@@ -305,7 +305,7 @@ STAGED_20, STAGED_40, SINGLE_20 = (5, 10, 20), (5, 10, 20, 40), (20,)
 
 def suite(small: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """The grid's ``(part, spec)`` pairs: nulls of times over spread × correlation ×
-    censoring × grid (looks to 20 seeds, 1,000 experiments each; to 40 seeds, 150 each, on
+    censoring × grid (looks to 20 seeds, 1,000 experiments each; to 40 seeds, 350 each, on
     the 2 % grid at spreads 0.5 and 1.3), the point-3 power (a single look at 20 seeds, and
     the staged rule to 20 and to 40) with the single look's null, equivalence at and beyond
     the margin's end, and return claims.  ``small``: the test suite's few regimes."""
@@ -327,24 +327,24 @@ def suite(small: bool = False) -> list[tuple[str, dict[str, Any]]]:
         reg = Regime(sigma, rho, censored, grid)
         out.append(("null", spec_of(1000, regime=reg, stages=STAGED_20)))
         if grid and sigma != 0.9:
-            out.append(("null", spec_of(150, regime=reg, stages=STAGED_40)))
+            out.append(("null", spec_of(350, regime=reg, stages=STAGED_40)))
     for censored in (0.3, 0.6):
         reg = POINT3._replace(censored=censored)
         if censored == 0.6:
             out += [("null", spec_of(1000, regime=reg, stages=STAGED_20)),
-                    ("null", spec_of(150, regime=reg, stages=STAGED_40))]  # fmt: skip
+                    ("null", spec_of(350, regime=reg, stages=STAGED_40))]  # fmt: skip
         out.append(("null", spec_of(4000, regime=reg, stages=SINGLE_20)))
-        for stages, n in ((SINGLE_20, 4000), (STAGED_20, 4000), (STAGED_40, 300)):
+        for stages, n in ((SINGLE_20, 4000), (STAGED_20, 4000), (STAGED_40, 500)):
             out.append(("power", spec_of(n, regime=reg, effect=SPEEDUP, stages=stages, seed=1)))
     for sigma, speedup in itertools.product((0.5, 1.3), (1.25, SPEEDUP)):
         spec = spec_of(1000, regime=Regime(sigma, 0.5), effect=speedup, stages=STAGED_20, seed=2)
         out.append(("equivalence", spec))
-    out.append(("equivalence", spec_of(150, regime=Regime(0.5, 0.5), effect=1.25,
+    out.append(("equivalence", spec_of(300, regime=Regime(0.5, 0.5), effect=1.25,
                                        stages=STAGED_40, seed=2)))  # fmt: skip
     for rho in (0.0, 0.5, 0.9):
         reg = Regime(1.0, rho)
         out += [("null", spec_of(2000, kind=r, regime=reg, stages=STAGED_20)),
-                ("null", spec_of(150, kind=r, regime=reg, stages=STAGED_40)),
+                ("null", spec_of(300, kind=r, regime=reg, stages=STAGED_40)),
                 ("equivalence", spec_of(1000, kind=r, regime=reg, effect=0.25,
                                         stages=STAGED_20, seed=2))]  # fmt: skip
     out.append(("power", spec_of(1000, kind=r, regime=Regime(1.0, 0.5), effect=0.8,
