@@ -438,11 +438,14 @@ def test_compare_command_prints_a_row_per_baseline_and_writes_files(tmp_path, ca
     )
     assert cli.main(["compare", str(d)]) == 0
     out = capsys.readouterr().out
-    table = [line for line in out.splitlines() if line.startswith("| ")][1:]
+    first = out.split("\n\n")[1]  # the comparisons' table (the Kaplan–Meier one follows)
+    table = [line for line in first.splitlines() if line.startswith("| ")][1:]
     assert [line.split(" | ")[0] for line in table] == ["| sync_nigt", "| afedpg"]
     assert "rennala_nigt ahead" in table[0] and "Verdict" in out and "confirmed" in out
     written = json.loads((d / "compare.json").read_text())
     assert written["verdict"] == "confirmed" and (d / "compare.md").is_file()
+    assert (d / "compare_kaplan_meier.png").stat().st_size > 0  # beside the table
+    assert "| rennala_nigt | 6 of 6 |" in out  # the seeds at the target, per method
     assert cli.main(["compare", str(d), "--statistic", "time_to_50"]) == 0
     assert json.loads((d / "compare.json").read_text())["statistic"] == "time_to_50"
 
@@ -572,7 +575,8 @@ def test_compare_prints_its_table_where_it_cannot_write_and_takes_out(
     for given in ("cmp", "cmp.json", "cmp.md"):
         assert cli.main(["compare", str(d), "--out", str(tmp_path / given)]) == 0
         said = capsys.readouterr().out.strip().splitlines()[-1]
-        assert said == f"[jaxnigt] wrote {tmp_path / 'cmp.json'} and {tmp_path / 'cmp.md'}"
+        km = tmp_path / "cmp_kaplan_meier.png"
+        assert said == f"[jaxnigt] wrote {tmp_path / 'cmp.json'}, {tmp_path / 'cmp.md'} and {km}"
         assert json.loads((tmp_path / "cmp.json").read_text())["reference"] == "rennala_nigt"
         assert (tmp_path / "cmp.md").read_text().startswith(out.strip().splitlines()[0])
 

@@ -127,6 +127,7 @@ def compare_markdown(result: Mapping[str, Any]) -> str:
     lines += ["", pairing_text(result)]
     lines += ["", f"Verdict ({ref} {claim}): **{verdict_text(result)}**"]
     lines += [f"\nWarning: {w}." for w in result.get("warnings", [])]
+    lines += kaplan_meier_text(result)
     why = stats.no_target_reason(result["initial_median_return"], result["best_second_half_median"])
     if why is not None:
         lines += ["", f"Note: {why}."]
@@ -203,6 +204,24 @@ def _speed_line(speed: Mapping[str, Any], budget: float) -> str:
     )
 
 
+def kaplan_meier_text(result: Mapping[str, Any]) -> list[str]:
+    """The Kaplan–Meier section of a comparison's Markdown: how many seeds of each method
+    reached the target, and when (none where the result has no curves)."""
+    from jaxnigt.analysis import survival
+
+    km = result.get("kaplan_meier")
+    if not km:
+        return []
+    return [
+        "",
+        f"Seeds at {km['fraction']:.0%} of the improvement (target {km['target']:.4g}; a seed "
+        "not there by the budget B is censored at B; the restricted mean is the area above "
+        "the Kaplan–Meier curve up to B):",
+        "",
+        survival.table(km["curves"]),
+    ]
+
+
 def sequential_markdown(result: Mapping[str, Any]) -> str:
     """The table of :func:`jaxnigt.analysis.sequential.compare_sequential`: per baseline,
     each look (its interval, p beside the smallest its seeds allow, the equivalence test's
@@ -226,6 +245,7 @@ def sequential_markdown(result: Mapping[str, Any]) -> str:
                 f"| [{lo:.3g}, {hi:.3g}] | {look['outcome']} | {verdict} |"
             )
     r = next(iter(result["comparisons"].values()))
+    rows += kaplan_meier_text(result)
     if r.get("decisive") is not None:
         k = len(r["decisive"])
         rows += [

@@ -359,6 +359,7 @@ def compare_sequential(
                 available=available,
             )
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
+    widest = looks.done[max(looks.done)] if looks.done else {}
     return {
         "reference": reference,
         "statistic": statistic,
@@ -366,6 +367,7 @@ def compare_sequential(
         "test": test,
         "target": target,
         "comparisons": out,
+        "kaplan_meier": widest.get("kaplan_meier"),  # over the seeds of the last look
     }
 
 

@@ -58,6 +58,25 @@ def share_at(curve: Mapping[str, Any], t: float) -> float:
     return float(curve["reached"][max(idx, 0)])
 
 
+def table(curves: Mapping[str, Mapping[str, Any]]) -> str:
+    """The curves as Markdown: per method, the seeds at the target by the budget, the share
+    at a quarter, half and all of the budget, and the restricted mean time ``mean(min(T,
+    B))``."""
+    lines = [
+        "| method | seeds at the target by B | share at B/4 | at B/2 | at B | restricted mean "
+        "time min(T, B) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, c in curves.items():
+        b = c["budget"]
+        shares = " | ".join(f"{share_at(c, f * b):.2f}" for f in (0.25, 0.5, 1.0))
+        lines.append(
+            f"| {name} | {c['seeds'] - c['censored']} of {c['seeds']} | {shares} "
+            f"| {restricted_mean(c):.4g} |"
+        )
+    return "\n".join(lines)
+
+
 def restricted_mean(curve: Mapping[str, Any]) -> float:
     """``mean(min(T, B))`` from the curve: the area above it up to the budget."""
     time = np.append(np.asarray(curve["time"], np.float64), curve["budget"])
@@ -98,8 +117,13 @@ def plot(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
+    from jaxnigt.run.run_dir import atomic_write
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    fmt = path.suffix[1:].lower() or "png"
+    try:  # written whole or not at all, through a symlink, never over a device or a pipe
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt))
+    finally:
+        plt.close(fig)
     return path

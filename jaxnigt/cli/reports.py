@@ -67,16 +67,23 @@ def _add_compare_parser(sub) -> None:
 
     co = sub.add_parser(
         "compare",
-        help="a reference against every baseline of a run: effects, intervals, verdict",
-        description="Each effect's 90 % interval is a percentile bootstrap over seeds, printed "
-        "with its p-value. Methods that ran the same seeds are paired (seed s gives every "
-        "method the same initial policy and evaluation keys): each resample draws one set of "
-        "seeds for both; methods of other seeds are resampled independently; the output says "
-        "which. A seed that never reaches a target within the budget has time inf; where "
-        "neither method's majority reaches it the time ratio is 1, a tie. Each interval holds "
-        "for its own comparison: over many comparisons, adjust (Holm's step-down: "
-        "jaxnigt.analysis.verdicts.holm). A method evaluated more than 10 % of the "
-        "statistic's scale apart is warned about.",
+        help="a reference against every baseline of a run: effects, exact tests, verdict",
+        description="Decides each comparison with an exact randomization test of a tie: "
+        "methods that ran the same seeds are paired (seed s gives every method the same "
+        "initial policy and evaluation keys) and tested by flipping the sign of each seed's "
+        "difference (all 2^n patterns, exact up to 40 seeds); methods of other seeds by a "
+        "permutation test (exact or Monte Carlo with its standard error); the output says "
+        "which. A time statistic compares each seed's restricted time min(T, B): a seed that "
+        "never reaches the target within the budget B counts as B (the restricted mean "
+        "survival time), so it is never dropped. A side is ahead when p <= 1 - level; the "
+        "interval is the test inverted, so it excludes the tie exactly then. The smallest p "
+        "the test can give at the seeds run is printed beside p (paired: 2/2^n, 1/16 at 5 "
+        "seeds): no p below it is ever printed. --sequential splits 0.10 over the looks "
+        "whose smallest p can reach their share. Writes the JSON, the Markdown (with each "
+        "method's seeds at the target and restricted mean time) and a Kaplan-Meier plot "
+        "(<out>_kaplan_meier.png: the share of seeds at the target against simulated time). "
+        "Over many comparisons, adjust (Holm: jaxnigt.analysis.verdicts.holm). A method "
+        "evaluated more than 10 % of the statistic's scale apart is warned about.",
     )
     co.add_argument("run_dir", nargs="+", help="a finished run; several: seed blocks of one config")
     co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")
@@ -94,10 +101,18 @@ def _add_compare_parser(sub) -> None:
         help="ahead: the reference beats every baseline; tie: they equal it",
     )
     co.add_argument(
+        "--target",
+        type=float,
+        metavar="R",
+        help="a time statistic's target return, fixed in advance from runs the comparison "
+        "does not test (e.g. tuning seeds); default: pooled over every method of the run",
+    )
+    co.add_argument(
         "--sequential",
         metavar="5,10,20,40",
-        help="decide each comparison by looks at these seed counts, each at "
-        "level 1 - 0.10/looks, with equivalence margins",
+        help="decide each comparison by looks at these seed counts: 0.10 split over the "
+        "looks whose smallest attainable p reaches their share, equivalence by two "
+        "one-sided tests of a margin",
     )
     co.add_argument(
         "--out",
@@ -196,6 +211,7 @@ def compare_command(args: argparse.Namespace) -> int:
         if problem := _check_baselines(run, baselines, args.reference):
             return error(problem)
         kw = dict(statistic=args.statistic, baselines=baselines, claim=args.claim)
+        kw["target"] = args.target
         if args.sequential:
             stages = analysis.sequential.parse_stages(args.sequential)
             result = analysis.sequential.compare_sequential(
@@ -214,7 +230,18 @@ def compare_command(args: argparse.Namespace) -> int:
     except OSError as e:
         hint = "; pass --out FILE to write them elsewhere" if args.out is None else ""
         return error(f"cannot write the comparison: {describe(e)}{hint}")
-    print(f"[jaxnigt] wrote {json_out} and {md_out}")
+    km = result.get("kaplan_meier")
+    if km:
+        from jaxnigt.analysis import survival
+
+        km_out = json_out.with_name(f"{json_out.stem}_kaplan_meier.png")
+        try:
+            survival.plot(km["curves"], km_out, target=km["target"])
+        except OSError as e:
+            return error(f"cannot write the Kaplan-Meier plot: {describe(e)}")
+        print(f"[jaxnigt] wrote {json_out}, {md_out} and {km_out}")
+    else:
+        print(f"[jaxnigt] wrote {json_out} and {md_out}")
     return 0
 
 
