@@ -200,6 +200,23 @@ def test_plan_and_sweep_plan_the_configs_sweep_section_with_the_over_axes(tmp_pa
     ]
 
 
+def test_plan_of_a_config_with_a_sweep_section_plans_its_points(tmp_path, capsys):
+    """Without --over, ``plan`` plans the config's sweep: section as ``sweep`` would run it
+    (the bundled n_scaling_cpu: 4 points of n), not the base point with a warning."""
+    argv = ["plan", "sweeps/n_scaling_cpu", "--set", "algorithms=[rennala_nigt]", "--seeds", "1"]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "sweep:" not in err and "own point" not in err, err
+    assert "4 points; 1 programs" in out, out
+    assert all(f"cluster.n={n}" in out for n in (10, 30, 100, 300)), out
+    # the same text as plan --over gives for the same points
+    cfg = tmp_path / "s.yaml"
+    text = config_lib.bundled.find("sweeps/n_scaling_cpu").read_text()
+    cfg.write_text(text.split("sweep:")[0])
+    assert cli.main([*argv[:1], str(cfg), *argv[2:], "--over", "cluster.n=10,30,100,300"]) == 0
+    assert capsys.readouterr().out == out
+
+
 @pytest.mark.parametrize("command", ["plan", "sweep"])
 def test_an_axis_that_cannot_change_an_algorithms_runs_is_refused(tmp_path, capsys, command):
     # The demo's per_algorithm sets Rennala NIGT's M: hparams.M would run it alike thrice.

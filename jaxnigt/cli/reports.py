@@ -32,7 +32,8 @@ def add_parsers(sub) -> None:
         "--over",
         action="append",
         metavar="KEY=V1,V2,...",
-        help="plan the sweep over these values (as jaxnigt sweep): its programs, their runs, "
+        help="plan the sweep over these values (as jaxnigt sweep, with the config's sweep: "
+        "section, which alone makes plan plan a sweep): its programs, their runs, "
         "trajectories per step and memory",
     )
     add_padding_flags(pl)
@@ -250,9 +251,10 @@ def plan_command(args: argparse.Namespace) -> int:
     from jaxnigt.run import plan, sizing
 
     overrides = list(args.set or []) + ([f"seeds={args.seeds}"] if args.seeds is not None else [])
-    if args.over:
-        return _plan_sweep(args, overrides)
     try:
+        raw = config_lib.read(args.config)
+        if args.over or "sweep" in raw:  # planned as `jaxnigt sweep` would run it
+            return _plan_sweep(args, raw, overrides)
         cfg = config_lib.load(args.config, overrides)
     except config_lib.ConfigError as e:
         return error(flagged(e))
@@ -268,8 +270,10 @@ def plan_command(args: argparse.Namespace) -> int:
     return EXIT_USAGE if problems else 0
 
 
-def _plan_sweep(args: argparse.Namespace, overrides: list[str]) -> int:
-    """``jaxnigt plan --over ...``: the programs ``jaxnigt sweep`` would compile."""
+def _plan_sweep(args: argparse.Namespace, raw: dict, overrides: list[str]) -> int:
+    """``jaxnigt plan --over ...``, or of a config with a ``sweep:`` section: the points
+    ``jaxnigt sweep`` would run (:func:`jaxnigt.studies.sweep.sweep_points`) and the
+    programs it would compile for them."""
     from jaxnigt import config as config_lib
     from jaxnigt.cli.grids import parse_over
     from jaxnigt.studies import sweep, sweep_programs
@@ -277,9 +281,8 @@ def _plan_sweep(args: argparse.Namespace, overrides: list[str]) -> int:
     if args.max_padding is not None and not args.max_padding >= 1:
         return error(f"--max-padding: got {args.max_padding:g}; expected a number >= 1")
     try:
-        raw = config_lib.read(args.config)
-        config_lib.apply_overrides(raw, overrides)
-        points = sweep.sweep_points(raw, parse_over(args.over), overrides)
+        config_lib.apply_overrides(raw, overrides)  # a malformed --set, named as such
+        points = sweep.sweep_points(raw, parse_over(args.over or []), overrides)
     except (sweep.SweepError, config_lib.ConfigError) as e:
         return error(flagged(e))
     announce(args)
