@@ -251,3 +251,24 @@ def test_a_point_directory_is_one_path_component_whatever_the_values(tmp_path, m
         "cluster.power=trace:sub%252Fdown.csv",
         "cluster.power=constant",
     ]
+
+
+def test_a_relative_trace_the_command_line_sweeps_is_the_working_directorys(tmp_path, monkeypatch):
+    """--over cluster.power=trace:REL (and --set's) is read from the working directory and
+    each point's config records it absolute, as ``jaxnigt run --set`` does; a config file's
+    sweep: values are its folder's; the point's name keeps the value as given."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for where in ("down.csv", "sub/down.csv"):
+        (tmp_path / where).write_text("worker,start,speed\n1,0,1\n2,0,1\n")
+    here, beside = f"trace:{tmp_path / 'down.csv'}", f"trace:{tmp_path / 'sub' / 'down.csv'}"
+    raw = yaml.safe_load(BASE.split("sweep:")[0])
+    points = sweep.sweep_points(raw, {"cluster.power": ["trace:down.csv", "constant"]})
+    assert [p.config.cluster.power for p in points] == [here, "constant"]
+    assert points[0].name == "cluster.power=trace:down.csv"
+    points = sweep.sweep_points(raw, {"cluster.n": [2, 3]}, ["cluster.power=trace:down.csv"])
+    assert {p.config.cluster.power for p in points} == {here}
+    cfg = tmp_path / "sub" / "s.yaml"
+    cfg.write_text(BASE.split("sweep:")[0] + "sweep:\n  over: {cluster.power: [trace:down.csv]}\n")
+    (point,) = sweep.sweep_points(config_lib.read(cfg), {})
+    assert point.config.cluster.power == beside

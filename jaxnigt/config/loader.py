@@ -88,9 +88,11 @@ TRACE_PATH_RULE = (
 )
 
 
-def _trace_in(raw: dict[str, Any], folder: str | Path) -> dict[str, Any]:
+def trace_paths_in(raw: dict[str, Any], folder: str | Path) -> dict[str, Any]:
     """``raw`` with the relative trace paths it gives (``cluster.power`` and a ``sweep:``
-    section's ``cluster.power`` values) made absolute in ``folder``."""
+    section's ``cluster.power`` values) made absolute in ``folder``: a config file's folder
+    (:func:`read`), the working directory for the command line's (:func:`load`, and each
+    sweep point's ``--set`` and ``--over`` values: :func:`jaxnigt.studies.sweep.sweep_points`)."""
     cluster = raw.get("cluster")
     if isinstance(cluster, Mapping) and "power" in cluster:
         raw["cluster"] = {**cluster, "power": power_sources.in_folder(cluster["power"], folder)}
@@ -302,7 +304,7 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     over = sweep_over(raw)
     raw = {k: v for k, v in raw.items() if k != "sweep"}
     # a trace path --set gives is the working directory's: recorded absolute, as the file's
-    cfg = from_dict(_trace_in(apply_overrides(raw, overrides), Path.cwd()))
+    cfg = from_dict(trace_paths_in(apply_overrides(raw, overrides), Path.cwd()))
     warn(raw, cfg, overrides)
     if over:
         import warnings
@@ -365,4 +367,4 @@ def read(path: str | Path) -> dict[str, Any]:
             f"config: {str(path)!r} sets nothing (empty, or comments only); start from a "
             "bundled config (`jaxnigt list` names them, e.g. demo)"
         )
-    return _trace_in(raw, Path(path).parent)
+    return trace_paths_in(raw, Path(path).parent)

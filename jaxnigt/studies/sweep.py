@@ -111,8 +111,10 @@ def sweep_points(
 ) -> list[Point]:
     """Every point of the grid of :func:`grid_axes` (the config's ``sweep:`` section and
     ``axes``, dotted key -> values) over the config ``raw`` with the overrides ``sets``,
-    each with its validated config.  ``jaxnigt sweep`` and ``jaxnigt plan --over`` both
-    build their points here.
+    each with its validated config.  ``jaxnigt sweep`` and ``jaxnigt plan`` both build their
+    points here.  A relative ``trace:FILE`` that ``sets`` or ``axes`` gives is read from the
+    working directory, as ``--set``'s is by ``jaxnigt run``, and the point's config records
+    it absolute (its name keeps the value as given).
 
     Raises:
       SweepError: no axis, a bad key or value, or two points that would run one algorithm's
@@ -126,7 +128,12 @@ def sweep_points(
         values = dict(zip(axes, combo, strict=True))
         overrides = [*sets, *(f"{k}={json.dumps(v)}" for k, v in values.items())]
         try:
-            cfg = config_lib.from_dict(config_lib.apply_overrides(base, overrides))
+            # a trace path the command line gives (--set, --over) is the working directory's,
+            # recorded absolute (as jaxnigt run's --set; the file's are its folder's already)
+            here = config_lib.trace_paths_in(
+                config_lib.apply_overrides(base, overrides), Path.cwd()
+            )
+            cfg = config_lib.from_dict(here)
         except config_lib.ConfigError as e:
             where = ", ".join(f"{k}={_text(v)}" for k, v in values.items())
             raise SweepError(f"sweep point {where}: {e}") from None
