@@ -191,7 +191,11 @@ def _chosen_line(result: Mapping[str, Any], names: list[str]) -> str:
 
 
 def _speed_line(speed: Mapping[str, Any], budget: float) -> str:
-    """The winners' per-seed times to the target (the report's ``speed``)."""
+    """The winners' per-seed times to the target (the report's ``speed``), or, where no
+    target exists (``no_target``: the returns ended at or below their start), why."""
+    if speed.get("no_target"):
+        fraction = speed["target"]["fraction"]
+        return f"winners' times to {fraction:.0%} of the improvement: none, {speed['no_target']}"
     times = "; ".join(
         f"{a} " + ", ".join("never" if math.isinf(t) else f"{t:,.0f}" for t in ts)
         for a, ts in speed["times"].items()
