@@ -245,6 +245,19 @@ def _pooled_targets(methods: dict[str, Method], budget: float, fractions):
     return initial, levels, tg
 
 
+def _targets(methods, budget: float, fractions, statistic: str, target: float | None):
+    """:func:`_pooled_targets` over ``fractions`` and the statistic's own, that one replaced
+    by ``target`` when it is fixed in advance."""
+    if statistic not in RETURN_STATISTICS:
+        fractions = sorted({*fractions, fraction(statistic)})
+    initial, levels, tg = _pooled_targets(methods, budget, fractions)
+    if target is not None:
+        if statistic in RETURN_STATISTICS:
+            raise AnalysisError("a target is for a time statistic", param="target")
+        tg = {**tg, fraction(statistic): float(target)}
+    return initial, levels, tg
+
+
 def _pool(initial: np.ndarray, levels: dict, tg: dict) -> dict[str, Any]:
     """The pooled start, best level, their ratio to the seeds' spread, and the targets."""
     return {
@@ -270,20 +283,17 @@ def compare(
 ) -> dict[str, Any]:
     """The reference against every baseline of a run (grid point 0 of each algorithm).
 
-    Per baseline: the effect of ``statistic`` with its interval, p-value, :func:`outcome` and
-    the seeds a tie would need, and second views (average-return difference, time ratios);
-    then the claim's :func:`verdict`.  Targets pool every method (:func:`targets`); methods of
-    the same seeds are resampled as pairs (:func:`paired`); ``warnings`` name methods
-    evaluated too sparsely for the statistic (:data:`GAP_WARNING`).
+    Per baseline: the exact test of ``statistic`` (module docstring), its effect, inverted
+    interval and outcome, and second views; then the claim's :func:`verdict`.  Targets pool
+    every method (:func:`targets`) unless ``target`` fixes one; the same seeds are paired
+    (:func:`paired`); ``warnings`` name methods evaluated too sparsely (:data:`GAP_WARNING`).
 
     Args:
       run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
         of :data:`STATISTICS`; baselines: default every other method.
       claim: ``ahead`` or ``tie``; fractions: of the improvement, the times reported;
-      level: the test's level (a side is ahead when p <= 1 − level) and the intervals';
-        reps, seed: the second views' bootstrap.
-      target: a time statistic's target fixed in advance (from runs the comparison does not
-        test, e.g. tuning seeds) instead of pooled from this run's seeds.
+      level: a side is ahead when p <= 1 − level; reps, seed: the second views' bootstrap.
+      target: a time statistic's target fixed in advance (e.g. from tuning seeds).
 
     Returns:
       A JSON-able dict: targets, methods, comparisons (effect, interval, outcome), verdict.
@@ -294,13 +304,7 @@ def compare(
     """
     methods, baselines = _check_compare(run, reference, statistic, baselines)
     budget = run.budget
-    if statistic not in RETURN_STATISTICS:
-        fractions = sorted({*fractions, fraction(statistic)})
-    initial, levels, tg = _pooled_targets(methods, budget, fractions)
-    if target is not None:
-        if statistic in RETURN_STATISTICS:
-            raise AnalysisError("a target is for a time statistic", param="target")
-        tg = {**tg, fraction(statistic): float(target)}
+    initial, levels, tg = _targets(methods, budget, fractions, statistic, target)
     kw = {"level": level, "reps": reps, "seed": seed}
     ref = methods[reference]
     rows = {b: _comparison(ref, methods[b], budget, tg, statistic, kw) for b in baselines}

@@ -80,10 +80,10 @@ def independent_p_min(k: int) -> float:
     return min(1.0, 2.0 / math.comb(2 * k, k))
 
 
-def _bootstrap_ratio(x: np.ndarray, y: np.ndarray, level: float, paired: bool) -> dict:
+def _bootstrap_ratio(x, y, level: float, paired: bool, seed: int = 0) -> dict:
     """The ratio of means ``mean(y) / mean(x)`` with a percentile bootstrap interval
-    (:data:`BOOTSTRAP_REPS` resamples from ``default_rng(0)``; paired: one index set)."""
-    rng = np.random.default_rng(0)
+    (:data:`BOOTSTRAP_REPS` resamples from ``default_rng(seed)``; paired: one index set)."""
+    rng = np.random.default_rng(seed)
     ix = rng.integers(0, x.size, (BOOTSTRAP_REPS, x.size))
     iy = ix if paired else rng.integers(0, y.size, (BOOTSTRAP_REPS, y.size))
     draws = y[iy].mean(axis=1) / x[ix].mean(axis=1)
@@ -101,6 +101,7 @@ def look(
     margin: tuple[float, float] | None = None,
     budget: float | None = None,
     intervals: bool = True,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """One look (module docstring).
 
@@ -113,6 +114,8 @@ def look(
       margin: an equivalence margin (a ratio range for times, a difference range for
         returns), or None for no equivalence test.
       intervals: False skips the inverted intervals (a simulation's looks need only p).
+      seed: of the bootstrap second view and of a Monte Carlo p (beyond 40 paired seeds);
+        an exact test draws nothing.
 
     Returns:
       ``interval`` (estimate, low, high: RMST ratio or mean difference), ``p`` and the test
@@ -120,44 +123,51 @@ def look(
       times ``rmst`` (each side), ``rmst_difference``, ``bootstrap`` (the RMST ratio's
       percentile interval), ``median_ratio``, ``reached`` (seeds at the target, each side).
     """
-    alpha = 1.0 - level
-    if kind == TIME:
-        if budget is None:
-            raise ValueError("a time look needs the budget")
-        x, y = restricted(reference, budget), restricted(baseline, budget)
-        test = randomization.difference_test(y, x, paired=paired, level=alpha)
-        out: dict[str, Any] = {"kind": TIME, **_test_fields(test)}
-        out["rmst"] = {"reference": float(x.mean()), "baseline": float(y.mean())}
-        out["reached"] = {
-            "reference": int(np.sum(np.asarray(reference) <= budget)),
-            "baseline": int(np.sum(np.asarray(baseline) <= budget)),
-            "seeds": int(x.size),
-        }
-        out["median_ratio"] = median_ratio(np.asarray(reference), np.asarray(baseline))
-        test_at = lambda c, alt: randomization.ratio_test(x, y, c, paired=paired, alternative=alt)
-        if intervals:
-            out["interval"] = randomization.ratio_interval(x, y, level, paired=paired)
-            out["rmst_difference"] = randomization.shift_interval(y, x, level, paired=paired)
-            out["bootstrap"] = _bootstrap_ratio(x, y, level, paired)
-        else:
-            out["interval"] = {"estimate": float(y.mean() / x.mean())}
-    elif kind == RETURN:
-        x, y = np.asarray(reference, np.float64), np.asarray(baseline, np.float64)
-        test = randomization.difference_test(x, y, paired=paired, level=alpha)
-        out = {"kind": RETURN, **_test_fields(test)}
-        test_at = lambda d, alt: randomization.difference_test(
-            x, y, paired=paired, shift=d, alternative=alt
-        )
-        if intervals:
-            out["interval"] = randomization.shift_interval(x, y, level, paired=paired)
-        else:
-            out["interval"] = {"estimate": float(x.mean() - y.mean())}
-    else:
+    if kind not in (TIME, RETURN):
         raise ValueError(f"kind: got {kind!r}; expected {TIME!r} or {RETURN!r}")
+    if kind == TIME and budget is None:
+        raise ValueError("a time look needs the budget")
+    args = (reference, baseline, paired, level, budget, intervals, seed)
+    out, test_at = _time_look(*args) if kind == TIME else _return_look(*args)
     out["interval"]["p"] = out["p"]
     out["tost_p"] = None if margin is None else randomization.tost(test_at, margin)["p"]
     out["margin"] = None if margin is None else list(margin)
     return out
+
+
+def _time_look(reference, baseline, paired, level, budget, intervals, seed):
+    """:func:`look` of restricted times: its fields and the test of a ratio, for TOST."""
+    x, y = restricted(reference, budget), restricted(baseline, budget)
+    test = randomization.difference_test(y, x, paired=paired, level=1.0 - level, seed=seed)
+    out: dict[str, Any] = {"kind": TIME, **_test_fields(test)}
+    out["rmst"] = {"reference": float(x.mean()), "baseline": float(y.mean())}
+    out["reached"] = {
+        "reference": int(np.sum(np.asarray(reference) <= budget)),
+        "baseline": int(np.sum(np.asarray(baseline) <= budget)),
+        "seeds": int(x.size),
+    }
+    out["median_ratio"] = median_ratio(np.asarray(reference), np.asarray(baseline))
+    if intervals:
+        out["interval"] = randomization.ratio_interval(x, y, level, paired=paired)
+        out["rmst_difference"] = randomization.shift_interval(y, x, level, paired=paired)
+        out["bootstrap"] = _bootstrap_ratio(x, y, level, paired, seed)
+    else:
+        out["interval"] = {"estimate": float(y.mean() / x.mean())}
+    return out, lambda c, alt: randomization.ratio_test(x, y, c, paired=paired, alternative=alt)
+
+
+def _return_look(reference, baseline, paired, level, budget, intervals, seed):
+    """:func:`look` of returns: its fields and the test of a shift, for TOST."""
+    x, y = np.asarray(reference, np.float64), np.asarray(baseline, np.float64)
+    test = randomization.difference_test(x, y, paired=paired, level=1.0 - level, seed=seed)
+    out: dict[str, Any] = {"kind": RETURN, **_test_fields(test)}
+    if intervals:
+        out["interval"] = randomization.shift_interval(x, y, level, paired=paired)
+    else:
+        out["interval"] = {"estimate": float(x.mean() - y.mean())}
+    return out, lambda d, alt: randomization.difference_test(
+        x, y, paired=paired, shift=d, alternative=alt
+    )
 
 
 def _test_fields(test: dict[str, Any]) -> dict[str, Any]:

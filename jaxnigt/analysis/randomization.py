@@ -248,7 +248,7 @@ def _invert(p_at: Callable[[float], float], alpha: float, est: float, far: float
 
 
 def shift_interval(
-    a: np.ndarray, b: np.ndarray, level: float, *, paired: bool, iters: int = 40
+    a: np.ndarray, b: np.ndarray, level: float, *, paired: bool, iters: int = 30
 ) -> dict[str, float]:
     """``mean(a) − mean(b)`` with the interval of the shifts the two-sided test does not
     reject at ``1 − level`` (±inf where no finite shift is rejected)."""
@@ -268,7 +268,7 @@ def shift_interval(
 
 
 def ratio_interval(
-    x: np.ndarray, y: np.ndarray, level: float, *, paired: bool, iters: int = 40
+    x: np.ndarray, y: np.ndarray, level: float, *, paired: bool, iters: int = 30
 ) -> dict[str, float]:
     """``mean(y) / mean(x)`` (x, y > 0) with the interval of the ratios the two-sided test
     does not reject at ``1 − level``, found on the log scale (0 or inf where unbounded)."""

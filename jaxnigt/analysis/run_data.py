@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +257,49 @@ def check_seed_blocks(runs: list[Run]) -> None:
                 f"{runs[0].config.cluster.power.removeprefix('trace:')!r} (sha256 {mine[:16]} "
                 f"and {theirs[:16]}, as their trace.sha256 records)"
             )
+
+
+def first_seeds(method: Method, k: int) -> Method:
+    """``method`` restricted to its first ``k`` seeds (in seed order)."""
+    if k > len(method.seeds):
+        raise AnalysisError(f"{method.name} has {len(method.seeds)} seeds; a look needs {k}")
+    pick = lambda xs: tuple(xs[:k])
+    return dataclasses.replace(
+        method,
+        seeds=pick(method.seeds),
+        curves=pick(method.curves),
+        per_type={t: pick(c) for t, c in method.per_type.items()},
+        updates=method.updates[:k],
+        env_steps=method.env_steps[:k],
+        end_time=method.end_time[:k],
+        diverged=tuple(s for s in method.diverged if s in method.seeds[:k]),
+    )
+
+
+def merge_runs(runs: Sequence[Run]) -> Run:
+    """Runs of one config over disjoint seed blocks (``first_seed``) as one run: each method's
+    seeds in order.  Raises AnalysisError when the blocks' methods or budgets differ, or a
+    seed is in two blocks."""
+    first = runs[0]
+    if any(r.budget != first.budget or set(r.methods) != set(first.methods) for r in runs):
+        raise AnalysisError("the runs to merge differ in budget or methods")
+    methods = {}
+    for name, m in first.methods.items():
+        parts = [r.methods[name] for r in runs]
+        seeds = [s for p in parts for s in p.seeds]
+        if len(set(seeds)) != len(seeds):
+            raise AnalysisError(f"{name}: a seed is in two of the runs to merge")
+        order = np.argsort(seeds, kind="stable")
+        cat = lambda f: tuple(np.asarray([x for p in parts for x in f(p)], object)[order])
+        arr = lambda f: np.concatenate([f(p) for p in parts])[order]
+        methods[name] = dataclasses.replace(
+            m,
+            seeds=tuple(int(s) for s in np.asarray(seeds)[order]),
+            curves=cat(lambda p: p.curves),
+            per_type={t: cat(lambda p, t=t: p.per_type[t]) for t in m.per_type},
+            updates=arr(lambda p: p.updates),
+            env_steps=arr(lambda p: p.env_steps),
+            end_time=arr(lambda p: p.end_time),
+            diverged=tuple(sorted(s for p in parts for s in p.diverged)),
+        )
+    return dataclasses.replace(first, methods=methods)

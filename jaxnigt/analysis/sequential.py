@@ -41,7 +41,8 @@ import numpy as np
 
 from jaxnigt.analysis import looks as looks_lib
 from jaxnigt.analysis.report_text import sequential_markdown
-from jaxnigt.analysis.run_data import AnalysisError, Method, Run
+from jaxnigt.analysis.run_data import AnalysisError, Run, first_seeds
+from jaxnigt.analysis.run_data import merge_runs as merge_runs  # where seed blocks are merged
 from jaxnigt.analysis.stats import RETURN_STATISTICS
 from jaxnigt.analysis.verdicts import (
     BASELINE_AHEAD,
@@ -170,6 +171,16 @@ def run_rule(
     }
 
 
+def exact_outcome(one: dict[str, Any], tie: float, per_look: float) -> str:
+    """A decisive look's outcome: the side of the estimate when ``p <= per_look``, else
+    :data:`EQUIVALENT` when the TOST p is, else :data:`UNDECIDED`."""
+    if one["p"] <= per_look:
+        return REFERENCE_AHEAD if one["interval"]["estimate"] > tie else BASELINE_AHEAD
+    if one.get("tost_p") is not None and one["tost_p"] <= per_look:
+        return EQUIVALENT
+    return UNDECIDED
+
+
 def run_exact_rule(
     look_at: Callable[[int, float], dict[str, Any]],
     *,
@@ -200,14 +211,7 @@ def run_exact_rule(
     made = []
     for k in due:
         one = look_at(k, level)
-        if k not in decisive:
-            result = NOT_DECISIVE
-        elif one["p"] <= per_look:
-            result = REFERENCE_AHEAD if one["interval"]["estimate"] > tie else BASELINE_AHEAD
-        elif one.get("tost_p") is not None and one["tost_p"] <= per_look:
-            result = EQUIVALENT
-        else:
-            result = UNDECIDED
+        result = exact_outcome(one, tie, per_look) if k in decisive else NOT_DECISIVE
         made.append({"seeds": k, **one, "outcome": result})
         if result not in (UNDECIDED, NOT_DECISIVE):
             break
@@ -256,52 +260,6 @@ def claim_verdict(kind: str, result: dict[str, Any]) -> str:
     return {REFERENCE_AHEAD: "confirmed", BASELINE_AHEAD: "refuted"}.get(o, EQUIVALENT)
 
 
-def first_seeds(method: Method, k: int) -> Method:
-    """``method`` restricted to its first ``k`` seeds (in seed order)."""
-    if k > len(method.seeds):
-        raise AnalysisError(f"{method.name} has {len(method.seeds)} seeds; a look needs {k}")
-    pick = lambda xs: tuple(xs[:k])
-    return dataclasses.replace(
-        method,
-        seeds=pick(method.seeds),
-        curves=pick(method.curves),
-        per_type={t: pick(c) for t, c in method.per_type.items()},
-        updates=method.updates[:k],
-        env_steps=method.env_steps[:k],
-        end_time=method.end_time[:k],
-        diverged=tuple(s for s in method.diverged if s in method.seeds[:k]),
-    )
-
-
-def merge_runs(runs: Sequence[Run]) -> Run:
-    """Runs of one config over disjoint seed blocks (``first_seed``) as one run: each method's
-    seeds in order.  Raises AnalysisError when the blocks' methods or budgets differ, or a
-    seed is in two blocks."""
-    first = runs[0]
-    if any(r.budget != first.budget or set(r.methods) != set(first.methods) for r in runs):
-        raise AnalysisError("the runs to merge differ in budget or methods")
-    methods = {}
-    for name, m in first.methods.items():
-        parts = [r.methods[name] for r in runs]
-        seeds = [s for p in parts for s in p.seeds]
-        if len(set(seeds)) != len(seeds):
-            raise AnalysisError(f"{name}: a seed is in two of the runs to merge")
-        order = np.argsort(seeds, kind="stable")
-        cat = lambda f: tuple(np.asarray([x for p in parts for x in f(p)], object)[order])
-        arr = lambda f: np.concatenate([f(p) for p in parts])[order]
-        methods[name] = dataclasses.replace(
-            m,
-            seeds=tuple(int(s) for s in np.asarray(seeds)[order]),
-            curves=cat(lambda p: p.curves),
-            per_type={t: cat(lambda p, t=t: p.per_type[t]) for t in m.per_type},
-            updates=arr(lambda p: p.updates),
-            env_steps=arr(lambda p: p.env_steps),
-            end_time=arr(lambda p: p.end_time),
-            diverged=tuple(sorted(s for p in parts for s in p.diverged)),
-        )
-    return dataclasses.replace(first, methods=methods)
-
-
 def compare_sequential(
     run: Run,
     reference: str,
@@ -330,6 +288,10 @@ def compare_sequential(
 
     Returns:
       Per baseline, the rule's result (every look) and the claim's verdict.
+
+    Raises:
+      AnalysisError: an unknown ``test``, fewer seeds than the first stage, or no look that
+        can reach its level (its ``param`` names which).
     """
     if test not in TESTS:
         raise AnalysisError(f"got {test!r}; expected one of {TESTS}", param="test")
@@ -337,29 +299,15 @@ def compare_sequential(
     available = min(len(m.seeds) for m in looks.methods.values())
     out = {}
     for b in looks.names:
-        tie = 1.0 if looks.ratio else 0.0
-        if test == "exact":
-            paired = tuple(looks.methods[reference].seeds) == tuple(looks.methods[b].seeds)
-            result = run_exact_rule(
-                functools.partial(looks.exact, b),
-                tie=tie,
-                stages=stages,
-                alpha=alpha,
-                available=available,
-                p_min=looks_lib.paired_p_min if paired else looks_lib.independent_p_min,
-            )
-        else:
-            level = look_level(len(stages), alpha)
-            result = run_rule(
-                functools.partial(looks.effect, b),
-                lambda k, level=level: looks.margin(k, level),
-                tie=tie,
-                stages=stages,
-                alpha=alpha,
-                available=available,
-            )
+        result = _rule(looks, b, test, stages, alpha, available)
         out[b] = {**result, "verdict": claim_verdict(claim, result)}
-    widest = looks.done[max(looks.done)] if looks.done else {}
+    km = looks.done[max(looks.done)]["kaplan_meier"] if looks.done else None
+    if target is not None and looks.ratio:  # the curves at the fixed target, every seed
+        from jaxnigt.analysis.comparison import kaplan_meier_curves
+        from jaxnigt.analysis.stats import fraction
+
+        fixed = {fraction(statistic): float(target)}
+        km = kaplan_meier_curves(looks.methods, run.budget, fixed, statistic)
     return {
         "reference": reference,
         "statistic": statistic,
@@ -367,8 +315,32 @@ def compare_sequential(
         "test": test,
         "target": target,
         "comparisons": out,
-        "kaplan_meier": widest.get("kaplan_meier"),  # over the seeds of the last look
+        "kaplan_meier": km,
     }
+
+
+def _rule(looks: _Looks, b: str, test: str, stages, alpha: float, available: int) -> dict:
+    """One baseline's comparison under the ``test`` rule (:func:`compare_sequential`)."""
+    tie = 1.0 if looks.ratio else 0.0
+    if test == "exact":
+        paired = tuple(looks.methods[looks.reference].seeds) == tuple(looks.methods[b].seeds)
+        return run_exact_rule(
+            functools.partial(looks.exact, b),
+            tie=tie,
+            stages=stages,
+            alpha=alpha,
+            available=available,
+            p_min=looks_lib.paired_p_min if paired else looks_lib.independent_p_min,
+        )
+    level = look_level(len(stages), alpha)
+    return run_rule(
+        functools.partial(looks.effect, b),
+        lambda k: looks.margin(k, level),
+        tie=tie,
+        stages=stages,
+        alpha=alpha,
+        available=available,
+    )
 
 
 class _Looks:
@@ -406,22 +378,27 @@ class _Looks:
         margin, the target fixed or pooled over the look's own seeds."""
         from jaxnigt.analysis.stats import fraction
 
-        a = self(k, level)
         ref, other = (first_seeds(self.methods[m], k) for m in (self.reference, baseline))
         paired = tuple(ref.seeds) == tuple(other.seeds)
         budget = self.run.budget
-        if self.ratio:
-            t = a["targets"][str(fraction(self.statistic))]
+        if self.ratio:  # a fixed target needs no pooling over the look's seeds
+            pooled = lambda: self(k, level)["targets"][str(fraction(self.statistic))]
+            t = self.target if self.target is not None else pooled()
             values = [m.statistic("time", budget, t) for m in (ref, other)]
             kind, margin = looks_lib.TIME, TIME_MARGIN
         else:
             values = [m.statistic(self.statistic, budget) for m in (ref, other)]
             kind, margin = looks_lib.RETURN, self.margin(k, level)
+        seed = self.kw.get("seed", 0)
         one = looks_lib.look(
-            kind, *values, paired=paired, level=level, margin=margin, budget=budget
+            kind, *values, paired=paired, level=level, margin=margin, budget=budget, seed=seed
         )
         if self.ratio:
             one["target"] = t
+        # the per-seed values tested (restricted times, or returns): the look again from them
+        if self.ratio:
+            values = [looks_lib.restricted(v, budget) for v in values]
+        one["values"] = {"reference": values[0].tolist(), "baseline": values[1].tolist()}
         return one
 
     def effect(self, baseline: str, k: int, level: float) -> dict:

@@ -4,6 +4,7 @@
     python scripts/paper second tune|run|analyze|all|list [NAME ...]
     python scripts/paper third look|tune|run|analyze|all|list [SCENARIO ...]
     python scripts/paper fourth run|list [SCENARIO ...]
+    python scripts/paper fifth run|analyze|list [SCENARIO ...]  # exact tests (results/fifth.md)
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
     python scripts/paper adastop [SCENARIO ...]       # the fourth edition checked by AdaStop
     python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
@@ -24,6 +25,7 @@ from pathlib import Path
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
 from paper import (
+    fifth,
     fourth,
     fourth_page,
     gpu,
@@ -238,6 +240,32 @@ def _fourth(argv) -> int:
     return 0
 
 
+def _fifth(argv) -> int:
+    p = argparse.ArgumentParser(
+        prog="paper fifth", description=fifth.__doc__.split("\n\n")[0], allow_abbrev=False
+    )
+    p.add_argument("command", choices=["run", "analyze", "list"])
+    p.add_argument("names", nargs="*", help="scenarios (default: every one the fourth stored)")
+    p.add_argument("--docs", type=Path, default=fifth.DOCS)
+    p.add_argument("--out", type=Path, default=fifth.OUT)
+    p.add_argument("--store", type=Path, default=results_store.STORE)
+    args = p.parse_args(argv)
+    known = fifth.names()
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        p.error(f"unknown scenarios {unknown}; allowed: {', '.join(known)}")
+    todo = args.names or known
+    if args.command == "list":
+        for name in todo:
+            print(f"{name}: {fifth.state(name, args.out, args.store)}")
+    elif args.command == "run":
+        fifth.run_all(todo, args.out, args.store)
+    else:
+        fifth.analyze_all(todo, args.docs, args.out, args.store)
+        print(f"[fifth] wrote {args.docs}")
+    return 0
+
+
 def _merge_json(path: Path, found: dict) -> None:
     """Writes ``found`` into the JSON object at ``path``, keeping its other entries."""
     known = json.loads(path.read_text()) if path.is_file() else {}
@@ -313,6 +341,7 @@ def _adastop(argv) -> int:
 
 
 COMMANDS = {"page": _page, "second": _second, "third": _third, "fourth": _fourth, "gpu": _gpu}
+COMMANDS["fifth"] = _fifth
 COMMANDS.update(adastop=_adastop, outages=_outages)
 
 
