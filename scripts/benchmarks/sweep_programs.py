@@ -1,14 +1,17 @@
 """Benchmark: the demo's sweep as padded programs (the default) vs one point at a time.
 
-``jaxnigt sweep configs/demo.yaml --over cluster.n=10,30,100 --over hparams.M=20,30,50
---seeds 5`` twice, each in a fresh process with the persistent compilation cache off
-(``JAXNIGT_CACHE_DIR=``): *per point* (``--per-point``, how every sweep ran before padded
-programs: each point's algorithms compile and run their own programs) and *grouped* (one
-padded program per algorithm).  Columns: the programs compiled (point × algorithm, or the
-programs of the grouped sweep's log), their compile seconds (each program once), the
-trajectories per step of the largest program (``jaxnigt plan``'s count: padded slots
-included) and the wall time of the whole command; ``max rel. diff`` compares the two
-``sweep.csv`` files column by column (wall and compile seconds aside).
+``jaxnigt sweep configs/demo.yaml --set 'algorithms=[rennala_nigt]' --over
+cluster.n=10,30,100 --over per_algorithm.rennala_nigt.M=20,30,50 --seeds 5`` twice (the
+demo's ``per_algorithm`` sets Rennala NIGT's M, and the other algorithms read none, so an
+M axis is Rennala NIGT's alone: ``jaxnigt sweep`` refuses ``hparams.M`` there), each in a
+fresh process with the persistent compilation cache off (``JAXNIGT_CACHE_DIR=``): *per
+point* (``--per-point``, how every sweep ran before padded programs: each point's
+algorithms compile and run their own programs) and *grouped* (one padded program per
+algorithm).  Columns: the programs compiled (point × algorithm, or the programs of the
+grouped sweep's log), their compile seconds (each program once), the trajectories per step
+of the largest program (``jaxnigt plan``'s count: padded slots included) and the wall time
+of the whole command; ``max rel. diff`` compares the two ``sweep.csv`` files column by
+column (wall and compile seconds aside).
 
 Usage::
 
@@ -27,8 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-FULL = (["cluster.n=10,30,100", "hparams.M=20,30,50"], 5, [])
-QUICK = (["cluster.n=3,6", "hparams.M=20,30"], 2, ["--set", "budget=300"])
+M_AXIS = "per_algorithm.rennala_nigt.M"
+ONLY_RENNALA = ["--set", "algorithms=[rennala_nigt]"]
+FULL = (["cluster.n=10,30,100", f"{M_AXIS}=20,30,50"], 5, ONLY_RENNALA)
+QUICK = (["cluster.n=3,6", f"{M_AXIS}=20,30"], 2, [*ONLY_RENNALA, "--set", "budget=300"])
 TIMING = ("wall_seconds", "compile_seconds")
 
 
