@@ -113,7 +113,8 @@ def plot(
     ax.set_xlabel("simulated time")
     what = "the target" if target is None else f"the target ({target:.4g})"
     ax.set_ylabel(f"share of seeds at {what}")
-    ax.set_title(title or "Kaplan–Meier: seeds at the target by time (+: censored at the budget)")
+    default = "Kaplan–Meier: seeds at the target by time\n(+: not there by the budget)"
+    ax.set_title(title or default, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

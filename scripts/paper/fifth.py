@@ -209,8 +209,8 @@ def plot_curves(result: dict, path: Path) -> Path:
     """The scenario's Kaplan–Meier figure (every seed run, the fixed target)."""
     km = result["kaplan_meier"]
     title = (
-        f"{result['scenario']}: seeds at the fixed target by simulated time "
-        f"({km['seeds']} seeds; +: not there by the budget)"
+        f"{result['scenario']}: seeds at the fixed target by simulated time\n"
+        f"({km['seeds']} seeds of each method; +: not there by the budget)"
     )
     return survival.plot(km["curves"], path, title=title, target=km["target"])
 
