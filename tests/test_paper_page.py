@@ -3,10 +3,13 @@ page's template give (so the page is regenerated, never edited by hand), and eac
 made from its JSON alone (fixture JSON in a temporary folder)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from paper import claims, fourth_page, page
+from paper import claims, fifth, fifth_page, fourth_page, page
+
+from jaxnigt.analysis import report_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +24,8 @@ def test_the_results_pages_are_regenerated_byte_for_byte_from_their_json():
     }
     for path, text in pages.items():
         assert text == path.read_text(), f"regenerate {path}: python scripts/paper page"
-    assert len(pages[ROOT / "docs" / "results.md"].encode()) <= 40_000  # one screen first
+    # the fifth edition's tables first, the fourth edition's below them
+    assert len(pages[ROOT / "docs" / "results.md"].encode()) <= 50_000
 
 
 def _comparison(effect, avg, ratio50, outcome, needed=None):
@@ -226,3 +230,225 @@ def test_the_outage_rows_are_a_table_and_a_holm_family_of_their_own(tmp_path):
     assert settings[0] == "| row | setting | predicted before the runs (slowdown) | scenarios |"
     assert "Sync NIGT 2.55× (2.37×)" in settings[3] and "`down_exchange: free`" in settings[3]
     assert settings[4].endswith("| `point_mass_hetero_outages` (not run at CPU scale) |")
+
+
+# ---------------------------------------------------------------- the fifth edition
+
+
+def _walk(x, intervals: set, numbers: set) -> None:
+    """Every interval of ``x`` as the page formats it, and every number to 2 significant
+    digits (as the page's p-values)."""
+    if isinstance(x, dict):
+        if {"estimate", "low", "high"} <= set(x):
+            intervals.add(report_text.fmt(x))
+        for v in x.values():
+            _walk(v, intervals, numbers)
+    elif isinstance(x, list):
+        for v in x:
+            _walk(v, intervals, numbers)
+    elif isinstance(x, float | int) and not isinstance(x, bool):
+        numbers.add(f"{x:.2g}")
+
+
+_NUM = r"(?:-?\d+\.\d+|−?∞)"
+
+
+def test_every_interval_and_p_value_on_the_page_is_in_the_analysis_json():
+    """A number the page's prose quotes is its JSON's: every ``x [a, b]`` and every bare
+    ``[a, b]`` of two-decimal bounds is an interval of the third, fourth or fifth edition's
+    JSON (the fourth's as it is, not as it was before its second amendment), and every
+    ``p = x`` a value of that JSON or a Holm-adjusted p of the fourth edition's families."""
+    docs = ROOT / "docs" / "results"
+    intervals, numbers = set(), set()
+    for sub in ("third", "fourth", "fifth"):
+        for path in (docs / sub).rglob("*.json"):
+            if {"store", fourth_page.BEFORE} & set(path.parts):
+                continue
+            _walk(fifth.unfinite(json.loads(path.read_text())), intervals, numbers)
+    for rows in (claims.ROWS, claims.OUTAGE_ROWS):
+        numbers |= {f"{p:.2g}" for p in fourth_page.family(docs, rows).values()}
+    text = (ROOT / "docs" / "results.md").read_text()
+    quoted = [
+        f"{m[1]} [{m[2]}, {m[3]}]"
+        for m in re.finditer(rf"({_NUM})\s\[({_NUM}),\s+({_NUM})\]", text)
+    ]
+    assert len(quoted) > 50
+    assert [q for q in quoted if q not in intervals] == []
+    bounds = {iv.split(" ", 1)[1] for iv in intervals}
+    two = r"(?:-?\d+\.\d\d|−?∞)"
+    bare = [f"[{m[1]}, {m[2]}]" for m in re.finditer(rf"(?<!\S\s)\[({two}),\s+({two})\]", text)]
+    assert [b for b in bare if b not in bounds] == []
+    ps = re.findall(r"\bp = (\d(?:[\d.e+-]*\d)?)", text)
+    assert len(ps) > 20 and [p for p in ps if p not in numbers] == []
+    assert "p < 0.001" not in text.split("## The fourth edition")[0]
+
+
+def _look(seeds, estimate, low, high, p, p_min, tost_p=1.0, outcome="reference ahead"):
+    return {
+        "seeds": seeds,
+        "interval": _iv(estimate, low, high),
+        "p": p,
+        "p_min": p_min,
+        "tost_p": tost_p,
+        "margin": [0.8, 1.25],
+        "outcome": outcome,
+        "reached": {"reference": seeds, "baseline": seeds - 3, "seeds": seeds},
+    }
+
+
+def _fifth_sqrt(docs: Path, verdict: str, looks: list[dict], seeds: int) -> None:
+    """The fifth edition's JSON of point_mass_sqrt (one comparison, against AFedPG)."""
+    comparison = {
+        "verdict": verdict,
+        "outcome": looks[-1]["outcome"],
+        "seeds": seeds,
+        "alpha": 0.1,
+        "level": 1 - 0.1 / 3,
+        "decisive": [10, 20, 40],
+        "looks": looks,
+        "p": looks[-1]["p"],
+        "tost_p": looks[-1]["tost_p"],
+        "open": False,
+    }
+    target = {"value": -8.5, "R0": -32.0, "R_best": -2.5, "fraction": 0.8}
+    a = {
+        "reference": "rennala_nigt",
+        "statistic": "time_to_80",
+        "comparisons": {"afedpg": comparison},
+        "fixed_target": target | {"from": "point_mass_sqrt"},
+    }
+    (docs / "fifth").mkdir(parents=True, exist_ok=True)
+    (docs / "fifth" / "point_mass_sqrt.json").write_text(json.dumps(a))
+
+
+def _fourth_sqrt(docs: Path, verdict: str, seeds: int) -> None:
+    look = {"seeds": seeds, "interval": _iv(1.9, 1.1, "inf"), "margin": [0.8, 1.25]}
+    comparison = {"verdict": verdict, "seeds": seeds, "looks": [look], "p": 0.01}
+    a = {
+        "reference": "rennala_nigt",
+        "statistic": "time_to_80",
+        "comparisons": {"afedpg": comparison},
+    }
+    (docs / "fourth").mkdir(parents=True, exist_ok=True)
+    (docs / "fourth" / "point_mass_sqrt.json").write_text(json.dumps(a))
+
+
+KEY = "point_mass_sqrt: rennala_nigt vs afedpg"
+
+
+def test_the_fifth_table_reads_its_verdict_effect_p_and_holm_from_the_json(tmp_path):
+    _fourth_sqrt(tmp_path, "confirmed", 5)
+    looks = [_look(5, 1.6, 0.9, 2.8, 0.0625, 0.0625), _look(10, 1.87, 1.25, 2.63, 0.0041, 1.9e-6)]
+    _fifth_sqrt(tmp_path, "confirmed", looks, 10)
+    fam = {"paper": {"holm": {KEY: 0.00012}, "equivalence_holm": {}, "size": 1}}
+    (tmp_path / "fifth" / "families.json").write_text(json.dumps({"families": fam}))
+    lines = fifth_page.table(tmp_path).splitlines()
+    assert lines[0] == (
+        "| the paper's row | comparison | fourth edition | **fifth edition** | effect [interval] "
+        "| p (smallest possible) | seeds | Holm, family-wise 10 % |"
+    )
+    (row,) = [line for line in lines if "point_mass_sqrt`: rennala_nigt vs afedpg" in line]
+    assert row == (
+        "| **Heterogeneous compute and communication** | `point_mass_sqrt`: rennala_nigt vs "
+        "afedpg | confirmed | **confirmed** | RMST ratio: 1.87 [1.25, 2.63] "
+        "| 0.0041 (1.9e-06) | 10 | holds (p = 0.00012) |"
+    )  # never "p < 0.001": the number, to 2 significant digits
+    assert "| ″ | `reacher_sqrt` | – | not run at CPU scale | – | – | – | – |" in lines
+    # an equivalence reads the equivalence family, never "p = 1"
+    c = {**fifth_page.cells(tmp_path, "point_mass_sqrt")[0]}
+    c["fifth"] = {**c["fifth"], "verdict": "equivalent within the margin"}
+    eq = {"paper": {"holm": {KEY: 1.0}, "equivalence_holm": {KEY: 0.2}}}
+    assert fifth_page._holm(c, eq) == "not family-wise (TOST p = 0.2)"
+    eq["paper"]["equivalence_holm"][KEY] = 0.008
+    assert fifth_page._holm(c, eq) == "holds as equivalence (TOST p = 0.008)"
+    c["fifth"]["verdict"] = "undecided at 40 seeds"
+    assert fifth_page._holm(c, eq) == "–"
+    # the reacher_sqrt_dim pair sits under two rows and counts once
+    assert fifth_page.count(tmp_path).startswith("1 distinct comparisons of the paper's rows")
+
+
+def test_a_verdict_that_moved_gets_a_sentence_with_its_numbers_and_reasons(tmp_path):
+    # the fourth edition confirmed at 5 seeds; the fifth's look at 5 decides nothing, and
+    # its decisive looks stay above their share up to the cap
+    _fourth_sqrt(tmp_path, "confirmed", 5)
+    looks = [
+        _look(5, 1.6, 0.9, 2.8, 0.0625, 0.0625, outcome="not decisive"),
+        _look(10, 1.4, 0.9, 2.1, 0.09, 0.002, outcome="undecided"),
+        _look(20, 1.3, 0.95, 1.8, 0.09, 1.9e-6, outcome="undecided"),
+        _look(40, 1.31, 0.95, 1.80, 0.09, 1.8e-12, outcome="undecided"),
+    ]
+    _fifth_sqrt(tmp_path, "undecided at 40 seeds", looks, 40)
+    (line,) = fifth_page.moved_lines(tmp_path)
+    assert line.startswith(
+        "- `point_mass_sqrt`: rennala_nigt vs afedpg, confirmed at 5 seeds → **undecided at "
+        "40 seeds**: RMST ratio 1.31 [0.95, 1.80], p = 0.09 (smallest possible 1.8e-12); "
+        "the look at 5 seeds decides nothing under exact tests (smallest possible p 0.062, "
+        "above the share 0.033); no decisive look reached its share 0.033"
+    )
+    assert "3 of 40 baseline seeds, which never reached the target, at the budget" in line
+    assert line.endswith(
+        "the target is fixed from the tuning look (-8.50), not each run's own 80 %."
+    )
+    text = page.page(tmp_path, _fifth_template(tmp_path))
+    assert (
+        "hold 1 distinct comparisons of the paper's rows and 0 of the outage rows; 1 verdict moved"
+        in text
+    )
+    # the same verdict at both editions: no sentence
+    _fourth_sqrt(tmp_path, "undecided at 40 seeds", 40)
+    assert fifth_page.moved(tmp_path) == "- none: every decision stands as the fourth edition's."
+
+
+def _fifth_template(tmp_path: Path) -> Path:
+    template = tmp_path / "page.md"
+    template.write_text(
+        "The tables hold {{FIFTH_COUNT}}; {{FIFTH_MOVED_COUNT}} moved.\n\n{{FIFTH_TABLE}}\n\n"
+        "{{FIFTH_MOVED}}\n\n{{FIFTH_STABILITY}} {{FIFTH_SIM}}\n\n{{FIFTH_KM}}\n"
+    )
+    return template
+
+
+def test_the_fifth_editions_checks_and_figures_in_words(tmp_path):
+    assert fifth_page.simulation(tmp_path) == (
+        "The simulation of the rule's error and power is pending."
+    )
+    assert fifth_page.figures(tmp_path) == "(no figure yet)"
+    rows = {
+        KEY: {"outcome": "reference ahead", "seeds": 10, "same": 30},
+        "reacher_gap: rennala_nigt vs afedpg": {
+            "outcome": "reference ahead",
+            "seeds": 10,
+            "same": 27,
+        },
+    }
+    (tmp_path / "fifth").mkdir()
+    stab = {"families": {}, "stability": {"draws": 30, "rows": rows}}
+    (tmp_path / "fifth" / "families.json").write_text(json.dumps(stab))
+    assert fifth_page.stability(tmp_path) == (
+        "Every decided row (2) gives the same decision in at least 27 of 30 repetitions with "
+        "fresh draws (command: `python scripts/paper fifth analyze`); below 29 of 30: "
+        "`reacher_gap: rennala_nigt vs afedpg` (27 of 30)."
+    )
+    power = {
+        "kind": "time", "regime": {"sigma": 1.3, "rho": 0.5, "censored": 0.3, "grid": 0.02},
+        "stages": [20], "experiments": 4000, "effect": 1.5, "part": "power",
+        "reference_ahead": 0.3035, "ahead_se": 0.0073,
+    }  # fmt: skip
+    worst = {
+        "kind": "time", "regime": {"sigma": 1.3, "rho": 0.0, "censored": 0.0, "grid": 0.02},
+        "stages": [5, 10, 20, 40], "experiments": 150, "effect": 1.0, "rate": 0.1067,
+        "se": 0.0252,
+    }  # fmt: skip
+    sim = {"command": "python -m jaxnigt.analysis.error_rate --suite", "summary": {
+        "worst_null": worst, "worst_null_by_look": worst | {"look": 40}, "null_rows": 82,
+        "effects": [power]}}  # fmt: skip
+    (tmp_path / "fifth" / "simulation.json").write_text(json.dumps(sim))
+    text = fifth_page.simulation(tmp_path)
+    assert "30 % censored, at 20 seeds: 30.3 % ± 0.7 % (required 33 %: not met)" in text
+    assert "the worst of 82 regimes puts a side ahead in 10.7 % ± 2.5 % of 150" in text
+    assert text.endswith("Command: `python -m jaxnigt.analysis.error_rate --suite`.")
+    (tmp_path / "fifth" / "reacher_sqrt_km.png").write_bytes(b"png")
+    assert fifth_page.figures(tmp_path) == (
+        "![Kaplan–Meier curves of reacher_sqrt: seeds at the fixed target by simulated time]"
+        "(results/fifth/reacher_sqrt_km.png)"
+    )

@@ -16,13 +16,13 @@ import re
 from pathlib import Path
 
 from jaxnigt.analysis import report_text, verdicts
-from paper import claims, fourth_page, second, third_scenarios
+from paper import claims, fifth_page, fourth_page, second, third_scenarios
 from paper import store as results_store
 from paper.claims import CLAIMS, GROWTH, claim_verdict, cluster_text, row
 from paper.scenarios import DEFAULT_MODEL, MODELS, Scenario
 
 HERE = Path(__file__).resolve().parent
-PAGE_TEMPLATE = HERE / "page.md"  # docs/results.md: the fourth edition's opening screen
+PAGE_TEMPLATE = HERE / "page.md"  # docs/results.md: the fifth edition, then the fourth
 # The earlier editions' pages, in docs/results/: (file, template)
 EDITIONS = (
     ("third_edition.md", HERE / "third_page.md"),
@@ -306,9 +306,10 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     """``template`` with its placeholders filled from the analysis JSON in ``docs``:
     ``{{VERDICTS}}``, ``{{COMPARISONS}}``, ``{{TUNING}}``, ``{{SCENARIOS}}``, the third
     edition's ``{{THIRD…}}`` (claims, then each run's budget and tuning), the fourth edition's
-    ``{{FOURTH_TABLE}}`` (the opening table) and ``{{FOURTH_SETTINGS}}`` (the rows' settings),
+    ``{{FOURTH_TABLE}}`` (its opening table) and ``{{FOURTH_SETTINGS}}`` (the rows' settings),
     ``{{MATRIX:<env>}}`` (the four cluster models of ``<env>_sqrt_dim`` and ``<env>_n100``)
-    and ``{{HETERO:<scenario>}}`` (per-type second-half returns)."""
+    and ``{{HETERO:<scenario>}}`` (per-type second-half returns); the fifth edition's
+    ``{{FIFTH_…}}`` (:func:`paper.fifth_page.fill`)."""
     text = template.read_text()
     if text.startswith("<!--"):  # the template's own note
         text = text.split("\n", 1)[1]
@@ -320,10 +321,11 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
     for tag, sub in (("THIRD", THIRD), ("THIRD_ETA", THIRD_ETA), ("THIRD_ETA_M", THIRD_ETA_M)):
         text = text.replace(f"{{{{{tag}}}}}", _third_tables(docs, sub))
     text = text.replace("{{SCENARIOS}}", "\n".join(_scenario_rows(docs)))
+    text = fifth_page.fill(text, docs)  # the fifth edition's {{FIFTH_…}} and the prose's numbers
     if "{{FOURTH_TABLE}}" in text:
         text = text.replace("{{FOURTH_TABLE}}", fourth_page.table(docs))
         text = text.replace("{{FOURTH_SETTINGS}}", fourth_page.settings(docs))
-        text = text.replace("{{FOURTH_EDITIONS}}", fourth_page.editions(docs))
+        text = text.replace("{{FOURTH_EDITIONS}}", fifth_page.fourth_legend(docs))
         text = text.replace("{{FOURTH_SIM}}", _simulation(docs))
         text = text.replace("{{FOURTH_SIM_SUITE}}", _simulation(docs, "simulation_suite.jsonl"))
         text = text.replace("{{STORE_SIZE}}", _store_size(docs))
