@@ -364,7 +364,7 @@ def test_the_fifth_table_reads_its_verdict_effect_p_and_holm_from_the_json(tmp_p
     c["fifth"]["verdict"] = "undecided at 40 seeds"
     assert fifth_page._holm(c, eq) == "–"
     # the reacher_sqrt_dim pair sits under two rows and counts once
-    assert fifth_page.count(tmp_path).startswith("1 distinct comparisons of the paper's rows")
+    assert fifth_page.count(tmp_path).startswith("1 distinct comparison of the paper's rows")
 
 
 def test_a_verdict_that_moved_gets_a_sentence_with_its_numbers_and_reasons(tmp_path):
@@ -389,23 +389,16 @@ def test_a_verdict_that_moved_gets_a_sentence_with_its_numbers_and_reasons(tmp_p
     assert line.endswith(
         "the target is fixed from the tuning look (-8.50), not each run's own 80 %."
     )
-    text = page.page(tmp_path, _fifth_template(tmp_path))
+    template = tmp_path / "page.md"
+    template.write_text("{{FIFTH_COUNT}}; {{FIFTH_MOVED_COUNT}} moved.\n{{FIFTH_TABLE}}\n")
+    text = page.page(tmp_path, template)
     assert (
-        "hold 1 distinct comparisons of the paper's rows and 0 of the outage rows; 1 verdict moved"
+        "1 distinct comparison of the paper's rows and 0 of the outage rows; 1 verdict moved"
         in text
     )
     # the same verdict at both editions: no sentence
     _fourth_sqrt(tmp_path, "undecided at 40 seeds", 40)
     assert fifth_page.moved(tmp_path) == "- none: every decision stands as the fourth edition's."
-
-
-def _fifth_template(tmp_path: Path) -> Path:
-    template = tmp_path / "page.md"
-    template.write_text(
-        "The tables hold {{FIFTH_COUNT}}; {{FIFTH_MOVED_COUNT}} moved.\n\n{{FIFTH_TABLE}}\n\n"
-        "{{FIFTH_MOVED}}\n\n{{FIFTH_STABILITY}} {{FIFTH_SIM}}\n\n{{FIFTH_KM}}\n"
-    )
-    return template
 
 
 def test_the_fifth_editions_checks_and_figures_in_words(tmp_path):

@@ -179,7 +179,9 @@ def count(docs: Path) -> str:
     paper, out = len(distinct(docs)), len(distinct(docs, OUTAGE_ROWS))
     shown = sum(1 for row in ROWS for s in row.scenarios for c in cells(docs, s) if c["baseline"])
     twice = f" (shown in {shown} lines: a pair sits under two rows)" if shown != paper else ""
-    return f"{paper} distinct comparisons of the paper's rows{twice} and {out} of the outage rows"
+    plural = "s" * (paper != 1)
+    text = f"{paper} distinct comparison{plural} of the paper's rows{twice}"
+    return f"{text} and {out} of the outage rows"
 
 
 def fourth_legend(docs: Path) -> str:
