@@ -1,6 +1,6 @@
 """Tests for jaxnigt.analysis.error_rate: the staged rule (exact sign-flip looks, decisive
 looks at alpha / K, TOST equivalence) simulated on synthetic and on split real-like values
-(the test suite's sizes; the full grid is ``python -m jaxnigt.analysis.error_rate --suite``)."""
+(the test suite's sizes; the full grid is ``python -m jaxnigt.cli.error_rate --suite``)."""
 
 import json
 import math
@@ -22,7 +22,9 @@ def bound(n: int, level: float = 0.10) -> float:
 def small(tmp_path_factory):
     """The small suite, run once through the command line, its JSON file read back."""
     out = tmp_path_factory.mktemp("sim") / "simulation.json"
-    assert error_rate.main(["--small", "--out", str(out)]) == 0
+    from jaxnigt.cli import error_rate as command  # python -m jaxnigt.cli.error_rate
+
+    assert command.main(["--small", "--out", str(out)]) == 0
     return json.loads(out.read_text())
 
 
@@ -30,7 +32,7 @@ def test_the_small_suites_nulls_hold_the_level_at_every_look_and_overall(small):
     """Identical laws: "a side ahead" at most 10 % plus 3 Monte Carlo SEs overall and by
     every look, in regimes that include heavy censoring (70 %), evaluation-grid ties and
     pair correlation 0.9, to 20 and to 40 seeds; the 5-seed look decides nothing."""
-    assert small["command"] == "python -m jaxnigt.analysis.error_rate --small --out " + str(
+    assert small["command"] == "python -m jaxnigt.cli.error_rate --small --out " + str(
         small["command"].split()[-1]
     )
     nulls = [r for r in small["rows"] if r["part"] == "null"]

@@ -432,14 +432,14 @@ def test_the_fifth_editions_checks_and_figures_in_words(tmp_path):
         "stages": [5, 10, 20, 40], "experiments": 150, "effect": 1.0, "rate": 0.1067,
         "se": 0.0252,
     }  # fmt: skip
-    sim = {"command": "python -m jaxnigt.analysis.error_rate --suite", "summary": {
+    sim = {"command": "python -m jaxnigt.cli.error_rate --suite", "summary": {
         "worst_null": worst, "worst_null_by_look": worst | {"look": 40}, "null_rows": 82,
         "effects": [power]}}  # fmt: skip
     (tmp_path / "fifth" / "simulation.json").write_text(json.dumps(sim))
     text = fifth_page.simulation(tmp_path)
     assert "30 % censored, at 20 seeds: 30.3 % ± 0.7 % (required 33 %: not met)" in text
     assert "the worst of 82 regimes puts a side ahead in 10.7 % ± 2.5 % of 150" in text
-    assert text.endswith("Command: `python -m jaxnigt.analysis.error_rate --suite`.")
+    assert text.endswith("Command: `python -m jaxnigt.cli.error_rate --suite`.")
     (tmp_path / "fifth" / "reacher_sqrt_km.png").write_bytes(b"png")
     assert fifth_page.figures(tmp_path) == (
         "![Kaplan–Meier curves of reacher_sqrt: seeds at the fixed target by simulated time]"

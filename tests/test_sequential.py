@@ -1,6 +1,6 @@
 """Tests for jaxnigt.analysis.sequential: the looks, the margins, the verdicts, seed blocks
 merged, the command line, and the rule's error rate and power by simulation (small here; the
-full size is ``python -m jaxnigt.analysis.error_rate`` on the fourth edition's page)."""
+full size is ``python -m jaxnigt.cli.error_rate``, on the results page)."""
 
 import json
 

@@ -29,7 +29,7 @@ error of the rule stopped at that look), each with its Monte Carlo standard erro
 censoring pulls it towards 1) is given beside the time law's ratio, so an "equivalent"
 verdict can be judged against the estimand it is about.
 
-``python -m jaxnigt.analysis.error_rate --suite [--out FILE] [--workers N]`` runs the grid
+``python -m jaxnigt.cli.error_rate --suite [--out FILE] [--workers N]`` runs the grid
 (:func:`suite`) and prints JSON lines; ``--small`` is the test suite's version.
 """
 
@@ -402,45 +402,3 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "null_rows": len(nulls),
         "effects": others,
     }  # fmt: skip
-
-
-def main(argv=None) -> int:
-    """``python -m jaxnigt.analysis.error_rate --suite | --small [--out FILE] [--workers N]``:
-    the grid (:func:`suite`) as JSON lines, and with ``--out`` a JSON file of its rows, its
-    summary and the command."""
-    import argparse
-    import json
-    import subprocess
-    import sys
-    import time
-
-    p = argparse.ArgumentParser(description=main.__doc__.split(":")[0])
-    size = p.add_mutually_exclusive_group(required=True)
-    size.add_argument("--suite", action="store_true", help="the full grid (~25 min, 2 cores)")
-    size.add_argument("--small", action="store_true", help="the test suite's regimes")
-    p.add_argument("--out", default=None, help="write the rows and summary to this JSON file")
-    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
-    args = p.parse_args(argv)
-    start = time.time()
-    emit = lambda row: print(json.dumps(row), flush=True)
-    rows = run_suite(suite(small=args.small), workers=args.workers, emit=emit)
-    result = {"summary": summary(rows)}
-    print(json.dumps(result), flush=True)
-    if args.out:
-        argv = sys.argv[1:] if argv is None else list(argv)
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-        result = {
-            "command": " ".join(["python -m jaxnigt.analysis.error_rate", *argv]),
-            "commit": commit.stdout.strip() or None,
-            "elapsed_s": round(time.time() - start, 1),
-            "workers": args.workers,
-            **result,
-            "rows": rows,
-        }
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -244,12 +244,21 @@ def _fifth(argv) -> int:
     p = argparse.ArgumentParser(
         prog="paper fifth", description=fifth.__doc__.split("\n\n")[0], allow_abbrev=False
     )
-    p.add_argument("command", choices=["run", "analyze", "list"])
-    p.add_argument("names", nargs="*", help="scenarios (default: every one the fourth stored)")
+    p.add_argument("command", choices=["run", "analyze", "list", "power"])
+    p.add_argument(
+        "names", nargs="*", help="scenarios (default: every one the fourth stored); power: N"
+    )
     p.add_argument("--docs", type=Path, default=fifth.DOCS)
     p.add_argument("--out", type=Path, default=fifth.OUT)
     p.add_argument("--store", type=Path, default=results_store.STORE)
     args = p.parse_args(argv)
+    if args.command == "power":
+        n = int(args.names[0]) if args.names else 4000
+        found = fifth.power_tests(n)
+        args.docs.mkdir(parents=True, exist_ok=True)
+        (args.docs / "power_tests.json").write_text(json.dumps(found, indent=2) + "\n")
+        print(json.dumps(found["censored"], indent=1))
+        return 0
     known = fifth.names()
     unknown = [n for n in args.names if n not in known]
     if unknown:
