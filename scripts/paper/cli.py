@@ -244,7 +244,7 @@ def _fifth(argv) -> int:
     p = argparse.ArgumentParser(
         prog="paper fifth", description=fifth.__doc__.split("\n\n")[0], allow_abbrev=False
     )
-    p.add_argument("command", choices=["run", "analyze", "list", "power"])
+    p.add_argument("command", choices=["run", "analyze", "list", "power", "null"])
     p.add_argument(
         "names", nargs="*", help="scenarios (default: every one the fourth stored); power: N"
     )
@@ -264,6 +264,13 @@ def _fifth(argv) -> int:
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(known)}")
     todo = args.names or known
+    if args.command == "null":
+        found = {n: r for n in todo if (r := fifth.null(n, out=args.out, store=args.store))}
+        for n, r in found.items():
+            rates = {a: round(m["ahead_either_side"], 3) for a, m in r["methods"].items()}
+            print(f"[fifth] {n} ({r['seeds']} seeds): a side ahead under the split null {rates}")
+        (args.docs / "null.json").write_text(json.dumps(found, indent=1) + "\n")
+        return 0
     if args.command == "list":
         for name in todo:
             print(f"{name}: {fifth.state(name, args.out, args.store)}")

@@ -4,6 +4,7 @@
     python scripts/paper fifth analyze [SCENARIO ...]  # the rule on the seeds so far: JSON, figures
     python scripts/paper fifth list [SCENARIO ...]     # each block: stored, run here, not needed
     python scripts/paper fifth power [EXPERIMENTS]     # the rule's test beside others, same draws
+    python scripts/paper fifth null [SCENARIO ...]     # the rule on nulls split from real seeds
     python scripts/paper fifth stability               # the decisions under 30 fresh draws
 
 **The rule** is docs/results/fifth.md, committed before any analysis under it: each seed's
@@ -384,3 +385,38 @@ def power_tests(experiments: int = 4000, seed: int = 2026) -> dict:
         }
     command = f"python scripts/paper fifth power {experiments}"
     return {"command": command, "experiments": experiments, "seed": seed, "censored": found}
+
+
+def null(name: str, experiments: int = 1000, out: Path = OUT, store: Path = fourth.STORE):
+    """The rule's error on nulls split from the scenario's real seeds: for each method,
+    :func:`jaxnigt.analysis.error_rate.split_null` of its per-seed values (times to the fixed
+    target, restricted at the budget; or returns) over every seed run, at the scenario's
+    stages and margin.  Halves of fewer seeds than a decisive look decide nothing.  None
+    before the scenario's first block."""
+    from jaxnigt.analysis import error_rate
+
+    run = merged_run(name, out, store)
+    if run is None:
+        return None
+    claim = THIRD_CLAIMS[fourth.SCENARIOS[name].claim]
+    ratio = claim.statistic not in sequential.RETURN_STATISTICS
+    target = fixed_target(name)
+    if ratio:
+        margin = sequential.TIME_MARGIN
+    else:
+        width = sequential.RETURN_MARGIN * abs(target["R_best"] - target["R0"])
+        margin = (-width, width)
+    methods = {}
+    for a, m in run.algorithms().items():
+        if ratio:
+            values = m.statistic("time", run.budget, target["value"])
+        else:
+            values = m.statistic(claim.statistic, run.budget)
+        if len(values) // 2 < blocks(name)[0][1]:
+            continue  # halves below the first look
+        methods[a] = error_rate.split_null(
+            values, ratio=ratio, stages=[b[1] for b in blocks(name)], margin=margin,
+            experiments=experiments, budget=run.budget if ratio else None,
+        )  # fmt: skip
+    seeds = min(len(m.seeds) for m in run.algorithms().values())
+    return {"scenario": name, "seeds": seeds, "experiments": experiments, "methods": methods}
