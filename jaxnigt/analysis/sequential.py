@@ -132,6 +132,16 @@ def decide(iv: dict[str, float], tie: float, margin: tuple[float, float]) -> str
     return UNDECIDED
 
 
+def _due(stages: Sequence[int], available: int | None) -> list[int]:
+    """The stages a rule looks at so far: those with their seeds ``available`` (all: None)."""
+    due = [k for k in stages if available is None or k <= available]
+    if not due:
+        raise AnalysisError(
+            f"{available} seeds: fewer than the first stage ({stages[0]})", param="sequential"
+        )
+    return due
+
+
 def run_rule(
     interval_at: Callable[[int, float], dict[str, float]],
     margin_at: Callable[[int], tuple[float, float]],
@@ -146,11 +156,7 @@ def run_rule(
     is set by every planned stage; with ``available`` seeds only the stages up to it are
     looked at so far (an undecided result is then ``open`` until the last stage)."""
     level = look_level(len(stages), alpha)
-    due = [k for k in stages if available is None or k <= available]
-    if not due:
-        raise AnalysisError(
-            f"{available} seeds: fewer than the first stage ({stages[0]})", param="sequential"
-        )
+    due = _due(stages, available)
     looks = []
     for k in due:
         iv, margin = interval_at(k, level), margin_at(k)
@@ -203,11 +209,7 @@ def run_exact_rule(
         )
     per_look = alpha / len(decisive)
     level = 1.0 - per_look
-    due = [k for k in stages if available is None or k <= available]
-    if not due:
-        raise AnalysisError(
-            f"{available} seeds: fewer than the first stage ({stages[0]})", param="sequential"
-        )
+    due = _due(stages, available)
     made = []
     for k in due:
         one = look_at(k, level)

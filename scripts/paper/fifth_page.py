@@ -19,7 +19,7 @@ from jaxnigt.analysis import report_text
 from paper import fourth_page, outages
 from paper.claims import GROWTH, OUTAGE_ROWS, ROWS, Row
 from paper.fifth import unfinite
-from paper.fourth_page import Column, _mark, _markdown
+from paper.fourth_page import Column, _markdown
 
 FIFTH = "fifth"  # DOCS/fifth: the fifth edition's analysis JSON (paper.fifth)
 FAMILY_ALPHA = fourth_page.FAMILY_ALPHA
@@ -86,14 +86,6 @@ def _cell(scenario, reference, baseline, statistic, new, old, extra=None) -> dic
     }
 
 
-def _comparison(c: dict) -> str:
-    if c["statistic"] == "lead_growth":
-        where = f"`{c['env']}` lead growth"
-    else:
-        where = f"`{c['scenario']}`{_mark(c['scenario'])}"
-    return f"{where}: {c['reference']} vs {c['baseline']}" if c["baseline"] else where
-
-
 def _effect(c: dict) -> str:
     if c["last"] is None:
         return "–"
@@ -139,7 +131,7 @@ def _holm(c: dict, families: dict) -> str:
 
 COLUMNS = (
     Column("the paper's row", lambda r, c, first: f"**{r.name}**" if first else "″"),
-    Column("comparison", lambda r, c, first: _comparison(c)),
+    Column("comparison", lambda r, c, first: fourth_page.comparison_name(c)),
     Column("fourth edition", lambda r, c, first: c["fourth"] or "–"),
     Column("**fifth edition**", lambda r, c, first: _verdict(c)),
     Column("effect [interval]", lambda r, c, first: _effect(c)),
@@ -260,7 +252,7 @@ def moved_lines(docs: Path) -> list[str]:
                 continue
             effect = f"{_EFFECT[c['statistic']]} {report_text.fmt(last['interval'])}"
             lines.append(
-                f"- {_comparison(c)}, {_seeded(c['fourth'], c['fourth_seeds'])} → "
+                f"- {fourth_page.comparison_name(c)}, {_seeded(c['fourth'], c['fourth_seeds'])} → "
                 f"**{_seeded(new['verdict'], new['seeds'])}**: {effect}, p = {_p(last['p'])} "
                 f"(smallest possible {_p(last['p_min'])}); {'; '.join(_reasons(c))}."
             )

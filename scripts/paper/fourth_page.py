@@ -145,7 +145,8 @@ def _mark(scenario: str) -> str:
     return " ‡" if scenario in third_scenarios.GRIDS else ""
 
 
-def _comparison(c: dict) -> str:
+def comparison_name(c: dict) -> str:
+    """A table row's comparison: the scenario (or lead growth) and its two methods."""
     if c["statistic"] == "lead_growth":
         where = f"`{c['env']}` lead growth"
     else:
@@ -207,7 +208,7 @@ def _adastop(c: dict) -> str:
 OPENING = (
     # the paper's row, named on its first comparison and marked ″ (ditto) below it
     Column("the paper's row", lambda r, c, first: f"**{r.name}**" if first else "″"),
-    Column("comparison", lambda r, c, first: _comparison(c)),
+    Column("comparison", lambda r, c, first: comparison_name(c)),
     Column("verdict", lambda r, c, first: _verdict(c)),
     Column("effect [interval]", lambda r, c, first: _effect(c)),
     Column("seeds", lambda r, c, first: "–" if c["seeds"] is None else str(c["seeds"]), "---:"),
@@ -416,7 +417,7 @@ def moved(docs: Path) -> str:
                     continue
                 old = _old_verdict(docs, c)
                 if old is not None and old != c["verdict"]:
-                    lines.append(f"- {_comparison(c)}: {old} → **{c['verdict']}**")
+                    lines.append(f"- {comparison_name(c)}: {old} → **{c['verdict']}**")
     return "\n".join(dict.fromkeys(lines)) or "- none: every verdict stands as it was."
 
 
