@@ -117,3 +117,24 @@ def test_tost_is_the_larger_of_its_two_one_sided_p_values():
     assert wide["p"] == max(wide["p_low"], wide["p_high"]) == pytest.approx(2 / 2**10 / 2)
     narrow = rz.tost(at, (-1e-6, 1e-6))
     assert narrow["p"] > 0.05
+
+
+def test_a_seed_at_the_target_at_time_zero_gives_a_finite_ratio_interval():
+    """A restricted time of 0 on both sides of a pair (both at the target at once)."""
+    x = np.array([0.0, 1, 2, 3, 4, 5, 6, 7])
+    y = np.array([0.0, 2, 3, 5, 6, 8, 9, 11])
+    iv = rz.ratio_interval(x, y, 0.9, paired=True)
+    assert iv["estimate"] == pytest.approx(44 / 28)
+    assert 1.0 < iv["low"] < iv["estimate"] < iv["high"] < math.inf
+
+
+def test_a_two_sided_monte_carlo_p_has_the_variance_of_twice_a_share():
+    """p = 2 q with q a share of N draws: Var p = 4 q (1 - q) / N = p (2 - p) / N."""
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.1, 1.0, 45)
+    two = rz.sign_flip_test(d)
+    assert two["p_se"] == pytest.approx(math.sqrt(two["p"] * (2 - two["p"]) / two["draws"]))
+    one = rz.sign_flip_test(d, "greater")
+    assert one["p_se"] == pytest.approx(math.sqrt(one["p"] * (1 - one["p"]) / one["draws"]))
+    with pytest.raises(ValueError, match="alternative"):
+        rz.sign_flip_test(d, "Greater")

@@ -71,8 +71,10 @@ def _count_at_least(d: np.ndarray, t: float) -> int:
 
 
 def _tolerance(d: np.ndarray) -> float:
-    """Sums within this of each other are equal (float rounding of one sum in two orders)."""
-    return 1e-9 * float(np.sum(np.abs(d))) + 1e-300
+    """Sums within this of each other are equal: a bound on the float rounding of one sum of
+    ``d.size`` terms added in two orders (wider would merge distinct sums of values whose
+    magnitudes span many decades)."""
+    return 64 * d.size * float(np.finfo(np.float64).eps) * float(np.sum(np.abs(d))) + 1e-300
 
 
 def smallest_p(n: int, alternative: str = "two-sided") -> float:
@@ -138,10 +140,17 @@ def monte_carlo_p(
         total += batch
         p_hi, p_lo = (1 + hi) / (1 + total), (1 + lo) / (1 + total)
         p = {"greater": p_hi, "less": p_lo}.get(alternative, min(1.0, 2 * min(p_hi, p_lo)))
-        se = math.sqrt(p * (1 - p) / total)
+        se = _standard_error(p, alternative, total)
         if level is None or abs(p - level) > 3 * se or total >= MAX_DRAWS:
             return {"p": p, "p_se": se, "draws": total}
         batch = min(9 * total, MAX_DRAWS - total)
+
+
+def _standard_error(p: float, alternative: str, draws: int) -> float:
+    """A Monte Carlo p's standard error: ``p (1 − p) / N`` one-sided; a two-sided p is twice
+    a one-sided share, so its variance is ``p (2 − p) / N``."""
+    var = p * (2.0 - p) if alternative == "two-sided" else p * (1.0 - p)
+    return math.sqrt(max(var, 0.0) / draws)
 
 
 def sign_flip_test(
@@ -149,6 +158,7 @@ def sign_flip_test(
 ) -> dict[str, Any]:
     """The sign-flip test of ``d``: ``{"test", "p", "p_se", "p_min", "n", "exact"}`` (exact up
     to :data:`EXACT_PAIRS` non-zero differences, else Monte Carlo settled at ``level``)."""
+    _check_alternative(alternative)
     d = np.asarray(d, np.float64)
     nonzero = d[d != 0]
     out = {"test": "paired sign-flip", "n": int(d.size)}
@@ -191,7 +201,7 @@ def permutation_test(
     draws = DRAWS
     while True:
         p = float(run(draws, seed).pvalue)
-        se = math.sqrt(p * (1 - p) / draws)
+        se = _standard_error(p, alternative, draws)
         if level is None or abs(p - level) > 3 * se or draws >= MAX_DRAWS:
             return {**out, "p": p, "p_se": se, "draws": draws, "exact": False}
         draws = min(10 * draws, MAX_DRAWS)
@@ -274,9 +284,12 @@ def ratio_interval(
     does not reject at ``1 − level``, found on the log scale (0 or inf where unbounded)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     est = float(np.log(y.mean() / x.mean()))
-    span = float(np.log(max(y.max(), x.max()) / max(min(y.min(), x.min()), 1e-300))) + 1.0
+    # the ratios of subset sums the inversion can end at (a seed at time 0 counts as 0)
+    pos = np.concatenate([x, y])
+    pos = pos[pos > 0]
+    span = float(np.log(pos.max() / pos.min()) + np.log(max(x.size, 2))) + 1.0
     alpha = 1.0 - level
-    p_at = lambda t: ratio_test(x, y, math.exp(t), paired=paired, seed=SEED)["p"]
+    p_at = lambda t: ratio_test(x, y, math.exp(min(t, 700.0)), paired=paired, seed=SEED)["p"]
     lo = _invert(p_at, alpha, est, est - 4 * span, iters)
     hi = _invert(p_at, alpha, est, est + 4 * span, iters)
     return {

@@ -297,8 +297,9 @@ def stability(results: dict[str, dict], gaps: dict[str, dict], draws: int = 30) 
 
 def families(results: dict[str, dict], gaps: dict[str, dict]) -> dict:
     """Holm at 10 % over each family (docs/results/fifth.md): the opening table's distinct
-    comparisons (the lead growths included) and the outage rows; the equivalence family
-    (TOST p-values of the comparisons that end equivalent) apart."""
+    comparisons (the lead growths included) and the outage rows; their equivalence readings
+    apart, Holm over the TOST p-values of *every* comparison of the family (a family chosen
+    by outcome would not hold its error: the note of 7 Dec on the rule's page)."""
     from jaxnigt.analysis import verdicts
 
     rows: dict[str, dict] = {"paper": {}, "outages": {}}
@@ -308,12 +309,10 @@ def families(results: dict[str, dict], gaps: dict[str, dict]) -> dict:
         for b, r in result["comparisons"].items():
             key = f"{name}: {result['reference']} vs {b}"
             rows[fam][key] = r["p"]
-            if r["outcome"] == sequential.EQUIVALENT:
-                tost[fam][key] = r["tost_p"]
+            tost[fam][key] = r["tost_p"]
     for key, g in gaps.items():
         rows["paper"][key] = g["p"]
-        if g["outcome"] == sequential.EQUIVALENT:
-            tost["paper"][key] = g["tost_p"]
+        tost["paper"][key] = g["tost_p"]
     return {
         fam: {
             "holm": verdicts.holm_adjusted(rows[fam]),

@@ -291,7 +291,8 @@ def stability(docs: Path) -> str:
     text = (
         f"Every decided row ({len(rows)}) gives the same decision in "
         f"{'at least ' if least < draws else ''}{least} of {draws} repetitions with fresh "
-        f"draws (command: {COMMAND})"
+        f"seeds for every random draw that can enter a decision (command: {COMMAND}): the "
+        "decisions are exact tests, so no draw enters them, and this shows it"
     )
     return text + (f"; below {draws - 1} of {draws}: {', '.join(below)}." if below else ".")
 
