@@ -39,8 +39,10 @@ def main(argv=None) -> int:
             **result,
             "rows": rows,
         }
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        from jaxnigt.run.run_dir import atomic_write_text
+
+        # whole or not at all, through a symlink, never over a device or a pipe
+        atomic_write_text(args.out, json.dumps(result, indent=1))
     return 0
 
 
