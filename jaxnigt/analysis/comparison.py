@@ -237,7 +237,7 @@ def _check_compare(run: Run, reference: str, statistic: str, baselines) -> tuple
     return methods, baselines
 
 
-def _pooled_targets(methods: dict[str, Method], budget: float, fractions):
+def pooled_targets(methods: dict[str, Method], budget: float, fractions):
     """``(initial returns, second-half levels, targets)`` pooled over every method."""
     initial = np.concatenate([m.initial() for m in methods.values()])
     levels = {a: m.statistic("second_half", budget) for a, m in methods.items()}
@@ -246,11 +246,11 @@ def _pooled_targets(methods: dict[str, Method], budget: float, fractions):
 
 
 def _targets(methods, budget: float, fractions, statistic: str, target: float | None):
-    """:func:`_pooled_targets` over ``fractions`` and the statistic's own, that one replaced
+    """:func:`pooled_targets` over ``fractions`` and the statistic's own, that one replaced
     by ``target`` when it is fixed in advance."""
     if statistic not in RETURN_STATISTICS:
         fractions = sorted({*fractions, fraction(statistic)})
-    initial, levels, tg = _pooled_targets(methods, budget, fractions)
+    initial, levels, tg = pooled_targets(methods, budget, fractions)
     if target is not None:
         if statistic in RETURN_STATISTICS:
             raise AnalysisError("a target is for a time statistic", param="target")
