@@ -9,6 +9,7 @@ the three programs they run compile once.
 
 import json
 import math
+from pathlib import Path
 
 import chex
 import numpy as np
@@ -665,3 +666,19 @@ def test_tuned_values_are_the_hparams_a_config_sets_for_each_winner():
     )
     assert "grid" not in raw and raw["per_algorithm"]["afedpg"] == {"eta": 0.3}  # kept
     assert raw["per_algorithm"]["rennala_nigt"]["M_init"] == 50
+
+
+def test_a_relative_trace_on_the_command_line_is_the_working_directorys(tmp_path, monkeypatch):
+    """``jaxnigt tune CONFIG --set cluster.power=trace:REL``: read from the working directory
+    and recorded absolute, as ``jaxnigt run``'s --set (it stayed relative, so the tuning's
+    programs read the path from wherever they ran)."""
+    from jaxnigt import cli
+    from jaxnigt.cli import grids
+
+    (tmp_path / "down.csv").write_text("worker,start,speed\n2,1.5,0\n2,6,1\n")
+    monkeypatch.chdir(tmp_path)
+    demo = str(Path(__file__).resolve().parents[1] / "configs" / "demo.yaml")
+    argv = ["tune", demo, "--out", "t", "--algorithms", "rennala_nigt"]
+    args = cli.build_parser().parse_args([*argv, "--set", "cluster.power=trace:down.csv"])
+    raw, *_ = grids._tune_request(args)
+    assert raw["cluster"]["power"] == f"trace:{tmp_path / 'down.csv'}"

@@ -267,7 +267,9 @@ def _tune_request(args: argparse.Namespace):
     """``(raw config, Grid, seeds, algorithms)`` from the flags (raises on a bad value)."""
     from jaxnigt import config as config_lib
 
+    # a --set trace path is the working directory's, as for jaxnigt run (recorded absolute)
     raw = config_lib.apply_overrides(config_lib.read(args.config), args.set or [])
+    raw = config_lib.trace_paths_in(raw, Path.cwd())
     grid = tuning.Grid(
         lr_exp=tuning.DEFAULT_LR_EXP if args.lr_exp is None else tuning.parse_lr_exp(args.lr_exp),
         eta=tuning.DEFAULT_ETA
