@@ -419,7 +419,9 @@ def test_the_fifth_editions_checks_and_figures_in_words(tmp_path):
     (tmp_path / "fifth" / "families.json").write_text(json.dumps(stab))
     assert fifth_page.stability(tmp_path) == (
         "Every decided row (2) gives the same decision in at least 27 of 30 repetitions with "
-        "fresh seeds for every random draw that can enter a decision (command: `python scripts/paper fifth analyze`): the decisions are exact tests, so no draw enters them, and this shows it; below 29 of 30: "
+        "fresh seeds for every random draw that can enter a decision (command: `python "
+        "scripts/paper fifth analyze`): the decisions are exact tests, so no draw enters them, "
+        "and this shows it; below 29 of 30: "
         "`reacher_gap: rennala_nigt vs afedpg` (27 of 30)."
     )
     power = {
