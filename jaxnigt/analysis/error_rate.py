@@ -44,7 +44,14 @@ import numpy as np
 
 from jaxnigt.analysis import looks
 from jaxnigt.analysis.run_data import AnalysisError
-from jaxnigt.analysis.sequential import ALPHA, EQUIVALENT, STAGES, TIME_MARGIN, UNDECIDED
+from jaxnigt.analysis.sequential import (
+    ALPHA,
+    EQUIVALENT,
+    STAGES,
+    TIME_MARGIN,
+    UNDECIDED,
+    exact_outcome,
+)
 from jaxnigt.analysis.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD
 
 #: The synthetic return claims' equivalence margin (a difference; the suite's returns have
@@ -127,11 +134,9 @@ def staged_rule(
             margin=margin, budget=budget, intervals=False,
         )  # fmt: skip
         seeds = k
-        if r["p"] <= lv:
-            ahead = r["interval"]["estimate"] > looks.tie_of(kind)
-            return (REFERENCE_AHEAD if ahead else BASELINE_AHEAD), k
-        if r["tost_p"] is not None and r["tost_p"] <= lv:
-            return EQUIVALENT, k
+        outcome = exact_outcome(r, looks.tie_of(kind), lv)  # the rule's own decision
+        if outcome != UNDECIDED:
+            return outcome, k
     return UNDECIDED, seeds
 
 

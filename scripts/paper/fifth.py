@@ -260,13 +260,7 @@ def decide_again(look: dict, kind: str, level: float, seed: int) -> str:
         kind, x, y, paired=True, level=level, margin=margin, budget=budget,
         intervals=False, seed=seed,
     )  # fmt: skip
-    per_look = 1.0 - level
-    if again["p"] <= per_look:
-        tie = looks.tie_of(kind)
-        return "reference ahead" if again["interval"]["estimate"] > tie else "baseline ahead"
-    if again["tost_p"] is not None and again["tost_p"] <= per_look:
-        return sequential.EQUIVALENT
-    return sequential.UNDECIDED
+    return sequential.exact_outcome(again, looks.tie_of(kind), 1.0 - level)
 
 
 def stability(results: dict[str, dict], gaps: dict[str, dict], draws: int = 30) -> dict:
