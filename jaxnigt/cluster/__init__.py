@@ -11,7 +11,9 @@ collects (core dependencies only: jax, numpy).
   :mod:`~jaxnigt.cluster.round_kernels` the same rules on given times, and
   :mod:`~jaxnigt.cluster.rounds` the round's record and the end-of-round conventions every
   rule shares (start, end, AllReduce, in-flight work).
-* :mod:`~jaxnigt.cluster.aggregators`: the weights a round's gradients are averaged with.
+* :mod:`~jaxnigt.cluster.aggregators`: the weights a round's gradients are averaged with;
+  :mod:`~jaxnigt.cluster.reductions`: the same averages as pure reductions of per-worker
+  gradient sums and counts (for a loop of your own).
 * :mod:`~jaxnigt.cluster.events`: the per-arrival clock of the asynchronous methods (the
   server link, bounded delays); :mod:`~jaxnigt.cluster.step_clock`: central inference's
   per-step clock.
@@ -19,4 +21,92 @@ collects (core dependencies only: jax, numpy).
   values of the run), stacked so that runs of different n share one program.
 * :mod:`~jaxnigt.cluster.simulation`: the clock alone over many rounds or arrivals (what
   ``jaxnigt clock`` runs); :mod:`~jaxnigt.cluster.theory`: closed-form values to check it by.
+
+**The public names** (:data:`__all__`), to use the cluster from code of your own as one uses
+rlax or optax (``examples/rennala_nigt_minimal.py`` runs Rennala NIGT with them):
+
+* the cluster: :func:`make_cluster` (also ``make_cluster_model``, its name in
+  :mod:`~jaxnigt.cluster.model`), :class:`ClusterModel`, :func:`sample_compute_times` and
+  :func:`realize` (a model's outages drawn for one run);
+* the round rules (:data:`ROUND_RULES`): :func:`rennala`, :func:`malenia`, :func:`sync` and
+  :func:`msync` draw a round's compute times and return its :class:`RoundSchedule`; the same
+  rules on given times, :func:`rennala_from_times`, :func:`malenia_from_times`,
+  :func:`sync_from_times` and :func:`msync_from_times`; Rennala's two halves,
+  :func:`sample_rennala_times` (the draws) and :func:`rennala_round` (which gradients land);
+  the rules' sizes :func:`sync_batch`;
+* rounds of a rule from time 0: :func:`run_rounds` (a rule as a function),
+  :func:`round_clock` (its trajectories and end times) and :func:`simulate_rule_rounds` (a
+  rule by name, jitted, per-round arrays);
+* the aggregation: slot weights (:func:`rennala_weights`, :func:`malenia_weights`,
+  :func:`sync_weights`, :func:`mean_weights`, :func:`per_worker_mean_weights`) and per-worker
+  reductions (:func:`worker_sums`, :func:`rennala_reduce`, :func:`malenia_reduce`).
+
+Each is documented in its module (docs/api.md); the modules stay importable as before.
 """
+
+from jaxnigt.cluster.aggregators import (
+    malenia_weights,
+    mean_weights,
+    per_worker_mean_weights,
+    rennala_weights,
+    sync_weights,
+)
+from jaxnigt.cluster.model import (
+    ClusterModel,
+    make_cluster_model,
+    realize,
+    sample_compute_times,
+)
+from jaxnigt.cluster.reductions import malenia_reduce, rennala_reduce, worker_sums
+from jaxnigt.cluster.round_kernels import rennala_round
+from jaxnigt.cluster.schedules import (
+    RoundSchedule,
+    malenia,
+    malenia_from_times,
+    msync,
+    msync_from_times,
+    rennala,
+    rennala_from_times,
+    round_clock,
+    run_rounds,
+    sample_rennala_times,
+    sync,
+    sync_batch,
+    sync_from_times,
+)
+from jaxnigt.cluster.simulation import ROUND_RULES, simulate_rule_rounds
+
+#: The public name of the cluster constructor (:func:`jaxnigt.cluster.model.make_cluster_model`).
+make_cluster = make_cluster_model
+
+__all__ = [
+    "ROUND_RULES",
+    "ClusterModel",
+    "RoundSchedule",
+    "make_cluster",
+    "make_cluster_model",
+    "malenia",
+    "malenia_from_times",
+    "malenia_reduce",
+    "malenia_weights",
+    "mean_weights",
+    "msync",
+    "msync_from_times",
+    "per_worker_mean_weights",
+    "realize",
+    "rennala",
+    "rennala_from_times",
+    "rennala_reduce",
+    "rennala_round",
+    "rennala_weights",
+    "round_clock",
+    "run_rounds",
+    "sample_compute_times",
+    "sample_rennala_times",
+    "simulate_rule_rounds",
+    "sync",
+    "sync_batch",
+    "sync_from_times",
+    "sync_weights",
+    "worker_sums",
+]

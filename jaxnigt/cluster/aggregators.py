@@ -9,6 +9,8 @@ sum into one all-reduce, so no separate reduction over a worker axis is needed.
 Rennala and sync return the plain mean of all collected gradients,
 ``g = sum_i s_i / sum_i b_i``; Malenia returns ``g = (1/n) sum_i s_i / b_i``, unbiased for
 the average objective of heterogeneous workers (Rennala is biased toward fast workers).
+The same averages of per-worker gradient sums and counts are the pure reductions of
+:mod:`jaxnigt.cluster.reductions`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from jaxnigt.cluster.schedules import RoundSchedule
 
 
 def mean_weights(slot_valid: jax.Array) -> jax.Array:
-    """Plain-mean weights ``w_j = valid_j / sum_j valid_j`` over ``[S]`` slots (float32)."""
+    """Plain-mean weights ``w_j = valid_j / sum_j valid_j`` over ``[S]`` slots (float32).
+
+    Args:
+      slot_valid: ``[S]`` bool.
+
+    Returns:
+      ``[S]`` float32 weights, zero on invalid slots (all zero when none is valid).
+    """
     valid = slot_valid.astype(jnp.float32)
     return valid / jnp.maximum(jnp.sum(valid), 1.0)
 
@@ -36,6 +45,10 @@ def per_worker_mean_weights(
       slot_worker: ``[S]`` int32 worker of each slot.
       slot_valid: ``[S]`` bool.
       counts: ``[n]`` int32 valid slots per worker ``b_i``.
+
+    Returns:
+      ``[S]`` float32 weights, zero on invalid slots (:func:`jaxnigt.cluster.reductions.
+      malenia_reduce` is the same average of per-worker sums).
     """
     # n: the workers that contribute, all n when the rule holds (a padded record's own).
     n = jnp.sum(counts > 0).astype(jnp.float32)
@@ -44,16 +57,36 @@ def per_worker_mean_weights(
 
 
 def rennala_weights(sched: RoundSchedule) -> jax.Array:
-    """``[S]`` float32 weights ``1/M`` on the ``M`` valid slots."""
+    """Rennala's weights: the plain mean of the round's ``M`` gradients.
+
+    Args:
+      sched: the round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Returns:
+      ``[S]`` float32 weights ``1/M`` on the ``M`` valid slots.
+    """
     return mean_weights(sched.slot_valid)
 
 
 def malenia_weights(sched: RoundSchedule) -> jax.Array:
-    """``[S]`` float32 weights ``1 / (n b_i)`` on worker ``i``'s valid slots."""
+    """Malenia's weights: the mean over workers of each worker's mean.
+
+    Args:
+      sched: the round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Returns:
+      ``[S]`` float32 weights ``1 / (n b_i)`` on worker ``i``'s valid slots.
+    """
     return per_worker_mean_weights(sched.slot_worker, sched.slot_valid, sched.counts)
 
 
 def sync_weights(sched: RoundSchedule) -> jax.Array:
-    """``[S]`` float32 weights ``1 / (n b)`` (the plain mean; an m-synchronous round's
-    ``1 / m``)."""
+    """The synchronous rules' weights: the plain mean of the round's gradients.
+
+    Args:
+      sched: the round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`.
+
+    Returns:
+      ``[S]`` float32 weights ``1 / (n b)`` (an m-synchronous round's ``1 / m``).
+    """
     return mean_weights(sched.slot_valid)
