@@ -37,16 +37,18 @@ def test_alpha_is_split_over_the_looks_that_can_reach_it(stages, decisive):
 def test_a_time_look_tests_restricted_times_and_reports_rmst():
     """Budget 10; the reference reaches the target at 1, 2, 3, 4, 5, 6; the baseline at 3,
     never, 5, 6, never, 9: restricted 3, 10, 5, 6, 10, 9 (mean 43/6); the reference's mean is
-    21/6: the ratio is 43/21, every difference positive: p = 2 / 2^6."""
+    21/6: the RMST ratio is 43/21.  The effect is the ratio of geometric means,
+    (3·10·5·6·10·9 / 6!)^(1/6) = 112.5^(1/6); every log ratio positive: p = 2 / 2^6."""
     ref = np.array([1.0, 2, 3, 4, 5, 6])
     base = np.array([3.0, np.inf, 5, 6, np.inf, 9])
     one = looks.look("time", ref, base, paired=True, level=0.9, margin=(0.8, 1.25), budget=10.0)
-    assert one["interval"]["estimate"] == pytest.approx(43 / 21)
+    assert one["interval"]["estimate"] == pytest.approx(112.5 ** (1 / 6))
+    assert one["rmst_ratio"]["estimate"] == pytest.approx(43 / 21)
     assert one["p"] == pytest.approx(2 / 2**6) == one["p_min"]
     assert one["rmst"] == pytest.approx({"reference": 21 / 6, "baseline": 43 / 6})
     assert one["reached"] == {"reference": 6, "baseline": 4, "seeds": 6}
     assert one["interval"]["low"] > 1.0  # p = 1/32 <= 0.10: the inverted interval excludes 1
-    assert one["tost_p"] > 0.10  # 2x is no equivalence within [0.8, 1.25]
+    assert one["tost_p"] > 0.10  # 2.2x is no equivalence within [0.8, 1.25]
     assert one["rmst_difference"]["estimate"] == pytest.approx(22 / 6)
 
 

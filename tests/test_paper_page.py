@@ -350,8 +350,8 @@ def test_the_fifth_table_reads_its_verdict_effect_p_and_holm_from_the_json(tmp_p
     (row,) = [line for line in lines if "point_mass_sqrt`: rennala_nigt vs afedpg" in line]
     assert row == (
         "| **Heterogeneous compute and communication** | `point_mass_sqrt`: rennala_nigt vs "
-        "afedpg | confirmed | **confirmed** | RMST ratio: 1.87 [1.25, 2.63] "
-        "| 0.0041 (1.9e-06) | 10 | holds (p = 0.00012) |"
+        "afedpg | confirmed | **confirmed** | ratio of restricted times (geometric means): "
+        "1.87 [1.25, 2.63] | 0.0041 (1.9e-06) | 10 | holds (p = 0.00012) |"
     )  # never "p < 0.001": the number, to 2 significant digits
     assert "| ″ | `reacher_sqrt` | – | not run at CPU scale | – | – | – | – |" in lines
     # an equivalence reads the equivalence family, never "p = 1"
@@ -381,7 +381,8 @@ def test_a_verdict_that_moved_gets_a_sentence_with_its_numbers_and_reasons(tmp_p
     (line,) = fifth_page.moved_lines(tmp_path)
     assert line.startswith(
         "- `point_mass_sqrt`: rennala_nigt vs afedpg, confirmed at 5 seeds → **undecided at "
-        "40 seeds**: RMST ratio 1.31 [0.95, 1.80], p = 0.09 (smallest possible 1.8e-12); "
+        "40 seeds**: ratio of restricted times (geometric means) 1.31 [0.95, 1.80], p = 0.09 "
+        "(smallest possible 1.8e-12); "
         "the look at 5 seeds decides nothing under exact tests (smallest possible p 0.062, "
         "above the share 0.033); no decisive look reached its share 0.033"
     )
@@ -399,6 +400,21 @@ def test_a_verdict_that_moved_gets_a_sentence_with_its_numbers_and_reasons(tmp_p
     # the same verdict at both editions: no sentence
     _fourth_sqrt(tmp_path, "undecided at 40 seeds", 40)
     assert fifth_page.moved(tmp_path) == "- none: every decision stands as the fourth edition's."
+
+
+def test_the_verdicts_the_move_to_the_log_scale_changed_are_named(tmp_path):
+    looks = [_look(10, 1.87, 1.25, 2.63, 0.0041, 1.9e-6)]
+    _fifth_sqrt(tmp_path, "confirmed", looks, 10)
+    assert fifth_page.amended(tmp_path).startswith("- none")  # no record: nothing named
+    record = {"comparisons": {KEY: {"verdict": "undecided at 40 seeds"},
+                              "reacher_gap_afedpg": {"verdict": "confirmed"}}}  # fmt: skip
+    (tmp_path / "fifth" / "registered_test.json").write_text(json.dumps(record))
+    assert fifth_page.amended_lines(tmp_path) == [
+        f"- `{KEY}`: undecided at 40 seeds → **confirmed**"
+    ]  # the lead growth without a file now is not named
+    record["comparisons"][KEY]["verdict"] = "confirmed"
+    (tmp_path / "fifth" / "registered_test.json").write_text(json.dumps(record))
+    assert fifth_page.amended_lines(tmp_path) == []
 
 
 def test_the_fifth_editions_checks_and_figures_in_words(tmp_path):

@@ -17,14 +17,16 @@ Markdown of :func:`compare_markdown`.  The definitions it uses live one concept 
 (:mod:`jaxnigt.analysis.looks`): a return statistic (difference of means over seeds,
 reference minus baseline) or a time to 50 % / 80 % of the improvement, compared by each
 seed's *restricted time* ``min(T, B)`` (a seed that never reaches the target counts at the
-budget B): the ratio of restricted mean times, baseline over reference.  **The decision** is
+budget B), on the log scale: the ratio of geometric-mean restricted times, baseline over
+reference (restricted times are heavy-tailed; the log scale finds a true speed-up more
+often, :mod:`jaxnigt.analysis.looks`).  **The decision** is
 an exact randomization test of a tie (:mod:`jaxnigt.analysis.randomization`): the paired
 sign-flip test when both methods ran the same seeds (:func:`paired`), the permutation test
 otherwise; a side is ahead when ``p <= 1 − level``, and the effect's interval is the test
 inverted at the level, so it excludes the tie exactly then.  The smallest p the test can
 give at the seeds run is reported beside p (``p_min``: 1/16 at 5 paired seeds).  Each
-comparison also reports the ratio of median times (descriptive), the restricted means'
-difference and a paired bootstrap interval of their ratio, the difference in average return
+comparison also reports the ratio of median times (descriptive), the restricted means
+(RMST) difference and a paired bootstrap interval of their ratio, the difference in average return
 and the ratios of median times to every target (bootstrap second views).  The targets pool
 every method of the run (grid point 0 of each algorithm), unless ``target`` fixes the
 statistic's target from runs the comparison does not test; ``kaplan_meier`` holds each

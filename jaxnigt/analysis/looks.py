@@ -6,9 +6,15 @@ fixed before any data:
 * **time claims** (``time_to_50``, ``time_to_80``): each seed's *restricted time*
   ``min(T, B)``, T its first evaluation time at or above the target and B the budget; a seed
   that never reaches the target counts as B, exactly as the restricted mean survival time
-  (RMST) counts it, so it is neither dropped nor an infinity.  The effect is the ratio of
-  restricted means, baseline over reference (> 1: the reference is faster), beside their
-  difference and the ratio of median times (descriptive);
+  (RMST) counts it, so it is neither dropped nor an infinity.  The test and the effect are
+  on the log scale: per seed ``log(min(T_base, B) / min(T_ref, B))``, whose mean is the log
+  of the ratio of geometric-mean restricted times, baseline over reference (> 1: the
+  reference is faster).  Restricted times are heavy-tailed (lognormal-like); on the log
+  scale the same exact test finds a true 1.5× speed-up more often at 20 paired seeds (the
+  project's simulation: 0.345 against 0.321 on differences at 30 % censored).  Beside it:
+  the RMST ratio with a paired bootstrap interval, the RMST difference with its inverted
+  interval, and the ratio of median times (descriptive).  A seed reaching the target at
+  time 0 counts at :data:`FLOOR` × B;
 * **return claims** (``average``, ``second_half``): each seed's return statistic; the effect
   is the mean difference, reference minus baseline.
 
@@ -37,6 +43,7 @@ from jaxnigt.analysis import randomization
 
 TIME, RETURN = "time", "return"
 BOOTSTRAP_REPS = 2000
+FLOOR = 1e-6  # a restricted time of 0 counts at FLOOR × B on the log scale
 
 
 def restricted(times: np.ndarray, budget: float) -> np.ndarray:
@@ -118,10 +125,11 @@ def look(
         an exact test draws nothing.
 
     Returns:
-      ``interval`` (estimate, low, high: RMST ratio or mean difference), ``p`` and the test
-      (``test``, ``p_se``, ``p_min``, ``exact``), ``tost_p`` (None without a margin), and for
-      times ``rmst`` (each side), ``rmst_difference``, ``bootstrap`` (the RMST ratio's
-      percentile interval), ``median_ratio``, ``reached`` (seeds at the target, each side).
+      ``interval`` (estimate, low, high: the ratio of geometric-mean restricted times, or
+      the mean difference), ``p`` and the test (``test``, ``p_se``, ``p_min``, ``exact``),
+      ``tost_p`` (None without a margin), and for times ``rmst`` (each side),
+      ``rmst_ratio`` (the RMST ratio with its percentile bootstrap interval),
+      ``rmst_difference``, ``median_ratio``, ``reached`` (seeds at the target, each side).
     """
     if kind not in (TIME, RETURN):
         raise ValueError(f"kind: got {kind!r}; expected {TIME!r} or {RETURN!r}")
@@ -138,7 +146,8 @@ def look(
 def _time_look(reference, baseline, paired, level, budget, intervals, seed):
     """:func:`look` of restricted times: its fields and the test of a ratio, for TOST."""
     x, y = restricted(reference, budget), restricted(baseline, budget)
-    test = randomization.difference_test(y, x, paired=paired, level=1.0 - level, seed=seed)
+    lx, ly = log_restricted(x, budget), log_restricted(y, budget)
+    test = randomization.difference_test(ly, lx, paired=paired, level=1.0 - level, seed=seed)
     out: dict[str, Any] = {"kind": TIME, **_test_fields(test)}
     out["rmst"] = {"reference": float(x.mean()), "baseline": float(y.mean())}
     out["reached"] = {
@@ -148,12 +157,21 @@ def _time_look(reference, baseline, paired, level, budget, intervals, seed):
     }
     out["median_ratio"] = median_ratio(np.asarray(reference), np.asarray(baseline))
     if intervals:
-        out["interval"] = randomization.ratio_interval(x, y, level, paired=paired)
+        log_ratio = randomization.shift_interval(ly, lx, level, paired=paired)
+        out["interval"] = {k: math.exp(v) for k, v in log_ratio.items()}
+        out["rmst_ratio"] = _bootstrap_ratio(x, y, level, paired, seed)
         out["rmst_difference"] = randomization.shift_interval(y, x, level, paired=paired)
-        out["bootstrap"] = _bootstrap_ratio(x, y, level, paired, seed)
     else:
-        out["interval"] = {"estimate": float(y.mean() / x.mean())}
-    return out, lambda c, alt: randomization.ratio_test(x, y, c, paired=paired, alternative=alt)
+        out["interval"] = {"estimate": math.exp(float(ly.mean() - lx.mean()))}
+    return out, lambda c, alt: randomization.difference_test(
+        ly, lx, paired=paired, shift=math.log(c), alternative=alt
+    )
+
+
+def log_restricted(restricted_times: np.ndarray, budget: float) -> np.ndarray:
+    """``log(min(T, B))`` per seed, a time of 0 counted at :data:`FLOOR` × B (B finite)."""
+    floor = FLOOR * float(budget) if math.isfinite(budget) else np.finfo(np.float64).tiny
+    return np.log(np.maximum(np.asarray(restricted_times, np.float64), floor))
 
 
 def _return_look(reference, baseline, paired, level, budget, intervals, seed):

@@ -18,10 +18,10 @@ from jaxnigt.analysis.verdicts import BASELINE_AHEAD, REFERENCE_AHEAD, TIE
 STATISTIC_TEXT = {
     "average": "difference in average return over [0, B] (reference − baseline)",
     "second_half": "difference in second-half return over [B/2, B] (reference − baseline)",
-    "time_to_50": "ratio of the restricted mean times min(T, B) to 50 % of the improvement "
-    "(baseline / reference)",
-    "time_to_80": "ratio of the restricted mean times min(T, B) to 80 % of the improvement "
-    "(baseline / reference)",
+    "time_to_50": "ratio of the geometric-mean restricted times min(T, B) to 50 % of the "
+    "improvement (baseline / reference)",
+    "time_to_80": "ratio of the geometric-mean restricted times min(T, B) to 80 % of the "
+    "improvement (baseline / reference)",
 }
 
 
@@ -78,8 +78,8 @@ def pairing_text(result: Mapping[str, Any]) -> str:
         parts.append(
             f"Paired: {result['reference']} and {', '.join(both)} ran the same seeds (one "
             "initial policy and evaluation keys per seed): the exact sign-flip test flips the "
-            "sign of each seed's difference (2^n patterns), and every bootstrap resample draws "
-            "one set of seeds for both."
+            "sign of each seed's difference (of log restricted times for a time; 2^n "
+            "patterns), and every bootstrap resample draws one set of seeds for both."
         )
     if apart:
         parts.append(

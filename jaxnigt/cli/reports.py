@@ -69,22 +69,25 @@ def _add_compare_parser(sub) -> None:
     co = sub.add_parser(
         "compare",
         help="a reference against every baseline of a run: effects, exact tests, verdict",
-        description="Decides each comparison with an exact randomization test of a tie: "
-        "methods that ran the same seeds are paired (seed s gives every method the same "
-        "initial policy and evaluation keys) and tested by flipping the sign of each seed's "
-        "difference (all 2^n patterns, exact up to 40 seeds); methods of other seeds by a "
-        "permutation test (exact or Monte Carlo with its standard error); the output says "
-        "which. A time statistic compares each seed's restricted time min(T, B): a seed that "
-        "never reaches the target within the budget B counts as B (the restricted mean "
-        "survival time), so it is never dropped. A side is ahead when p <= 1 - level; the "
-        "interval is the test inverted, so it excludes the tie exactly then. The smallest p "
-        "the test can give at the seeds run is printed beside p (paired: 2/2^n, 1/16 at 5 "
-        "seeds): no p below it is ever printed. --sequential splits 0.10 over the looks "
-        "whose smallest p can reach their share. Writes the JSON, the Markdown (with each "
-        "method's seeds at the target and restricted mean time) and a Kaplan-Meier plot "
-        "(<out>_kaplan_meier.png: the share of seeds at the target against simulated time). "
-        "Over many comparisons, adjust (Holm: jaxnigt.analysis.verdicts.holm). A method "
-        "evaluated more than 10 % of the statistic's scale apart is warned about.",
+        description="Decides each comparison with an exact randomization test of a tie: methods "
+        "that ran the same seeds are paired (seed s gives every method the same initial "
+        "policy and evaluation keys) and tested by flipping the sign of each seed's "
+        "difference (all 2^n patterns, exact up to 40 seeds); methods of other seeds by "
+        "a permutation test (exact or Monte Carlo with its standard error); the output "
+        "says which. A time statistic compares each seed's restricted time min(T, B): a "
+        "seed that never reaches the target within the budget B counts as B (the "
+        "restricted mean survival time), so it is never dropped; the test and the "
+        "effect (the ratio of geometric-mean restricted times) are on the log scale. A "
+        "side is ahead when p <= 1 - level; the interval is the test inverted, so it "
+        "excludes the tie exactly then. The smallest p the test can give at the seeds "
+        "run is printed beside p (paired: 2/2^n, 1/16 at 5 seeds): no p below it is "
+        "ever printed. --sequential splits 0.10 over the looks whose smallest p can "
+        "reach their share. Writes the JSON, the Markdown (with each method's seeds at "
+        "the target and restricted mean time) and a Kaplan-Meier plot "
+        "(<out>_kaplan_meier.png: the share of seeds at the target against simulated "
+        "time). Over many comparisons, adjust (Holm: jaxnigt.analysis.verdicts.holm). A "
+        "method evaluated more than 10 % of the statistic's scale apart is warned "
+        "about.",
     )
     co.add_argument("run_dir", nargs="+", help="a finished run; several: seed blocks of one config")
     co.add_argument("--reference", default="rennala_nigt", help="default rennala_nigt")

@@ -253,7 +253,7 @@ def _fifth(argv) -> int:
     p.add_argument("--store", type=Path, default=results_store.STORE)
     args = p.parse_args(argv)
     if args.command == "power":
-        n = int(args.names[0]) if args.names else 4000
+        n = int(args.names[0]) if args.names else 40_000
         found = fifth.power_tests(n)
         args.docs.mkdir(parents=True, exist_ok=True)
         (args.docs / "power_tests.json").write_text(json.dumps(found, indent=2) + "\n")
