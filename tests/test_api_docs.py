@@ -6,7 +6,17 @@ A function with parameters needs an ``Args:`` section, one that returns a value 
 ``Raises:`` section; a class needs ``Args:`` (its constructor's parameters) or
 ``Attributes:`` (its fields).  What the page documents is read from its autodoc directives:
 ``autofunction`` and ``autoclass`` name one object each (a class's public methods too, unless
-``:no-members:``), ``automodule`` the module's public members unless ``:no-members:``.
+``:no-members:``), ``automodule`` the module's public members unless ``:no-members:`` (all
+of them, the ``:members:`` it lists, less its ``:exclude-members:``).
+
+And every public module shows its members on the page (docs/api.md says so in its opening):
+a *public module* is ``jaxnigt``, ``jaxnigt.cluster``, every module those two name in
+``__all__`` and every module the page documents with ``automodule``; its *members* are what
+autodoc takes, the functions and classes its ``__all__`` names, or without ``__all__`` the
+public functions and classes it defines itself.  Each public module is on the page and each of
+its members is documented there (the object, under any name: ``jaxnigt.cluster.rennala`` is
+shown as ``jaxnigt.cluster.schedules.rennala``); a member may be left out with
+``:exclude-members:`` only while its docstring lacks the sections the page requires.
 """
 
 import ast
@@ -20,16 +30,18 @@ import pytest
 
 API_PAGE = pathlib.Path(__file__).parent.parent / "docs" / "api.md"
 DIRECTIVE = re.compile(r"^\.\. (autofunction|autoclass|automodule):: (\S+)\s*$")
+OPTION = re.compile(r"^   :([\w-]+):(.*)$")
 
 
-def directives(text: str) -> list[tuple[str, str, set[str]]]:
-    """``(kind, dotted name, options)`` of every autodoc directive in ``text``."""
+def directives(text: str) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """``(kind, dotted name, options)`` of every autodoc directive in ``text``; an option's
+    value is the list of names it gives (``[]`` for a flag such as ``:no-members:``)."""
     out = []
     for line in text.splitlines():
         if m := DIRECTIVE.match(line.strip()):
-            out.append((m[1], m[2], set()))
-        elif out and line.startswith("   :") and line.strip().endswith(":"):
-            out[-1][2].add(line.strip().strip(":"))
+            out.append((m[1], m[2], {}))
+        elif out and (m := OPTION.match(line)):
+            out[-1][2][m[1]] = [v.strip() for v in m[2].split(",") if v.strip()]
     return out
 
 
@@ -49,15 +61,35 @@ def resolve(dotted: str, *, module: bool = False):
     raise ImportError(dotted)
 
 
+def _is_member(obj) -> bool:
+    """A function (a jitted one too: autodoc unwraps it) or a class."""
+    return inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj)
+
+
 def _public_members(module) -> list[tuple[str, object]]:
-    """The public functions and classes a module defines (``__all__`` where it has one)."""
-    names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+    """A module's members as autodoc takes them: the functions and classes its ``__all__``
+    names, wherever they are defined; without ``__all__``, the public functions and classes it
+    defines itself."""
+    names = getattr(module, "__all__", None)
+    own = names is None
+    names = names or [n for n in vars(module) if not n.startswith("_")]
     found = []
     for name in names:
         obj = getattr(module, name)
-        if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
+        if _is_member(obj) and (not own or obj.__module__ == module.__name__):
             found.append((f"{module.__name__}.{name}", obj))
     return found
+
+
+def _module_members(module, options: dict[str, list[str]]) -> list[tuple[str, object]]:
+    """The members an ``automodule`` directive with ``options`` shows."""
+    if "no-members" in options:
+        return []
+    found = _public_members(module)
+    if options.get("members"):  # an explicit list
+        found = [(f"{module.__name__}.{n}", getattr(module, n)) for n in options["members"]]
+    excluded = {f"{module.__name__}.{n}" for n in options.get("exclude-members", [])}
+    return [(name, obj) for name, obj in found if name not in excluded]
 
 
 def _methods(dotted: str, cls) -> list[tuple[str, object]]:
@@ -70,17 +102,17 @@ def _methods(dotted: str, cls) -> list[tuple[str, object]]:
     ]
 
 
-def documented() -> list[tuple[str, object]]:
-    """``(dotted name, object)`` of every function and class the API page documents."""
+def documented(text: str | None = None) -> list[tuple[str, object]]:
+    """``(dotted name, object)`` of every function and class the API page (or ``text``)
+    documents."""
     out = []
-    for kind, dotted, options in directives(API_PAGE.read_text()):
+    for kind, dotted, options in directives(API_PAGE.read_text() if text is None else text):
         obj = resolve(dotted, module=kind == "automodule")
-        members = "no-members" not in options
         if kind == "automodule":
-            out += _public_members(obj) if members else []
+            out += _module_members(obj, options)
             continue
         out.append((dotted, obj))
-        if kind == "autoclass" and members:
+        if kind == "autoclass" and "no-members" not in options:
             out += _methods(dotted, obj)
     return out
 
@@ -156,6 +188,12 @@ def test_the_page_is_read():
     assert {"jaxnigt.nigt", "jaxnigt.config.load", "jaxnigt.analysis.compare"} <= set(found)
     kinds = {kind for kind, _, _ in directives(API_PAGE.read_text())}
     assert kinds == {"autofunction", "autoclass", "automodule"}
+    options = {d: o for k, d, o in directives(API_PAGE.read_text()) if k == "automodule"}
+    assert options["jaxnigt.cluster"] == {"no-members": []}
+    assert options["jaxnigt.cluster.schedules"]["exclude-members"][:2] == [
+        "default_malenia_capacity",
+        "default_msync_m",
+    ]
 
 
 def test_the_checks_see_what_is_missing():
@@ -201,6 +239,91 @@ def test_every_api_entry_has_its_sections(name):
     obj = dict(documented())[name]
     lack = missing(obj)
     assert not lack, f"{name} ({owner(obj)}) lacks {', '.join(lack)}"
+
+
+def public_modules(text: str | None = None) -> dict[str, object]:
+    """The public modules by name: ``jaxnigt``, ``jaxnigt.cluster``, the modules they name in
+    ``__all__`` and the modules the page (or ``text``) documents with ``automodule``."""
+    import jaxnigt
+    import jaxnigt.cluster
+
+    found = {}
+    for package in (jaxnigt, jaxnigt.cluster):
+        found[package.__name__] = package
+        for name in package.__all__:
+            obj = getattr(package, name)
+            if inspect.ismodule(obj):
+                found[obj.__name__] = obj
+    for kind, dotted, _ in directives(API_PAGE.read_text() if text is None else text):
+        if kind == "automodule":
+            found[dotted] = resolve(dotted, module=True)
+    return found
+
+
+def unshown(name: str, text: str | None = None) -> list[str]:
+    """What keeps public module ``name`` from showing its members on the page (or ``text``):
+    no ``automodule`` of it (``jaxnigt``, the page's own subject, needs none), and each member
+    the page documents under no name and does not leave out with ``:exclude-members:``."""
+    text = API_PAGE.read_text() if text is None else text
+    module = public_modules(text)[name]
+    options = {d: o for k, d, o in directives(text) if k == "automodule"}
+    problems = [] if name in options or name == "jaxnigt" else [f"no automodule of {name}"]
+    shown = {id(obj) for _, obj in documented(text)}
+    left_out = set(options.get(name, {}).get("exclude-members", []))
+    problems += [
+        f"{dotted} is not on the page"
+        for dotted, obj in _public_members(module)
+        if id(obj) not in shown and dotted.rpartition(".")[2] not in left_out
+    ]
+    return problems
+
+
+def test_the_member_check_sees_a_module_shown_without_members():
+    """The page as it was before this check: ``aggregators`` and ``timing`` without members,
+    ``schedules``, ``events`` and ``reductions`` absent."""
+    old = """
+.. autofunction:: jaxnigt.nigt
+.. automodule:: jaxnigt.cluster.timing
+   :no-members:
+.. automodule:: jaxnigt.cluster.aggregators
+   :no-members:
+"""
+    assert "jaxnigt.cluster.aggregators.rennala_weights is not on the page" in unshown(
+        "jaxnigt.cluster.aggregators", old
+    )
+    assert "jaxnigt.cluster.timing.parse_noise is not on the page" in unshown(
+        "jaxnigt.cluster.timing", old
+    )
+    assert "no automodule of jaxnigt.cluster.schedules" in unshown("jaxnigt.cluster.schedules", old)
+    assert "jaxnigt.cluster.rennala_reduce is not on the page" in unshown("jaxnigt.cluster", old)
+    assert not unshown("jaxnigt.cluster.aggregators", old.replace("   :no-members:\n", ""))
+
+
+@pytest.mark.parametrize("name", sorted(public_modules()))
+def test_every_public_module_shows_its_members(name):
+    problems = unshown(name)
+    assert not problems, f"docs/api.md: {'; '.join(problems)}"
+
+
+def _left_out() -> list[str]:
+    """``module.member`` of every ``:exclude-members:`` entry of the page."""
+    return [
+        f"{dotted}.{member}"
+        for kind, dotted, options in directives(API_PAGE.read_text())
+        for member in options.get("exclude-members", [])
+    ]
+
+
+@pytest.mark.parametrize("dotted", _left_out())
+def test_a_member_is_left_out_only_while_it_lacks_its_sections(dotted):
+    module_name = dotted.rpartition(".")[0]
+    module = resolve(module_name, module=True)
+    members = dict(_public_members(module))
+    assert dotted in members, f"{dotted} is no public member of {module_name}"
+    assert missing(members[dotted]), (
+        f"{dotted} ({owner(members[dotted])}) has its sections now: show it on the page "
+        "(take it out of its module's :exclude-members: in docs/api.md)"
+    )
 
 
 def _prose(text: str) -> str:

@@ -22,26 +22,39 @@ collects (core dependencies only: jax, numpy).
 * :mod:`~jaxnigt.cluster.simulation`: the clock alone over many rounds or arrivals (what
   ``jaxnigt clock`` runs); :mod:`~jaxnigt.cluster.theory`: closed-form values to check it by.
 
-**The public names** (:data:`__all__`), to use the cluster from code of your own as one uses
-rlax or optax (``examples/rennala_nigt_minimal.py`` runs Rennala NIGT with them):
+**The public names** (``__all__``), to use the cluster from code of your own as one uses
+rlax or optax (``examples/rennala_nigt_minimal.py`` runs Rennala NIGT with them); each is
+documented in its module (docs/api.md):
 
-* the cluster: :func:`make_cluster` (also ``make_cluster_model``, its name in
-  :mod:`~jaxnigt.cluster.model`), :class:`ClusterModel`, :func:`sample_compute_times` and
-  :func:`realize` (a model's outages drawn for one run);
-* the round rules (:data:`ROUND_RULES`): :func:`rennala`, :func:`malenia`, :func:`sync` and
-  :func:`msync` draw a round's compute times and return its :class:`RoundSchedule`; the same
-  rules on given times, :func:`rennala_from_times`, :func:`malenia_from_times`,
-  :func:`sync_from_times` and :func:`msync_from_times`; Rennala's two halves,
-  :func:`sample_rennala_times` (the draws) and :func:`rennala_round` (which gradients land);
-  the rules' sizes :func:`sync_batch`;
-* rounds of a rule from time 0: :func:`run_rounds` (a rule as a function),
-  :func:`round_clock` (its trajectories and end times) and :func:`simulate_rule_rounds` (a
-  rule by name, jitted, per-round arrays);
-* the aggregation: slot weights (:func:`rennala_weights`, :func:`malenia_weights`,
-  :func:`sync_weights`, :func:`mean_weights`, :func:`per_worker_mean_weights`) and per-worker
-  reductions (:func:`worker_sums`, :func:`rennala_reduce`, :func:`malenia_reduce`).
+* the cluster: ``make_cluster`` (:func:`~jaxnigt.cluster.model.make_cluster_model`, also
+  under that name), :class:`~jaxnigt.cluster.model.ClusterModel`,
+  :func:`~jaxnigt.cluster.model.sample_compute_times` and
+  :func:`~jaxnigt.cluster.model.realize` (a model's outages drawn for one run);
+* the round rules (``ROUND_RULES``): :func:`~jaxnigt.cluster.schedules.rennala`,
+  :func:`~jaxnigt.cluster.schedules.malenia`, :func:`~jaxnigt.cluster.schedules.sync` and
+  :func:`~jaxnigt.cluster.schedules.msync` draw a round's compute times and return its
+  :class:`~jaxnigt.cluster.schedules.RoundSchedule`; the same rules on given times,
+  :func:`~jaxnigt.cluster.schedules.rennala_from_times`,
+  :func:`~jaxnigt.cluster.schedules.malenia_from_times`,
+  :func:`~jaxnigt.cluster.schedules.sync_from_times` and
+  :func:`~jaxnigt.cluster.schedules.msync_from_times`; Rennala's two halves,
+  :func:`~jaxnigt.cluster.schedules.sample_rennala_times` (the draws) and
+  :func:`~jaxnigt.cluster.round_kernels.rennala_round` (which gradients land); the
+  synchronous batch :func:`~jaxnigt.cluster.schedules.sync_batch`;
+* rounds of a rule from time 0: :func:`~jaxnigt.cluster.schedules.run_rounds` (a rule as a
+  function), :func:`~jaxnigt.cluster.schedules.round_clock` (its trajectories and end times)
+  and :func:`~jaxnigt.cluster.simulation.simulate_rule_rounds` (a rule by name, jitted,
+  per-round arrays);
+* the aggregation: slot weights (:func:`~jaxnigt.cluster.aggregators.rennala_weights`,
+  :func:`~jaxnigt.cluster.aggregators.malenia_weights`,
+  :func:`~jaxnigt.cluster.aggregators.sync_weights`,
+  :func:`~jaxnigt.cluster.aggregators.mean_weights`,
+  :func:`~jaxnigt.cluster.aggregators.per_worker_mean_weights`) and per-worker reductions
+  (:func:`~jaxnigt.cluster.reductions.worker_sums`,
+  :func:`~jaxnigt.cluster.reductions.rennala_reduce`,
+  :func:`~jaxnigt.cluster.reductions.malenia_reduce`).
 
-Each is documented in its module (docs/api.md); the modules stay importable as before.
+The modules stay importable as before.
 """
 
 from jaxnigt.cluster.aggregators import (
