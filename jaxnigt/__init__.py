@@ -12,8 +12,10 @@ MuJoCo-MJX workers, with NIGT as a reusable optax transformation.
 * the experiment API, imported on first use (the ``rl`` extra): ``make_trainer`` and
   ``build_trainer`` (:mod:`jaxnigt.run.trainer`), the ``config`` package (``load``,
   ``ExperimentConfig``, ...) and ``envs``;
-* beside them, ``jaxnigt.algorithms.register`` (an algorithm of your own) and the ``jaxnigt``
-  command (:mod:`jaxnigt.cli`, every flag).
+* beside them, ``jaxnigt.algorithms.register`` and ``register_round_algorithm`` (an
+  algorithm of your own), ``jaxnigt.cluster.rules.register_rule`` (a round rule of your own),
+  :mod:`jaxnigt.plugins` (a module of yours loaded by ``--plugin``, a config's ``plugins:``
+  key or an entry point) and the ``jaxnigt`` command (:mod:`jaxnigt.cli`, every flag).
 
 Everything else is internal and may move; the folders (``cluster``, ``rl``, ``envs``,
 ``algorithms``, ``config``, ``run``, ``studies``, ``analysis``, ``cli``) each say in their
@@ -21,7 +23,8 @@ Everything else is internal and may move; the folders (``cluster``, ``rl``, ``en
 transformations, :mod:`jaxnigt.cluster` and ``jaxnigt clock``.
 
 **Layers.** The folders are layers and every import, one inside a function too, points down:
-``cluster``, ``envs`` and ``nigt`` at the bottom (none importing another); then ``rl``;
+``cluster``, ``envs``, ``nigt`` and ``plugins`` at the bottom (none importing another); then
+``rl``;
 ``algorithms``; ``config`` (it checks a config against the algorithms' registry); ``run``
 (from a config to a run directory); ``analysis`` (it reads run directories back); ``studies``
 (many runs, scored by the analysis); ``cli`` on top. This module, the public names, is none

@@ -57,3 +57,35 @@ _HEAVY = {
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: -_HEAVY.get(item.path.name, 0))  # stable: ties keep order
+
+
+#: Sizes past which the suite's closing report names a module or a function of the package
+#: (a report to read, not a failure: nothing is split to fit a number).
+REPORT_MODULE_LINES, REPORT_FUNCTION_LINES = 450, 60
+
+
+def size_report() -> list[str]:
+    """The package's modules over :data:`REPORT_MODULE_LINES` lines and functions over
+    :data:`REPORT_FUNCTION_LINES`, longest first."""
+    import ast
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "jaxnigt"
+    modules, functions = [], []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        if (lines := len(text.splitlines())) > REPORT_MODULE_LINES:
+            modules.append((lines, name))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (n := node.end_lineno - node.lineno + 1) > REPORT_FUNCTION_LINES:
+                    functions.append((n, f"{name}.{node.name}"))
+    out = [f"module {m}: {n} lines" for n, m in sorted(modules, reverse=True)]
+    return out + [f"function {f}: {n} lines" for n, f in sorted(functions, reverse=True)]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The size report (:func:`size_report`) after the results."""
+    found = size_report()
+    terminalreporter.write_sep("-", "size report (modules > 450 lines, functions > 60)")
+    terminalreporter.write_line("\n".join(found) if found else "none")

@@ -1,6 +1,7 @@
 """Tests for the package as a whole (jaxnigt/__init__.py and its layout): the public names,
-imports pointing down the layers, no import cycle, every module importable on its own, short
-functions."""
+imports pointing down the layers, no import cycle, every module importable on its own.  The
+sizes of modules and functions are a report the suite prints at its end (tests/conftest.py,
+``size_report``), not a failure: an idea is not split to fit a number."""
 
 import ast
 import pathlib
@@ -11,7 +12,6 @@ import textwrap
 import jaxnigt
 
 ROOT = pathlib.Path(jaxnigt.__file__).parent
-MAX_FUNCTION_LINES = 60
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -84,7 +84,7 @@ def test_no_import_cycle_even_through_lazy_imports():
 #: below its own; the subpackages of one layer import none of each other.  The package's
 #: ``__init__`` (its public names) is no layer: Python initializes it before any submodule.
 LAYERS = (
-    ("cluster", "envs", "nigt"),
+    ("cluster", "envs", "nigt", "plugins"),
     ("rl",),
     ("algorithms",),
     ("config",),
@@ -156,22 +156,6 @@ def test_the_curve_statistics_are_pure():
     assert stats.first_time is curves.first_time and stats.median_time is curves.median_time
 
 
-MAX_MODULE_LINES = 450
-#: Modules allowed past :data:`MAX_MODULE_LINES`; each argues for itself in its docstring.
-LONG_MODULES: dict[str, str] = {}
-
-
-def test_modules_are_short_or_argue_for_it():
-    long = {}
-    for name, path in _modules().items():
-        lines = len(path.read_text().splitlines())
-        if lines > MAX_MODULE_LINES and name not in LONG_MODULES:
-            long[name] = lines
-    assert not long, long
-    for name, reason in LONG_MODULES.items():
-        assert reason, name
-
-
 def test_every_subpackage_says_what_it_holds():
     import pkgutil
 
@@ -217,17 +201,6 @@ def test_every_module_imports_on_its_own():
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
-
-
-def test_functions_are_short():
-    long = []
-    for name, path in _modules().items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                lines = node.end_lineno - node.lineno + 1
-                if lines > MAX_FUNCTION_LINES:
-                    long.append(f"{name}.{node.name}: {lines} lines")
-    assert not long, long
 
 
 def test_public_api():

@@ -193,7 +193,7 @@ def _config(algorithm: str, n: int, M: int, **extra):
 )
 def test_a_padded_trainer_trains_as_the_unpadded_trainer(algorithm, n, M, n_max, M_max, sizes_):
     """Every rule (Rennala, Malenia, sync, m-sync) and engine (rounds, actor-critic rounds,
-    arrivals, arrivals a rule may refuse) of :data:`jaxnigt.run.padded.PADDED`."""
+    arrivals, arrivals a rule may refuse) whose traits say it pads."""
     extra = {"msync_m": 3} if algorithm == "msync_nigt" else {}
     # Plain SGD diverges at the NIGT step size (rounding would then grow without bound): the
     # demo's 2^-14 for Ringmaster.

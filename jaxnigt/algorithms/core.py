@@ -223,6 +223,9 @@ class Traits(NamedTuple):
       options: the family-specific ``hparams`` keys it reads (its engine's options, beyond
         the :data:`COMMON` ones every algorithm reads); a config that sets one that none of
         its algorithms reads is an error (:mod:`jaxnigt.config`).
+      pads: its engine reads the number of workers and its sizes from the run, so runs of
+        several n or M share one padded program (:mod:`jaxnigt.run.padded`); a round
+        method's is its rule's (:func:`jaxnigt.cluster.rules.register_rule`).
     """
 
     cluster_options: tuple[str, ...] = ()
@@ -230,6 +233,7 @@ class Traits(NamedTuple):
     overflow: str | None = None
     step_sizes: tuple[str, ...] = ("learning_rate",)
     options: tuple[str, ...] = ()
+    pads: bool = False
 
     def using(self, update: Any) -> Traits:
         """These traits with the step sizes of ``update`` (an

@@ -2,7 +2,10 @@
 ``list`` and ``clock``.
 
 Errors in user input (bad config values, bad flags, an existing run directory) print one
-line naming the problem and exit with status 2, before anything is written.  The commands
+line naming the problem and exit with status 2, before anything is written.  ``--plugin
+MODULE`` (repeatable, anywhere on the line) loads a user's module that registers rules,
+algorithms or environments before the command is read (:mod:`jaxnigt.plugins`; so do a
+config's ``plugins:`` key and ``$JAXNIGT_PLUGINS``).  The commands
 live by concept: :mod:`~jaxnigt.cli.run` (``run``), :mod:`~jaxnigt.cli.grids` (``sweep``,
 ``tune``), :mod:`~jaxnigt.cli.reports` (``plan``, ``plot``, ``compare``, ``list``) and
 :mod:`jaxnigt.cli.clock`; :mod:`~jaxnigt.cli.common` turns library errors into the command
@@ -98,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Asynchronous distributed policy-gradient RL on a simulated cluster.",
     )
     parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="load a module (a name or a .py path) that registers rules, algorithms or "
+        "environments; repeatable, anywhere on the line (also: a config's plugins: key, "
+        "$JAXNIGT_PLUGINS)",
+    )
+    parser.add_argument(
         "--version",
         action="version",
         version=f"jaxnigt {jaxnigt.__version__}",
@@ -171,14 +182,40 @@ def flag_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def take_plugins(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(plugins, rest)``: the values of every ``--plugin MODULE`` / ``--plugin=MODULE`` of
+    ``argv`` and the other arguments."""
+    plugins, rest, i = [], [], 0
+    while i < len(argv):
+        if argv[i] == "--plugin" and i + 1 < len(argv):
+            plugins.append(argv[i + 1])
+            i += 2
+            continue
+        if argv[i].startswith("--plugin="):
+            plugins.append(argv[i].split("=", 1)[1])
+        else:
+            rest.append(argv[i])
+        i += 1
+    return plugins, rest
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_closed_loops
     warnings.showwarning = _show_warning
     if hasattr(signal, "SIGXFSZ"):  # a file-size limit then fails a write instead of killing
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    from jaxnigt import plugins
+
+    given, argv = take_plugins(list(sys.argv[1:] if argv is None else argv))
+    try:  # before the parser: a plugin's rules are --rule choices
+        plugins.load_environment()
+        plugins.load(given)
+    except plugins.PluginError as e:
+        return error(str(e))
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.argv = join_negative_values(sys.argv[1:] if argv is None else argv)
+    # the command as given (a sweep records it to be run again), its plugins first
+    args.argv = [*(f"--plugin={m}" for m in given), *join_negative_values(argv)]
     if problem := flag_problem(args):
         return error(problem)
     if args.command in EXPERIMENT_COMMANDS:

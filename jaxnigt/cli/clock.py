@@ -1,9 +1,9 @@
 """``jaxnigt clock``: simulate the simulated cluster's clock alone, no training.
 
 Round rules (``rennala``, ``malenia``, ``sync``, ``msync``: ``--M`` is then m, the workers a
-round waits for) run ``--rounds`` rounds (``lax.scan``
-inside one ``jax.jit``; round ``r`` uses ``fold_in(key(seed), r)``) and write one CSV row per
-round::
+round waits for; and every rule a plugin registers, :mod:`jaxnigt.plugins`) run ``--rounds``
+rounds (``lax.scan`` inside one ``jax.jit``; round ``r`` uses ``fold_in(key(seed), r)``) and
+write one CSV row per round::
 
     round, t_start, t_collect_end, t_end, grads_used, time_wasted, comms, b_0, ..., b_{n-1}
 
@@ -86,7 +86,16 @@ from jaxnigt.cluster import model, power_sources, schedules, simulation, timing
 from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import run_dir, sizing
 
-RULES = (*simulation.ROUND_RULES, "async", "ringmaster", "seed")
+#: The clocks that are not round rules (every registered round rule is one more).
+OTHER_CLOCKS = ("async", "ringmaster", "seed")
+
+
+def known_rules() -> tuple[str, ...]:
+    """What ``--rule`` accepts: every registered round rule (:mod:`jaxnigt.cluster.rules`, a
+    plugin's included), then :data:`OTHER_CLOCKS`."""
+    return (*simulation.round_rules(), *OTHER_CLOCKS)
+
+
 DEFAULT_OUT = "clock.csv"
 
 #: The flag of each ``cluster:`` key (:class:`~jaxnigt.config.schema.ClusterConfig`).
@@ -225,7 +234,7 @@ def _choice(flag: str, raw: str, allowed: tuple[str, ...]) -> str:
 
 def _check_size(n: int, rounds: int, rule: str) -> None:
     """``--n`` too large for this machine's memory (:mod:`jaxnigt.run.sizing`) is a flag error."""
-    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=rule in simulation.ROUND_RULES)
+    needed = lambda m: sizing.clock_bytes(m, rounds, per_round=rule not in OTHER_CLOCKS)
     try:
         sizing.check(f"the {rule} clock of {rounds:,} rows", needed, n, name="n")
     except sizing.SizeError as e:
@@ -290,7 +299,7 @@ def validate(args: argparse.Namespace) -> tuple[argparse.Namespace, model.Cluste
     n = _int("--n", args.n)
     rounds = _int("--rounds", args.rounds)
     seed = _int("--seed", args.seed, minimum=0)
-    rule = _choice("--rule", args.rule, RULES)
+    rule = _choice("--rule", args.rule, known_rules())
     _check_size(n, rounds, rule)  # before anything of size n is built
     cluster = _cluster(args, n)
     settings = _settings(args, n, _hparams(args))
@@ -350,7 +359,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
     p.add_argument("--M", default="50", help="batch size (>= 1; msync: m <= n)")
-    p.add_argument("--rule", default="rennala", help="|".join(RULES))
+    p.add_argument("--rule", default="rennala", help="|".join(known_rules()))
     for choice in model.CHOICES:
         help_text = f"{'|'.join(choice.values)}: {choice.help}"
         flag = CLUSTER_FLAGS[choice.name]  # --down-exchange, also as --down_exchange

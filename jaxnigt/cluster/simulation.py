@@ -1,18 +1,19 @@
 """The simulated cluster's clock alone, no training: a round rule's rounds or the asynchronous
 engine's arrivals, from time 0.
 
-:func:`simulate_rule_rounds` runs ``rounds`` rounds of a collection rule of
-:mod:`jaxnigt.cluster.schedules` (``rennala``, ``malenia``, ``sync``; ``lax.scan`` inside one
-``jax.jit``, round ``r`` keyed ``fold_in(key, r)``) and returns per-round arrays.
-:func:`simulate_async` runs the per-arrival engine of AFedPG / asynchronous SGD
-(:mod:`jaxnigt.cluster.events`), :func:`simulate_ringmaster` its bounded-delay rule, and
-:func:`simulate_seed` central inference's per-step clock (SEED RL,
-:mod:`jaxnigt.cluster.step_clock`).  ``jaxnigt clock`` (:mod:`jaxnigt.cli.clock`) is the command
-around these; :mod:`jaxnigt.cluster.theory` gives the closed-form values to compare them with.
-Each takes the cluster model whole (:class:`~jaxnigt.cluster.model.ClusterModel`): its named
-choices (in-flight work, the AllReduce, the server link) are static fields of it, so a program
-is compiled once per choice.  A model whose computation power is drawn (``outages``) draws it
-from the key each function is given (:func:`~jaxnigt.cluster.model.realize`).
+:func:`simulate_rule_rounds` runs ``rounds`` rounds of a registered round rule
+(:mod:`jaxnigt.cluster.rules`: ``rennala``, ``malenia``, ``sync``, ``msync`` or one of a
+user's; ``lax.scan`` inside one ``jax.jit``, round ``r`` keyed ``fold_in(key, r)``) and
+returns per-round arrays. :func:`simulate_async` runs the per-arrival engine of AFedPG /
+asynchronous SGD (:mod:`jaxnigt.cluster.events`), :func:`simulate_ringmaster` its
+bounded-delay rule, and :func:`simulate_seed` central inference's per-step clock (SEED RL,
+:mod:`jaxnigt.cluster.step_clock`). ``jaxnigt clock`` (:mod:`jaxnigt.cli.clock`) is the
+command around these; :mod:`jaxnigt.cluster.theory` gives the closed-form values to compare
+them with. Each takes the cluster model whole
+(:class:`~jaxnigt.cluster.model.ClusterModel`): its named choices (in-flight work, the
+AllReduce, the server link) are static fields of it, so a program is compiled once per
+choice. A model whose computation power is drawn (``outages``) draws it from the key each
+function is given (:func:`~jaxnigt.cluster.model.realize`).
 
 (An algorithm's own clock, the trajectories and end time of each of its steps, is its
 ``simulate_clock`` (:mod:`jaxnigt.algorithms.core`); this module knows only the rules.)
@@ -23,29 +24,39 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 
-from jaxnigt.cluster import events, schedules, step_clock
-from jaxnigt.cluster.model import ClusterModel, realize
+from jaxnigt.cluster import events, rules, schedules, step_clock
+from jaxnigt.cluster.model import ClusterModel, realize, sample_compute_times
+from jaxnigt.cluster.rounds import allreduce_times, ends, sequential_cumsum, start_offsets
 
+
+def round_rules() -> tuple[str, ...]:
+    """Every registered round rule (:func:`jaxnigt.cluster.rules.rule_names`)."""
+    return rules.rule_names()
+
+
+#: The library's own round rules (:func:`round_rules` lists every registered one).
 ROUND_RULES = ("rennala", "malenia", "sync", "msync")
+
+
+def _size(model: ClusterModel, M: int, capacity, per_worker) -> rules.RoundSize:
+    """The rules' sizes of the clock's arguments."""
+    cap = schedules.default_malenia_capacity(M, model.n) if capacity is None else capacity
+    b = schedules.sync_batch(M, model.n, per_worker)
+    return rules.RoundSize(M=M, capacity=cap, per_worker=b, m=M)  # msync: M is m
 
 
 def _rule(rule: str, model: ClusterModel, M: int, capacity, per_worker):
     """The round function ``(model, key, t0, busy_until) -> RoundSchedule`` of ``rule``."""
-    if rule == "rennala":
-        return functools.partial(schedules.rennala, M=M)
-    if rule == "malenia":
-        cap = schedules.default_malenia_capacity(M, model.n) if capacity is None else capacity
-        return functools.partial(schedules.malenia, M=M, capacity=cap)
-    if rule == "sync":
-        b = schedules.sync_batch(M, model.n, per_worker)
-        return functools.partial(schedules.sync, per_worker=b)
-    if rule == "msync":  # M is m: the workers a round waits for
-        return functools.partial(schedules.msync, m=M)
-    raise ValueError(f"unknown rule {rule!r}; allowed: {', '.join(ROUND_RULES)}")
+    spec = rules.get_rule(rule)
+    size = _size(model, M, capacity, per_worker)
+    return lambda m, k, t0, busy: spec.round(m, k, t0, busy, size)
 
 
-@functools.partial(jax.jit, static_argnames=("rule", "M", "rounds", "capacity", "per_worker"))
+@functools.partial(
+    jax.jit, static_argnames=("rule", "M", "rounds", "capacity", "per_worker", "gradients")
+)
 def simulate_rule_rounds(
     model: ClusterModel,
     key: jax.Array,
@@ -55,32 +66,37 @@ def simulate_rule_rounds(
     rounds: int,
     capacity: int | None = None,
     per_worker: int | str = 1,
+    gradients: bool = False,
 ) -> dict[str, jax.Array]:
     """Runs ``rounds`` rounds of ``rule`` from time 0 with keys ``fold_in(key, r)``.
 
     Args:
       model: the cluster model (its ``inflight`` and ``allreduce`` end the rounds).
       key: PRNG key of the whole run.
-      rule: one of :data:`ROUND_RULES`.
+      rule: a registered round rule (:func:`round_rules`; the library's own:
+        :data:`ROUND_RULES`).
       M: the rule's batch size (``msync``: m, the workers a round waits for).
       rounds: number of rounds (static).
       capacity: Malenia's per-worker capacity (default
         :func:`~jaxnigt.cluster.schedules.default_malenia_capacity`).
       per_worker: the synchronous batch per worker, or ``match_M``
         (:func:`~jaxnigt.cluster.schedules.sync_batch`; default 1).
+      gradients: also return every worker's gradients of each round (static;
+        :func:`round_gradients`, which adds its keys; the others are the same either way).
 
     Returns:
       dict of per-round arrays with leading axis ``[rounds]``: ``t_start``,
       ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``, ``traj_wasted``,
       ``time_used``, ``comms``, ``overflow``, ``counts`` ``[rounds, n]`` and ``busy_until``
-      ``[rounds, n]`` (when each worker is free after the round).
+      ``[rounds, n]`` (when each worker is free after the round); with ``gradients``, those
+      of :func:`round_gradients` too.
 
     Raises:
-      ValueError: ``rule`` is not a round rule.
+      ValueError: ``rule`` is not a registered round rule.
     """
     fn = _rule(rule, model, M, capacity, per_worker)
     s = schedules.run_rounds(fn, model, key, rounds)
-    return {
+    out = {
         "t_start": s.t_start,
         "t_collect_end": s.t_collect_end,
         "t_end": s.t_end,
@@ -93,6 +109,67 @@ def simulate_rule_rounds(
         "counts": s.counts,
         "busy_until": s.busy_until,
     }
+    if gradients:
+        size = _size(model, M, capacity, per_worker)
+        out |= round_gradients(model, key, out, rule=rule, size=size)
+    return out
+
+
+def _redraw(rule: str, model: ClusterModel, key, t0, off, size: rules.RoundSize) -> jax.Array:
+    """``[n, K]`` the compute times round ``key`` of ``rule`` drew, column k a worker's (k+1)-th
+    gradient of the round (``inf``: never drawn): the library's rules' own draws, and for a
+    rule of one's own :func:`~jaxnigt.cluster.rules.draw_times` (its documented draw)."""
+    if not rules.builtin(rule):
+        return rules.draw_times(model, key, size)
+    if rule == "rennala":
+        first, rows, tau_rows = schedules.sample_rennala_times(model, key, off, M=size.M, t0=t0)
+        tau = jnp.full((model.n, size.M + 1), jnp.inf, jnp.float32).at[:, 0].set(first)
+        return tau.at[rows].set(tau_rows)
+    num = {"malenia": size.capacity + 1, "sync": size.per_worker, "msync": 1}[rule]
+    return sample_compute_times(model, key, num)
+
+
+def round_gradients(
+    model: ClusterModel,
+    key: jax.Array,
+    res: dict[str, jax.Array],
+    *,
+    rule: str,
+    size: rules.RoundSize,
+) -> dict[str, jax.Array]:
+    """Every worker's gradients in each round of :func:`simulate_rule_rounds`, from the same
+    draws: round ``r``'s compute times are drawn again from ``fold_in(key, r)`` as its rule
+    drew them, and turned into completions from the round's start and each worker's
+    ``busy_until`` as the rule did (:func:`~jaxnigt.cluster.rounds.ends`).
+
+    Args:
+      model: the cluster model (outages drawn from ``key``, as the rounds drew them).
+      key: the key of the rounds.
+      res: the rounds' ``t_start``, ``t_collect_end``, ``counts`` and ``busy_until``.
+      rule: the registered round rule.
+      size: its sizes.
+
+    Returns:
+      ``grad_start`` ``[rounds, n]`` when each worker begins the round's work,
+      ``grad_end`` ``[rounds, n, K]`` its k-th completion of the round if it went on computing
+      (its first ``counts`` count), ``grad_work`` ``[rounds, n, K]`` their compute times and
+      ``ready`` ``[rounds, n]`` when each worker has the next point (the AllReduce's end).
+    """
+    model = realize(model, key)[0]
+    busy = jnp.concatenate([jnp.zeros_like(res["busy_until"][:1]), res["busy_until"][:-1]])
+
+    def one(r, t0, busy_r, counts, t_collect_end):
+        off = start_offsets(t0, busy_r)
+        tau = _redraw(rule, model, jax.random.fold_in(key, r), t0, off, size)
+        cum = sequential_cumsum(tau)
+        done = jnp.where(jnp.isfinite(cum), t0 + ends(model, t0, off, cum), jnp.inf)
+        ready = allreduce_times(model, counts, t_collect_end)[1]
+        return t0 + off, done, tau, ready
+
+    rounds = jnp.arange(res["t_start"].shape[0])
+    args = (rounds, res["t_start"], busy, res["counts"], res["t_collect_end"])
+    start, done, tau, ready = jax.vmap(one)(*args)
+    return {"grad_start": start, "grad_end": done, "grad_work": tau, "ready": ready}
 
 
 @functools.partial(jax.jit, static_argnames=("arrivals",))

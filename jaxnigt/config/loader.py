@@ -277,10 +277,36 @@ def from_dict(raw: Any) -> ExperimentConfig:
 
     Raises:
       ConfigError: an unknown key or a bad value (the message names it)."""
+    if isinstance(raw, Mapping) and raw.get("plugins"):
+        _load_plugins(raw["plugins"])
     cfg = checks.parse_dataclass(ExperimentConfig, raw, "")
     _check_consistency(cfg)
     _check_options(cfg)
     return cfg
+
+
+def _load_plugins(specs: Any) -> None:
+    """Imports a config's ``plugins`` (:mod:`jaxnigt.plugins`) before it is checked."""
+    from jaxnigt import plugins
+
+    specs = [specs] if isinstance(specs, str) else specs
+    if not isinstance(specs, list | tuple) or not all(isinstance(s, str) for s in specs):
+        raise ConfigError(f"plugins: got {specs!r}; expected a list of module names or paths")
+    try:
+        plugins.load(specs)
+    except plugins.PluginError as e:
+        raise ConfigError(f"plugins: {e}") from None
+
+
+def plugin_paths_in(raw: dict[str, Any], folder: str | Path) -> dict[str, Any]:
+    """``raw`` with each ``plugins`` entry that is a ``.py`` path relative to ``folder`` (the
+    config file's) made absolute, so a config names its plugin file as it names a trace."""
+    specs = raw.get("plugins")
+    if not isinstance(specs, list | tuple):
+        return raw
+    near = lambda s: Path(folder, s) if isinstance(s, str) and s.endswith(".py") else None
+    fixed = [str(near(s).resolve()) if near(s) and near(s).is_file() else s for s in specs]
+    return {**raw, "plugins": fixed}
 
 
 def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
@@ -300,7 +326,7 @@ def load(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
 
     Raises:
       ConfigError: a bad file, key or value (the message names the key and what is allowed)."""
-    raw = read(path)
+    raw = plugin_paths_in(read(path), Path(path).parent)
     over = sweep_over(raw)
     raw = {k: v for k, v in raw.items() if k != "sweep"}
     # a trace path --set gives is the working directory's: recorded absolute, as the file's

@@ -130,6 +130,12 @@ def _algorithms(path, v, ctx):
     return v
 
 
+def _plugins(path, v, ctx):
+    """A list (maybe empty) of plugin module names or ``.py`` paths (:mod:`jaxnigt.plugins`)."""
+    v = [v] if isinstance(v, str) else [] if v is None else v
+    return _list(_str, what="plugin modules")(path, v, ctx) if v else ()
+
+
 def _opt(check: Check, default=None, **kw) -> Any:
     """A dataclass field with ``default`` and the validator ``check``."""
     return field(default=default, metadata={"check": check}, **kw)
@@ -362,6 +368,8 @@ class ExperimentConfig:
     """A whole scenario: several algorithms × seeds on one simulated cluster.
 
     Attributes:
+      plugins: modules (names or ``.py`` paths) that register rules, algorithms or
+        environments, loaded before the rest of the config is checked (:mod:`jaxnigt.plugins`).
       name: run name (default run directory ``runs/<name>``): one path component, no slash
         or backslash, not ``.`` or ``..``.
       algorithms: algorithms to run, one compiled program each.
@@ -387,6 +395,7 @@ class ExperimentConfig:
         ``RUN_DIR/tensorboard/<algorithm>`` (needs the ``tb`` extra: tensorboardX).
     """
 
+    plugins: tuple[str, ...] = _opt(_plugins, ())
     name: str = _opt(checks.path_component, "experiment")
     algorithms: tuple[str, ...] = _opt(_algorithms, ("rennala_nigt",))
     seeds: int = _opt(_int(1), 3)

@@ -10,12 +10,14 @@ it has one, and its evaluation chunks keep their own length.  The run loop
 checkpoints, health checks); :func:`split` cuts its results into each config's, which
 :func:`jaxnigt.run.experiment.record_algorithm` writes as that config's run directory.
 
-A padded run is the unpadded run: the same draws, the same gradients chosen, the same
-clock; a sum whose order changes with its length (the training return, wasted work) and the
-batched rollouts may differ in float32 rounding (docs/cluster_model.md, "Padded records").
-Only the engines that read n and their sizes from the run are padded (:data:`PADDED`); the
-other algorithms (IMPALA, SEED RL, ADMM), heterogeneous tasks, power traces and sharded runs
-run one config at a time.
+A padded run is the unpadded run: the same draws, the same gradients chosen, the same clock;
+a sum whose order changes with its length (the training return, wasted work) and the batched
+rollouts may differ in float32 rounding (docs/cluster_model.md, "Padded records"). Only the
+algorithms whose engine reads n and its sizes from the run are padded (their traits'
+``pads``: a round method's is its rule's, :func:`jaxnigt.cluster.rules.register_rule`; a
+rule that is not the library's own is first held to its unpadded rounds,
+:func:`jaxnigt.cluster.rules.check_padding`); the other algorithms (IMPALA, SEED RL, ADMM),
+heterogeneous tasks, power traces and sharded runs run one config at a time.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxnigt import algorithms
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms.core import select
 from jaxnigt.algorithms.sizes import THRESHOLDS
@@ -41,13 +44,6 @@ from jaxnigt.run.batch import grid_points, seed_keys
 from jaxnigt.run.metrics import MAX_COUNTED_WORKERS
 from jaxnigt.run.trainer import Trainer, make_trainer
 
-#: The algorithms whose engines read the number of workers and their sizes from the run:
-#: the round engine's Rennala, Malenia, synchronous and m-synchronous rules and the
-#: per-arrival engine (tests/test_padding.py holds each padded run to its unpadded run).
-PADDED = frozenset(
-    {"rennala_nigt", "rennala_pg", "malenia_nigt", "sync_nigt", "sync_pg", "a2c", "msync_nigt"}
-    | {"afedpg", "afedpg_vanilla", "asgd", "a3c", "ringmaster_pg"}
-)
 # The config keys that are values of a run in a padded program (the rest must be equal).
 _RUN_VALUES = ("name", "target_return", "checkpoint_every", "algorithms", "per_algorithm")
 _SIZE_KEYS = ("M", "M_init", "msync_m", "async_block", "malenia_capacity")
@@ -82,7 +78,7 @@ def paddable(config: ExperimentConfig, algorithm: str) -> bool:
     """Whether ``algorithm``'s runs of ``config`` can join a padded program."""
     c = config.cluster
     return (
-        algorithm in PADDED
+        algorithms.traits(algorithm).pads
         and c.power == "constant"
         and not config.env.heterogeneous
         and (config.devices == 1 or (config.devices is None and len(jax.devices()) == 1))

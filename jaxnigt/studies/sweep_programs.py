@@ -116,7 +116,8 @@ def run_grouped(points, out: Path, *, resume: bool, progress: bool, log, stop, c
         kept = [a for a in point.config.algorithms if resume and done(i, a)]
         if kept:
             log(f"[sweep] {point.name}: {', '.join(kept)} finished earlier; kept")
-    log(f"[sweep] {len(points)} points in {len(plan)} programs ({_counts(plan)})")
+    many = "program" if len(plan) == 1 else "programs"
+    log(f"[sweep] {len(points)} points in {len(plan)} {many} ({_counts(plan)})")
     for k, prog in enumerate(plan, 1):
         members = [i for i in prog.members if i not in failed]
         if not members:

@@ -128,7 +128,7 @@ KEYS = ("async_block", "async_wave")
 # Every exchange crosses the server link (queued when ``link: shared``) and waits for a down
 # worker or not (``down_exchange``); there are no rounds, so neither the in-flight rule nor
 # the AllReduce participants apply.
-TRAITS = core.Traits(cluster_options=("link", "down_exchange"), options=KEYS)
+TRAITS = core.Traits(cluster_options=("link", "down_exchange"), options=KEYS, pads=True)
 
 
 def factory(

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 
-from jaxnigt.algorithms import core, sizes, updates
+from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
-from jaxnigt.cluster import schedules
+from jaxnigt.cluster import rules, schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
 # (model, key, t0, busy_until[, hyper]) -> schedule; ``hyper`` (a step's traced values) holds
@@ -59,32 +58,6 @@ class RoundOptions(NamedTuple):
         )
 
 
-# What each collection rule makes a method (:class:`~jaxnigt.algorithms.core.Traits`).
-# Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
-# contributors need to join the AllReduce; Malenia waits for every worker (all contribute)
-# but stops the others mid-gradient; a synchronous round waits for every worker's b
-# gradients (nothing in flight, everyone contributes), so only down_exchange changes it.
-# Every round ends with an AllReduce, which waits for a down worker (cluster.power) or not:
-# down_exchange changes every rule's rounds.
-RENNALA = core.Traits(
-    cluster_options=("inflight", "allreduce", "down_exchange"), tuned_shapes=("M",)
-)
-MALENIA = core.Traits(
-    cluster_options=("inflight", "down_exchange"),
-    tuned_shapes=("M",),
-    overflow="Malenia capacity overflow (raise hparams.malenia_capacity)",
-    options=("malenia_capacity",),
-)
-SYNC = core.Traits(cluster_options=("down_exchange",), options=("per_worker_batch",))
-# An m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may
-# be over the m contributors only: both options change it.
-MSYNC = core.Traits(
-    cluster_options=("inflight", "allreduce", "down_exchange"),
-    tuned_shapes=("msync_m",),
-    options=("msync_m",),
-)
-
-
 # A schedule factory ``(setup, options, M, size) -> ScheduleFn`` picks a rule and its static
 # sizes; the rule reads the cluster model's choices (in-flight work, the AllReduce) from the
 # record it is called on.  ``size`` names the hyper entry that holds the round's M in a padded
@@ -92,52 +65,63 @@ MSYNC = core.Traits(
 ScheduleFactory = Callable[[Setup, RoundOptions, int, str], ScheduleFn]
 
 
-def rennala_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
-    """Rennala's collection of ``M`` gradients (docs/cluster_model.md)."""
-    del setup, options
-
-    def rule(model, key, t0, busy_until, hyper=None):
-        run_M = sizes.run_size(hyper, size)
-        return schedules.rennala(model, key, t0, busy_until, M=M, run_M=run_M)
-
-    return rule
-
-
-def malenia_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
-    """Malenia's collection with batch ``M`` (docs/cluster_model.md); a padded run's capacity
-    and threshold are its values (:mod:`jaxnigt.algorithms.sizes`)."""
-    del setup
-    rule = functools.partial(schedules.malenia, M=M, capacity=options.malenia_capacity)
-
-    def collect(model, key, t0, busy_until, hyper=None):
-        capacity = sizes.run_size(hyper, "malenia_capacity")
-        if capacity is None:
-            return rule(model, key, t0, busy_until)
-        threshold = jnp.asarray(hyper[sizes.THRESHOLDS[size]], jnp.float32)
-        return rule(model, key, t0, busy_until, run=(capacity, threshold))
-
-    return collect
+def traits_of(rule: str, **overrides: Any) -> core.Traits:
+    """What running the registered round ``rule`` makes a method
+    (:class:`~jaxnigt.algorithms.core.Traits`): the cluster options that change its rounds,
+    M tuned (its batch), its overflow's meaning, whether it pads; ``overrides`` replace
+    fields (e.g. ``options``, ``tuned_shapes``)."""
+    spec = rules.get_rule(rule)
+    base = core.Traits(
+        cluster_options=spec.cluster_options,
+        tuned_shapes=("M",),
+        overflow=spec.overflow,
+        pads=spec.pads,
+    )
+    return base._replace(**overrides)
 
 
-def sync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
-    """The synchronous collection: the configured gradients per worker (default 1; with
-    ``match_M``, ``max(1, ceil(M/n))``).  A padded run's workers are its record's."""
-    del size
-    b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
-    rule = functools.partial(schedules.sync, per_worker=b)
-    return lambda model, key, t0, busy_until, hyper=None: rule(model, key, t0, busy_until)
+# Rennala stops at the M-th gradient, so work is in flight at a round's end and only the
+# contributors need to join the AllReduce; Malenia waits for every worker (all contribute)
+# but stops the others mid-gradient; a synchronous round waits for every worker's b
+# gradients (nothing in flight, everyone contributes), so only down_exchange changes it; an
+# m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may be
+# over the m contributors only.  Every round ends with an AllReduce, which waits for a down
+# worker (cluster.power) or not: down_exchange changes every rule's rounds.
+RENNALA = traits_of("rennala")
+MALENIA = traits_of("malenia", options=("malenia_capacity",))
+SYNC = traits_of("sync", tuned_shapes=(), options=("per_worker_batch",))
+MSYNC = traits_of("msync", tuned_shapes=("msync_m",), options=("msync_m",))
 
 
-def msync_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M") -> ScheduleFn:
-    """The m-synchronous collection: one gradient per worker, the fastest ``msync_m``
-    count (``M`` is not read; a padded run's ``msync_m`` is its value)."""
-    del setup, M, size
+def schedule(rule: str) -> ScheduleFactory:
+    """The schedule factory of the registered round ``rule``: its :class:`~jaxnigt.cluster.
+    rules.RoundSize` from the run's options (the round's M, Malenia's capacity, the
+    synchronous batch, m-sync's m) and, in a padded program, the run's values of them.  A
+    rule that is not the library's own and says it pads is held to its unpadded rounds
+    (:func:`jaxnigt.cluster.rules.check_padding`, once a process) before its first use."""
+    spec = rules.get_rule(rule)
 
-    def rule(model, key, t0, busy_until, hyper=None):
-        run_m = sizes.run_size(hyper, "msync_m")
-        return schedules.msync(model, key, t0, busy_until, m=options.msync_m, run_m=run_m)
+    def make_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M"):
+        if spec.pads and not rules.builtin(rule):
+            rules.check_padding(rule)
+        b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
+        static = rules.RoundSize(
+            M=M, capacity=options.malenia_capacity, per_worker=b, m=options.msync_m
+        )
 
-    return rule
+        def collect(model, key, t0, busy_until, hyper=None):
+            run = rules.run_values(hyper, size) if spec.pads else None
+            return spec.round(model, key, t0, busy_until, static._replace(run=run))
+
+        return collect
+
+    return make_schedule
+
+
+rennala_schedule = schedule("rennala")
+malenia_schedule = schedule("malenia")
+sync_schedule = schedule("sync")
+msync_schedule = schedule("msync")
 
 
 def factory(
