@@ -168,6 +168,22 @@ def test_eval_every_time_is_steps_of_simulated_time(trainer):
     assert trainer.eval_every(7, 0.1 * step_time) == 1
 
 
+def test_the_public_clock_program_and_prepare_are_what_the_run_uses(trainer):
+    """``trainer.clock_program`` is the cached program behind :meth:`Trainer.clock`;
+    ``loop.prepare`` the run that ``run_algorithm`` builds (scripts/benchmarks uses both)."""
+    from jaxnigt.run import loop
+    from jaxnigt.run import trainer as trainer_lib
+
+    program = trainer_lib.clock_program(trainer)
+    assert program is trainer_lib.clock_program(trainer)  # cached per trainer
+    per_step, ends = program(jax.random.key(0), 16)
+    assert trainer.clock(16)[1] == pytest.approx(float(ends[-1]) / 16)
+    assert np.asarray(per_step).shape == (16,)
+    run = loop.prepare(_CFG, trainer.name, trainer)
+    assert run.trainer is trainer and run.num_seeds == _CFG.seeds and run.budget == 50.0
+    assert loop.prepare(_CFG, trainer.name, trainer, num_seeds=2).num_seeds == 2
+
+
 def test_runner_chunks_follow_every_time(trainer):
     from jaxnigt.run import loop
 

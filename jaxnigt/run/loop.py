@@ -40,7 +40,7 @@ from jaxnigt.run.progress import Progress, compile_seconds, wait
 from jaxnigt.run.signals import ChunkDropped, Interrupted, StopFlag
 from jaxnigt.run.trainer import Trainer, make_trainer
 
-__all__ = ["Run", "RunError", "next_chunk", "run_algorithm", "start_or_resume"]
+__all__ = ["Run", "RunError", "next_chunk", "prepare", "run_algorithm", "start_or_resume"]
 
 
 class RunError(RuntimeError):
@@ -191,6 +191,29 @@ def _prepare(config: ExperimentConfig, algorithm: str, trainer: Trainer | None, 
         every=progs.every,
         time_grid=config.eval.every_time is not None,
     )
+
+
+def prepare(
+    config: ExperimentConfig,
+    algorithm: str,
+    trainer: Trainer | None = None,
+    num_seeds: int | None = None,
+) -> Run:
+    """The vmapped program and inputs of ``algorithm``'s run of ``config``, as
+    :func:`run_algorithm` builds them before its first chunk (its ``prepared`` argument takes
+    one): e.g. to lower and compile the run's chunk program on its own.
+
+    Args:
+      config: the experiment.
+      algorithm: the algorithm's registered name.
+      trainer: a trainer of ``config`` and ``algorithm`` to build the programs from (None:
+        the programs shared by every run of the same config, :func:`programs_for`).
+      num_seeds: the seeds vmapped per grid point (None: ``config.seeds``).
+
+    Returns:
+      A :class:`Run` with its programs, keys, hyperparameters and budgets; not started.
+    """
+    return _prepare(config, algorithm, trainer, config.seeds if num_seeds is None else num_seeds)
 
 
 def _record(run: Run, metrics: dict[str, np.ndarray], returns: np.ndarray | None) -> None:

@@ -378,6 +378,21 @@ def _clock_program(trainer: Trainer) -> ClusterProgram:
     return trainer.program(clock, static_argnums=1)
 
 
+def clock_program(trainer: Trainer) -> ClusterProgram:
+    """The trainer's clock alone as a jitted program (:attr:`Algorithm.simulate_clock`; no
+    rollouts, no training): the one :meth:`Trainer.clock` and :meth:`Trainer.eval_every` run,
+    cached per trainer.
+
+    Args:
+      trainer: a :class:`Trainer` whose algorithm has a simulated clock.
+
+    Returns:
+      A :class:`ClusterProgram` called as ``program(key, steps)`` that returns each step's
+      trajectories delivered and its end in simulated time (arrays of ``steps``).
+    """
+    return _clock_program(trainer)
+
+
 def make_trainer(config: ExperimentConfig, algorithm: str, *, mesh: Any = None) -> Trainer:
     """Builds the :class:`Trainer` of one algorithm of an experiment config.
 
