@@ -13,14 +13,16 @@ Usage::
     bash scripts/bench_gpu.sh                          # the GPU benchmark (needs a GPU)
 
 Subcommands: schedule, rollout, overhead, scaling, power, seeds, padding, sweep, compile, gym,
-memory, central, jobs, gpu
-(``all``, the default, runs every one except gpu). ``gym`` needs the optional extra
+memory, central, jobs, executors, gpu (``all``, the default, runs every one except executors
+and gpu; :data:`BENCHMARKS` is the one table of them). ``gym`` needs the optional extra
 ``pip install -e '.[bench]'`` (gymnasium[mujoco]).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import os
 import shlex
@@ -29,6 +31,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import gpu_args
@@ -38,197 +41,169 @@ warnings.filterwarnings("ignore")
 # first on Python's path.
 
 
-def _schedule(args):
-    from benchmarks import schedule
-    from benchmarks.common import format_table
-
-    rows = schedule.run(args.quick)
-    base = rows[0]["median_ms"]
-    for r in rows:
-        r["ratio_vs_n10"] = r["median_ms"] / base
-    cols = (
-        ("n", "n", ",d"),
-        ("M", "M", "d"),
-        ("calls", "calls", "d"),
-        ("median_ms", "median ms", ".3f"),
-        ("ratio_vs_n10", "ratio vs n=10", ".2f"),
-        ("full_draw_ms", "full-draw ms (previous method)", ".3f"),
-        ("full_over_lazy", "previous / now", ".1f"),
-        ("outages_ms", "outages ms", ".3f"),
-        ("outages_over_constant", "outages / constant", ".2f"),
-        ("compile_s", "compile s", ".2f"),
-    )
-    return rows, format_table(rows, cols)
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """``--envs a,b``: the names (None: not given)."""
+    return tuple(text.split(",")) if text else None
 
 
-def _rollout(args):
-    from benchmarks import rollout
-
-    envs = tuple(args.envs.split(",")) if args.envs else None
-    envs = envs or (("reacher",) if args.quick else ("reacher", "hopper", "humanoid"))
-    rows = rollout.run(
-        args.quick,
-        envs=envs,
-        batches=tuple(
-            int(b) for b in (args.batches or ("64" if args.quick else "16,64")).split(",")
-        ),
-        reps=args.reps or (2 if args.quick else 3),
-        solver_iterations=args.solver_iterations,
-        ls_iterations=args.ls_iterations,
-    )
-    return rows, rollout.format_table(rows)
+def _ints(text: str) -> tuple[int, ...]:
+    """``--batches 16,64``: the numbers (``""``: none)."""
+    return tuple(int(v) for v in text.split(",") if v.strip())
 
 
-def _overhead(args):
-    from benchmarks import overhead
-
-    envs = tuple(args.envs.split(",")) if args.envs else ("reacher", "hopper")
-    rows = overhead.run(args.quick, envs=envs)
-    return rows, overhead.format_rows(rows)
-
-
-def _scaling(args):
-    from benchmarks import scaling
-
-    rows = scaling.run(args.quick, env=args.env)
-    return rows, scaling.format_rows(rows)
+def _rollout(args) -> dict:
+    envs = _names(args.envs) or (("reacher",) if args.quick else ("reacher", "hopper", "humanoid"))
+    return {
+        "envs": envs,
+        "batches": _ints(args.batches or ("64" if args.quick else "16,64")),
+        "reps": args.reps or (2 if args.quick else 3),
+        "solver_iterations": args.solver_iterations,
+        "ls_iterations": args.ls_iterations,
+    }
 
 
-def _seeds(args):
-    from benchmarks import seeds
-
-    rows = seeds.run(args.quick, env=args.env or "reacher")
-    return rows, seeds.format_rows(rows)
-
-
-def _central(args):
-    from benchmarks import central
-
-    rows = central.run(args.quick)
-    return rows, central.format_rows(rows)
-
-
-def _power(args):
-    from benchmarks import power
-
-    rows = power.run(args.quick, env=args.env or "reacher")
-    return rows, power.format_rows(rows)
-
-
-def _padding(args):
-    from benchmarks import padding
-
-    rows = padding.run(args.quick, env=args.env or "point_mass")
-    return rows, padding.format_rows(rows)
+def _gpu(args) -> dict:
+    return {
+        "env": args.env,
+        "horizon": args.horizon,
+        "n": args.n,
+        "M": args.M,
+        "seeds": args.seeds,
+        "rounds": args.rounds,
+        "async_block": args.async_block,
+        "deadline": args.deadline,
+        "allow_cpu": args.allow_cpu,
+        "solver_iterations": args.solver_iterations,
+        "ls_iterations": args.ls_iterations,
+        "batches": _ints(args.batches),  # "": no rollouts
+        "large_n": args.large_n,
+        "studies": tuple(args.study or ()),
+        "reference_batch": args.reference_batch,
+        "groups": tuple(g for g in args.rows.split(",") if g.strip()),
+        "rows": args.partial_rows,
+    }
 
 
-def _sweep(args):
-    from benchmarks import sweep_programs
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+    """A subcommand: ``benchmarks.<module>.run(quick, **kwargs(args))`` gives its rows and
+    ``<module>.<table>(rows)`` their text; ``options``: its own flags, each ``(flags,
+    add_argument's keywords)`` (``gpu``'s: :mod:`benchmarks.gpu_args`)."""
 
-    rows = sweep_programs.run(args.quick)
-    return rows, sweep_programs.format_rows(rows)
-
-
-def _compile(args):
-    from benchmarks import compile as compile_bench
-
-    if args.n:
-        ns = tuple(int(v) for v in args.n.split(","))
-        rows = compile_bench.run_n(ns, args.algorithm)
-        return rows, compile_bench.format_rows(rows)
-    envs = tuple(args.envs.split(",")) if args.envs else None
-    rows = compile_bench.run(args.quick, envs=envs)
-    return rows, compile_bench.format_rows(rows)
+    module: str
+    help: str
+    kwargs: Callable[[argparse.Namespace], dict] = lambda args: {}
+    options: tuple[tuple[tuple[str, ...], dict], ...] = ()
+    table: str = "format_rows"
 
 
-def _gym(args):
-    from benchmarks import gym_reference
+_ENVS = (("--envs",), {"default": None, "help": "comma-separated env names"})
+_REPS = (("--reps",), {"type": int, "default": None})
+_SOLVER = (
+    (("--solver-iterations",), {"type": int, "default": None}),
+    (("--ls-iterations",), {"type": int, "default": None}),
+)
+_ENV = (("--env",), {"default": None, "help": "default: reacher"})
+_GYM = (  # gym precedes gpu below, so `all` takes these defaults for --M etc.
+    (("--horizon",), {"type": int, "default": None, "help": "default 1000 (quick 200)"}),
+    (("--M",), {"type": int, "default": 20}),
+    (("--n",), {"type": int, "default": 10}),
+    (("--rounds",), {"type": int, "default": None, "help": "default 3 (quick 2)"}),
+)
+_COMPILE = (
+    (("--n",), {"default": None, "help": "instead: the run's chunk program at these n (demo)"}),
+    (("--algorithm",), {"default": "sync_nigt", "help": "with --n (default sync_nigt)"}),
+)
+_BATCHES = (("--batches",), {"default": None, "help": "default 16,64 (quick: 64)"})
 
-    envs = tuple(args.envs.split(",")) if args.envs else None
-    rows = gym_reference.run(
-        args.quick,
-        envs=envs,
-        horizon=args.horizon,
-        M=args.M,
-        n=args.n,
-        rounds=args.rounds,
-        reps=args.reps,
-    )
-    return rows, gym_reference.format_rows(rows)
-
-
-def _memory(args):
-    from benchmarks import memory
-
-    rows = memory.run(args.quick)
-    return rows, memory.format_rows(rows)
-
-
-def _jobs(args):
-    from benchmarks import jobs
-
-    rows = jobs.run(args.quick)
-    return rows, jobs.format_rows(rows)
-
-
-def _executors(args):
-    from benchmarks import executors
-
-    rows = executors.run(args.quick)
-    return rows, executors.format_rows(rows)
-
-
-def _gpu(args):
-    from benchmarks import gpu
-
-    batches = tuple(int(b) for b in args.batches.split(",") if b.strip())  # "" : no rollouts
-    rows = gpu.run(
-        args.quick,
-        env=args.env,
-        horizon=args.horizon,
-        n=args.n,
-        M=args.M,
-        seeds=args.seeds,
-        rounds=args.rounds,
-        async_block=args.async_block,
-        deadline=args.deadline,
-        allow_cpu=args.allow_cpu,
-        solver_iterations=args.solver_iterations,
-        ls_iterations=args.ls_iterations,
-        batches=batches,
-        large_n=args.large_n,
-        studies=tuple(args.study or ()),
-        reference_batch=args.reference_batch,
-        groups=tuple(g for g in args.rows.split(",") if g.strip()),
-        rows=args.partial_rows,
-    )
-    return rows, gpu.format_rows(rows)
-
-
+# Every benchmark, in the order `all` runs them (gpu excepted) and the parser declares their
+# flags: a flag several benchmarks have takes, under `all`, the default of the first.
 BENCHMARKS = {
-    "schedule": (_schedule, "one Rennala schedule + weights call vs n (M = 50)"),
-    "rollout": (_rollout, "rollout + policy gradient vs bare env stepping (env-steps/s)"),
-    "overhead": (_overhead, "rennala_nigt training rounds vs bare rollout + gradient"),
-    "scaling": (_scaling, "wall time per round vs n: Rennala, Malenia, AFedPG (waves vs 1)"),
-    "power": (_power, "a Rennala NIGT round under outages vs constant power (n = 10, 10,000)"),
-    "seeds": (_seeds, "8 seeds / a 4x2 grid vmapped vs sequential"),
-    "padding": (
-        _padding,
-        "Rennala runs of n in {10,30,100} x M in {20,30,50}: 1 padded program vs 9",
+    "schedule": Benchmark("schedule", "one Rennala schedule + weights call vs n (M = 50)"),
+    "rollout": Benchmark(
+        "rollout",
+        "rollout + policy gradient vs bare env stepping (env-steps/s)",
+        _rollout,
+        (_ENVS, _BATCHES, _REPS, *_SOLVER),
+        table="format_table",
     ),
-    "sweep": (_sweep, "the demo's n x M sweep: grouped into padded programs vs point by point"),
-    "compile": (_compile, "cold compile time of the first round per env"),
-    "gym": (_gym, "vs the paper-style CPU simulation (gymnasium loop over workers)"),
-    "memory": (_memory, "peak memory of one round vs M (no per-trajectory gradients)"),
-    "central": (_central, "a seed_rl learner update vs impala's, and its per-step clock's share"),
-    "jobs": (_jobs, "a tuning's programs in sequence vs in parallel processes (tune --jobs)"),
-    "executors": (_executors, "a 4-program tuning: --jobs 1, --jobs 2, Ray with 2 one-CPU nodes"),
-    "gpu": (_gpu, "studies' padded programs vs a rollout, then humanoid rollouts and rounds/s"),
+    "overhead": Benchmark(
+        "overhead",
+        "rennala_nigt training rounds vs bare rollout + gradient",
+        lambda args: {"envs": _names(args.envs) or ("reacher", "hopper")},
+        (_ENVS,),
+    ),
+    "scaling": Benchmark(
+        "scaling",
+        "wall time per round vs n: Rennala, Malenia, AFedPG (waves vs 1)",
+        lambda args: {"env": args.env},
+        (_ENV,),
+    ),
+    "power": Benchmark(
+        "power",
+        "a Rennala NIGT round under outages vs constant power (n = 10, 10,000)",
+        lambda args: {"env": args.env or "reacher"},
+        (_ENV,),
+    ),
+    "seeds": Benchmark(
+        "seeds",
+        "8 seeds / a 4x2 grid vmapped vs sequential",
+        lambda args: {"env": args.env or "reacher"},
+        ((("--env",), {"default": "reacher"}),),
+    ),
+    "padding": Benchmark(
+        "padding",
+        "Rennala runs of n in {10,30,100} x M in {20,30,50}: 1 padded program vs 9",
+        lambda args: {"env": args.env or "point_mass"},
+    ),
+    "sweep": Benchmark(
+        "sweep_programs", "the demo's n x M sweep: grouped into padded programs vs point by point"
+    ),
+    "compile": Benchmark(
+        "compile",
+        "cold compile time of the first round per env",
+        lambda args: {
+            "envs": _names(args.envs),
+            "ns": _ints(args.n or ""),
+            "algorithm": args.algorithm,
+        },
+        (_ENVS, *_COMPILE),
+    ),
+    "gym": Benchmark(
+        "gym_reference",
+        "vs the paper-style CPU simulation (gymnasium loop over workers)",
+        lambda args: {
+            "envs": _names(args.envs),
+            **{k: getattr(args, k) for k in ("horizon", "M", "n", "rounds", "reps")},
+        },
+        (_ENVS, _REPS, *_GYM),
+    ),
+    "memory": Benchmark("memory", "peak memory of one round vs M (no per-trajectory gradients)"),
+    "central": Benchmark(
+        "central", "a seed_rl learner update vs impala's, and its per-step clock's share"
+    ),
+    "jobs": Benchmark(
+        "jobs", "a tuning's programs in sequence vs in parallel processes (tune --jobs)"
+    ),
+    "executors": Benchmark(
+        "executors", "a 4-program tuning: --jobs 1, --jobs 2, Ray with 2 one-CPU nodes"
+    ),
+    "gpu": Benchmark(
+        "gpu",
+        "studies' padded programs vs a rollout, then humanoid rollouts and rounds/s",
+        _gpu,
+        _SOLVER,
+    ),
 }
-ALL = (
-    "schedule", "rollout", "overhead", "scaling", "power", "seeds", "padding", "sweep", "compile",
-    "gym", "memory", "central", "jobs",
-)  # fmt: skip
+ALL = tuple(name for name in BENCHMARKS if name not in ("executors", "gpu"))
+
+
+def run_benchmark(name: str, args: argparse.Namespace) -> tuple[list[dict], str]:
+    """Runs the benchmark ``name`` with the parsed ``args``: its rows and their table."""
+    bench = BENCHMARKS[name]
+    module = importlib.import_module(f"benchmarks.{bench.module}")
+    rows = module.run(args.quick, **bench.kwargs(args))
+    return rows, getattr(module, bench.table)(rows)
 
 
 def _ratios(name: str, rows: list[dict]) -> list[str]:
@@ -370,45 +345,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("all", parents=[shared], help="every benchmark except gpu (default)")
-    for name, (_, text) in BENCHMARKS.items():
-        p = sub.add_parser(name, parents=[shared], help=text)
-        if name in ("rollout", "overhead", "compile", "gym"):
-            p.add_argument("--envs", default=None, help="comma-separated env names")
-        if name == "rollout":
-            p.add_argument("--batches", default=None, help="default 16,64 (quick: 64)")
-        if name in ("rollout", "gym"):
-            p.add_argument("--reps", type=int, default=None)
-        if name == "gym":
-            # gym precedes gpu in BENCHMARKS, so `all` takes these defaults for --M etc.
-            p.add_argument("--horizon", type=int, default=None, help="default 1000 (quick 200)")
-            p.add_argument("--M", type=int, default=20)
-            p.add_argument("--n", type=int, default=10)
-            p.add_argument("--rounds", type=int, default=None, help="default 3 (quick 2)")
-        if name in ("rollout", "gpu"):
-            p.add_argument("--solver-iterations", type=int, default=None)
-            p.add_argument("--ls-iterations", type=int, default=None)
-        if name in ("scaling", "power"):
-            p.add_argument("--env", default=None, help="default: reacher")
-        if name == "compile":
-            p.add_argument(
-                "--n", default=None, help="instead: the run's chunk program at these n (demo)"
-            )
-            p.add_argument("--algorithm", default="sync_nigt", help="with --n (default sync_nigt)")
-        if name == "seeds":
-            p.add_argument("--env", default="reacher")
+    for name, bench in BENCHMARKS.items():
+        p = sub.add_parser(name, parents=[shared], help=bench.help)
+        for flags, kwargs in bench.options:
+            p.add_argument(*flags, **kwargs)
         if name == "gpu":
             gpu_args.add_arguments(p)
     return parser
 
 
 def _sub_defaults() -> dict:
+    """Every benchmark's flags with their defaults (the first benchmark's where several have
+    one): what `all` gives each benchmark, which has no flags of its own."""
     parser = _parser()
     out: dict = {}
-    for action in parser._subparsers._group_actions[0].choices.values():
-        for a in action._actions:
-            skip = ("help", "quick", "json", "markdown")
-            if a.dest not in skip and a.default is not argparse.SUPPRESS:
-                out.setdefault(a.dest, a.default)
+    for name in BENCHMARKS:
+        for key, value in vars(parser.parse_args([name])).items():
+            if key != "command":
+                out.setdefault(key, value)
     return out
 
 
@@ -444,12 +398,13 @@ def main(argv: list[str] | None = None) -> dict:
     # are still written (the gpu benchmark fills args.partial_rows as it goes).
     signal.signal(signal.SIGTERM, _stopped)
     for name in names:
-        fn = BENCHMARKS[name][0]
-        print(f"\n=== {name}{' (quick)' if args.quick else ''}: {BENCHMARKS[name][1]}", flush=True)
+        print(
+            f"\n=== {name}{' (quick)' if args.quick else ''}: {BENCHMARKS[name].help}", flush=True
+        )
         t0 = time.perf_counter()
         args.partial_rows = []
         try:
-            rows, table = fn(args)
+            rows, table = run_benchmark(name, args)
         except SystemExit:
             raise
         except KeyboardInterrupt as e:

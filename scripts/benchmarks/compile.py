@@ -86,7 +86,7 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
 
     cfg = config_lib.load("configs/demo.yaml", [f"cluster.n={n}", f"algorithms=[{algorithm}]"])
     t0 = time.perf_counter()
-    run = loop._prepare(cfg, algorithm, None, cfg.seeds)
+    run = loop.prepare(cfg, algorithm)
     t1 = time.perf_counter()
     state = jax.block_until_ready(run.init(run.keys, run.hyper))
     t2 = time.perf_counter()
@@ -125,7 +125,15 @@ def measure_n(algorithm: str, n: int, constants: bool = False) -> dict:
     }
 
 
-def run(quick: bool = False, envs: tuple[str, ...] | None = None) -> list[dict]:
+def run(
+    quick: bool = False,
+    envs: tuple[str, ...] | None = None,
+    ns: tuple[int, ...] = (),
+    algorithm: str = "sync_nigt",
+) -> list[dict]:
+    """The first round's cold compile per env; with ``ns``, instead :func:`run_n`."""
+    if ns:
+        return run_n(ns, algorithm)
     envs = envs or (("reacher",) if quick else ENVS)
     return [run_child("compile", "measure", {"env": e}) for e in envs]
 

@@ -100,7 +100,9 @@ class NumpyPolicy:
         ]
         self.mean_w, self.mean_b = p["mean"]["kernel"], p["mean"]["bias"]
         self.std_w, self.std_b = p["std"]["kernel"], p["std"]["bias"]
-        self.offset = np.float32(self.policy._std_offset)
+        # softplus⁻¹(init_std − std_floor): σ is init_std where the std head outputs 0
+        x = self.policy.init_std - self.policy.std_floor
+        self.offset = np.float32(x + math.log(-math.expm1(-x)))
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``(u, action)`` for one observation, as ``GaussianPolicy.sample``."""
@@ -238,12 +240,14 @@ class Reference:
 def _lane_steps(lengths: np.ndarray, horizon: int, lanes: int) -> int:
     """Lane-steps a rollout computes for trajectories of these lengths on ``lanes`` lanes:
     without refill (lanes = S) the batch runs in blocks until its longest episode ends; with
-    refill, a lane takes the next trajectory every REFILL_EVERY steps once its own ended."""
-    from jaxnigt.rl.rollout import REFILL_EVERY, _block_size
+    refill, a lane takes the next trajectory every REFILL_EVERY steps once its own ended.
+    A block is what ``jaxnigt.rl.rollout`` steps per loop turn for a task that can terminate:
+    the largest divisor of H up to 10 (a rule of the library with no public name)."""
+    from jaxnigt.rl.rollout import REFILL_EVERY
 
     S = len(lengths)
     if lanes >= S:
-        block = _block_size(horizon, True)
+        block = max(d for d in range(1, min(10, horizon) + 1) if horizon % d == 0)
         return S * block * math.ceil(max(int(lengths.max()), 1) / block)
     free = np.zeros(lanes, np.int64)  # when each lane can take the next trajectory
     for length in lengths:

@@ -107,6 +107,29 @@ def run(quick: bool = False) -> list[dict]:
     return rows
 
 
+def format_rows(rows: list[dict]) -> str:
+    """The rows as a table, each with ``ratio_vs_n10`` (its median over the first row's)
+    added."""
+    from benchmarks.common import format_table
+
+    base = rows[0]["median_ms"]
+    for r in rows:
+        r["ratio_vs_n10"] = r["median_ms"] / base
+    cols = (
+        ("n", "n", ",d"),
+        ("M", "M", "d"),
+        ("calls", "calls", "d"),
+        ("median_ms", "median ms", ".3f"),
+        ("ratio_vs_n10", "ratio vs n=10", ".2f"),
+        ("full_draw_ms", "full-draw ms (previous method)", ".3f"),
+        ("full_over_lazy", "previous / now", ".1f"),
+        ("outages_ms", "outages ms", ".3f"),
+        ("outages_over_constant", "outages / constant", ".2f"),
+        ("compile_s", "compile s", ".2f"),
+    )
+    return format_table(rows, cols)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer timed calls")
