@@ -35,12 +35,22 @@ _LOADED: dict[str, ModuleType] = {}
 
 
 class PluginError(ImportError):
-    """A plugin that cannot be found or fails while it is imported; the message says which."""
+    """A plugin that cannot be found or fails while it is imported.
+
+    Args:
+      message: which plugin, and why (one line).
+    """
 
 
 def load(specs: Iterable[str]) -> list[ModuleType]:
-    """Imports each plugin of ``specs`` (module names or ``.py`` paths) once a process and
-    records it in ``JAXNIGT_PLUGINS`` for the processes this one starts.
+    """Imports each plugin once a process and records it in ``JAXNIGT_PLUGINS`` for the
+    processes this one starts.
+
+    Args:
+      specs: module names or ``.py`` paths.
+
+    Returns:
+      The plugins' modules, in order.
 
     Raises:
       PluginError: a plugin is not found or raises while it is imported.
@@ -99,7 +109,11 @@ def _import_file(path: Path) -> ModuleType:
 
 
 def load_environment() -> list[ModuleType]:
-    """Loads the plugins of ``JAXNIGT_PLUGINS`` and of the ``jaxnigt.plugins`` entry points."""
+    """Loads the plugins of ``JAXNIGT_PLUGINS`` and of the ``jaxnigt.plugins`` entry points.
+
+    Returns:
+      Their modules.
+    """
     specs = [s for s in os.environ.get(ENV, "").split(os.pathsep) if s]
     for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
         specs.append(entry.value)
@@ -107,5 +121,9 @@ def load_environment() -> list[ModuleType]:
 
 
 def loaded() -> tuple[str, ...]:
-    """The plugins loaded in this process, as they were named."""
+    """The plugins loaded in this process.
+
+    Returns:
+      Their names (a ``.py`` plugin's resolved path).
+    """
     return tuple(_LOADED)

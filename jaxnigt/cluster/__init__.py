@@ -41,6 +41,10 @@ documented in its module (docs/api.md):
   :func:`~jaxnigt.cluster.schedules.sample_rennala_times` (the draws) and
   :func:`~jaxnigt.cluster.round_kernels.rennala_round` (which gradients land); the
   synchronous batch :func:`~jaxnigt.cluster.schedules.sync_batch`;
+* a rule of one's own (:mod:`~jaxnigt.cluster.rules`):
+  :func:`~jaxnigt.cluster.rules.register_rule`, :func:`~jaxnigt.cluster.rules.rule_names`,
+  :class:`~jaxnigt.cluster.rules.RoundSize` and the module's building blocks
+  (``draw_times``, ``collect_until``, ``kth_smallest``, ``worker_count``);
 * rounds of a rule from time 0: :func:`~jaxnigt.cluster.schedules.run_rounds` (a rule as a
   function), :func:`~jaxnigt.cluster.schedules.round_clock` (its trajectories and end times)
   and :func:`~jaxnigt.cluster.simulation.simulate_rule_rounds` (a rule by name, jitted,
@@ -72,6 +76,7 @@ from jaxnigt.cluster.model import (
 )
 from jaxnigt.cluster.reductions import malenia_reduce, rennala_reduce, worker_sums
 from jaxnigt.cluster.round_kernels import rennala_round
+from jaxnigt.cluster.rules import RoundSize, register_rule, rule_names
 from jaxnigt.cluster.schedules import (
     RoundSchedule,
     malenia,
@@ -96,6 +101,7 @@ __all__ = [
     "ROUND_RULES",
     "ClusterModel",
     "RoundSchedule",
+    "RoundSize",
     "make_cluster",
     "make_cluster_model",
     "malenia",
@@ -107,12 +113,14 @@ __all__ = [
     "msync_from_times",
     "per_worker_mean_weights",
     "realize",
+    "register_rule",
     "rennala",
     "rennala_from_times",
     "rennala_reduce",
     "rennala_round",
     "rennala_weights",
     "round_clock",
+    "rule_names",
     "run_rounds",
     "sample_compute_times",
     "sample_rennala_times",

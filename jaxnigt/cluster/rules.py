@@ -52,6 +52,19 @@ from jaxnigt.cluster.rounds import (
     worker_times,
 )
 
+__all__ = [
+    "RoundSize",
+    "Rule",
+    "check_padding",
+    "collect_until",
+    "draw_times",
+    "get_rule",
+    "kth_smallest",
+    "register_rule",
+    "rule_names",
+    "worker_count",
+]
+
 #: The run sizes a padded program may carry as values (:meth:`RoundSize.value`).
 RUN_SIZES = ("M", "capacity", "threshold", "m")
 
@@ -76,8 +89,17 @@ class RoundSize(NamedTuple):
     run: Mapping[str, jax.Array] | None = None
 
     def value(self, name: str) -> jax.Array:
-        """The run's ``name`` (``M``, ``capacity`` or ``m``) as an int32 array: its own value
-        in a padded program, else the static bound."""
+        """The run's size ``name``: its own value in a padded program, else the static bound.
+
+        Args:
+          name: ``M``, ``capacity`` or ``m``.
+
+        Returns:
+          ``[]`` int32.
+
+        Raises:
+          ValueError: another name.
+        """
         if name not in ("M", "capacity", "m"):
             raise ValueError(f"RoundSize.value: {name!r}; expected 'M', 'capacity' or 'm'")
         if self.run is not None and name in self.run:
@@ -85,8 +107,15 @@ class RoundSize(NamedTuple):
         return jnp.int32(getattr(self, name))
 
     def padded(self, name: str) -> jax.Array | None:
-        """The run's ``name`` where a padded program carries it, else None (the library's
-        kernels branch on it; a rule of one's own reads :meth:`value`)."""
+        """The run's ``name`` where a padded program carries it (the library's kernels
+        branch on it; a rule of one's own reads :meth:`value`).
+
+        Args:
+          name: one of :data:`RUN_SIZES`.
+
+        Returns:
+          ``[]`` int32 (``threshold``: float32), or None in an ordinary program.
+        """
         if self.run is None or name not in self.run:
             return None
         value = self.run[name]
@@ -141,7 +170,8 @@ def register_rule(
       The decorator; it returns the function unchanged.
 
     Raises:
-      ValueError: ``name`` is not an identifier or names another function's rule.
+      ValueError: ``name`` is not an identifier or names another function's rule (raised
+        by the decorator for the latter).
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"rule name {name!r}: expected an identifier")
@@ -165,6 +195,12 @@ def _key(fn: Callable) -> str:
 def get_rule(name: str) -> Rule:
     """The rule registered under ``name``.
 
+    Args:
+      name: a registered rule's name.
+
+    Returns:
+      Its :class:`Rule`.
+
     Raises:
       ValueError: no rule has that name (the message lists them).
     """
@@ -174,7 +210,11 @@ def get_rule(name: str) -> Rule:
 
 
 def rule_names() -> tuple[str, ...]:
-    """Every registered rule: the library's own, then the others in registration order."""
+    """Every registered rule.
+
+    Returns:
+      The names: the library's own, then the others in registration order.
+    """
     return tuple(_RULES)
 
 
@@ -187,16 +227,32 @@ def builtin(name: str) -> bool:
 
 
 def worker_count(model: ClusterModel) -> jax.Array:
-    """The run's number of workers, ``[]`` int32 (a padded record's rows are more)."""
+    """The run's number of workers (a padded record's rows, ``model.n``, are more).
+
+    Args:
+      model: the cluster model.
+
+    Returns:
+      ``[]`` int32.
+    """
     return jnp.int32(model.n) if model.workers is None else jnp.asarray(model.workers, jnp.int32)
 
 
 def draw_times(model: ClusterModel, key: jax.Array, size: RoundSize, extra: int = 1):
-    """``[n, M + extra]`` compute times of a round, column k a worker's (k+1)-th gradient.
+    """A round's compute times, column k each worker's (k+1)-th gradient.
 
     A padded run draws its own ``M + extra`` columns as its unpadded run does (the columns
-    past them and the padded rows never complete); ``extra`` times beyond the batch give the
-    gradient in flight at the round's end."""
+    past them and the padded rows never complete).
+
+    Args:
+      model: the cluster model.
+      key: the round's PRNG key.
+      size: the round's sizes (``size.M`` columns, and the run's own in a padded program).
+      extra: times beyond the batch (the gradient in flight at the round's end).
+
+    Returns:
+      ``[n, size.M + extra]`` float32.
+    """
     num = size.M + extra
     run_M = size.padded("M")
     if run_M is None:
@@ -209,8 +265,15 @@ def draw_times(model: ClusterModel, key: jax.Array, size: RoundSize, extra: int 
 
 
 def kth_smallest(values: jax.Array, k: jax.typing.ArrayLike) -> jax.Array:
-    """The ``k``-th smallest (1-based, traced ``k``) of ``values``, flattened; ``inf`` when
-    fewer than ``k`` are finite."""
+    """The ``k``-th smallest of ``values``, flattened.
+
+    Args:
+      values: an array of times.
+      k: 1-based, traced or static.
+
+    Returns:
+      ``[]``: ``inf`` when fewer than ``k`` are finite (``-inf`` for ``k < 1``).
+    """
     flat = jnp.sort(jnp.ravel(values))
     k = jnp.asarray(k, jnp.int32)
     return jnp.where(k >= 1, flat[jnp.clip(k - 1, 0, flat.shape[0] - 1)], -jnp.inf)
@@ -242,6 +305,9 @@ def collect_until(
       The round's :class:`~jaxnigt.cluster.rounds.RoundSchedule`: the completions at or
       before ``T`` count (ties: lower worker, then lower k), at most ``slots``; the work in
       flight at ``T`` is cancelled or discarded (``model.inflight``); the AllReduce follows.
+
+    Raises:
+      ValueError: ``tau`` has fewer than ``slots`` columns.
     """
     t0 = jnp.asarray(t0, jnp.float32)
     tau = jnp.asarray(tau, jnp.float32)
@@ -312,6 +378,9 @@ def check_padding(name: str) -> None:
     as they are and padded to 5 rows: the round ends, the gradients each of the 3 workers
     delivers and their slots must agree.  A rule that counts ``model.n`` where it means
     the run's workers (:func:`worker_count`) fails here, not silently in a sweep.
+
+    Args:
+      name: a registered rule's name.
 
     Raises:
       ValueError: the padded rounds differ (the message says which field), or the rule
