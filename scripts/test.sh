@@ -6,8 +6,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 # the Ray backend's tests need the `ray` extra (not part of the demo's install)
 .venv/bin/python -c "import ray" 2>/dev/null || .venv/bin/python -m pip install --quiet -e ".[ray]"
-# the results pipeline's AdaStop cross-check needs the `paper` extra
-.venv/bin/python -c "import adastop" 2>/dev/null || .venv/bin/python -m pip install --quiet -e ".[paper]"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m pytest "$@"

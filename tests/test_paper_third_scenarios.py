@@ -10,7 +10,7 @@ def test_the_locomotion_rows_run_at_the_papers_horizon_on_their_reduced_grid(tmp
     for name in ("hopper_sqrt_dim", "walker2d_sqrt_dim"):
         pipe = third.Pipeline(SCENARIOS[name], tmp_path, tmp_path)
         assert pipe.grid == third_scenarios.LOCOMOTION_GRID  # the stated deviation
-        raw = third._timed(third.scenario_raw(pipe.sc), pipe.sc.look, pipe.sc.look / 64)
+        raw = third.timed(third.scenario_raw(pipe.sc), pipe.sc.look, pipe.sc.look / 64)
         cfg = config_lib.from_dict(raw)
         assert (cfg.env.name, cfg.env.horizon, cfg.env.solver_iterations) == (name[:-9], 1000, 1)
         assert cfg.cluster.scale_by_dim and cfg.cluster.n == 10
@@ -32,7 +32,7 @@ def test_reacher_at_n100_and_heterogeneous_reacher_run_reduced_under_the_default
         assert pipe.sc.models == (third.DEFAULT_MODEL,) and not pipe.sc.sensitivity
         # the report run is the fourth edition's first block: seeds 0-4, not point_mass's 15
         assert pipe.sc.seeds == 5
-        cfg = config_lib.from_dict(third._timed(third.scenario_raw(pipe.sc), look, look / 64))
+        cfg = config_lib.from_dict(third.timed(third.scenario_raw(pipe.sc), look, look / 64))
         assert (cfg.env.name, cfg.cluster.n, cfg.checkpoint_every) == ("reacher", n, 10)
     # point_mass keeps the third edition's scenario: every model, the matched batch, its grid
     pm = third.Pipeline(SCENARIOS["point_mass_n100"], tmp_path / "pm", tmp_path / "pm")

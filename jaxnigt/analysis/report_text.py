@@ -3,7 +3,7 @@ compare``'s Markdown table, and ``jaxnigt tune``'s table of scores.
 
 Pure functions of the JSON-able results of :func:`jaxnigt.analysis.compare` and
 :func:`jaxnigt.studies.tuning.tune` and of the rules of :mod:`jaxnigt.analysis.verdicts`;
-``scripts/paper/second.py`` writes its tables with the same functions.
+the results pipeline (``scripts/paper``) writes its tables with the same functions.
 """
 
 from __future__ import annotations

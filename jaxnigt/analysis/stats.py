@@ -1,11 +1,11 @@
 """The per-seed statistics of evaluation curves and the target rule: one definition of each.
 
 Pure functions of numpy arrays.  :mod:`jaxnigt.analysis` (``jaxnigt compare``),
-:mod:`jaxnigt.studies.tuning`, ``jaxnigt sweep``'s table and ``scripts/paper/second.py`` use these
-definitions and no others.  The two that a run's own summary reports, a seed's time to a target
-(:func:`first_time`) and the method's over its seeds (:func:`median_time`), are defined below
-the run, in :mod:`jaxnigt.run.curves`, and named here: the training loop imports nothing of
-the analysis.
+:mod:`jaxnigt.studies.tuning`, ``jaxnigt sweep``'s table and the results pipeline
+(``scripts/paper``) use these definitions and no others.  The two that a run's own summary
+reports, a seed's time to a target (:func:`first_time`) and the method's over its seeds
+(:func:`median_time`), are defined below the run, in :mod:`jaxnigt.run.curves`, and named
+here: the training loop imports nothing of the analysis.
 
 **Curves.** A seed's evaluations ``(t_j, R_j)`` (simulated time, evaluation return) are a
 step function of simulated time: ``R_j`` holds from ``t_j`` until the next evaluation.  The

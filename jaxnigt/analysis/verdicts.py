@@ -1,8 +1,8 @@
 """Deciding a comparison: effects, bootstrap intervals, outcomes and a claim's verdict.
 
 Pure functions of per-seed arrays (the statistics of :mod:`jaxnigt.analysis.stats`); every
-comparison ``jaxnigt compare`` (:mod:`jaxnigt.analysis`) and ``scripts/paper/second.py`` report is
-decided by these rules and no others.
+comparison ``jaxnigt compare`` (:mod:`jaxnigt.analysis`) and the results pipeline
+(``scripts/paper``) report is decided by these rules and no others.
 
 **Effects.** For the return statistics: the difference of means over seeds, reference minus
 baseline (> 0: the reference is ahead).  For times to target: the ratio baseline / reference

@@ -31,7 +31,7 @@ TIE_RULE = (
     "the smaller α, then the larger η, then the smaller value of each tuned shape (M, msync_m, "
     "ringmaster_R)"
 )
-#: The printed table of a report (``jaxnigt tune``, ``scripts/paper/second.py``).
+#: The printed table of a report (``jaxnigt tune``, the results pipeline ``scripts/paper``).
 
 
 class TuningError(ValueError):

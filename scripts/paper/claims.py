@@ -2,18 +2,18 @@
 read.
 
 A :class:`Claim` declares its name, its reference method and kind (``"ahead"`` or ``"tie"``,
-the kinds of :func:`jaxnigt.analysis.verdicts.verdict`; None for a comparison that is no
-paper claim), the baselines it is about (None: every other method of the run), its primary
-statistic (the third and fourth editions', fixed before their runs; the second edition
-compared every claim by the average return), the methods the third and fourth editions run,
-the cluster settings that test it (:class:`Setting`: scenario ``<env>_<key>``) and its rows
-of the opening table of docs/results.md (:class:`Row`).  :data:`GROWTH` is the lead-growth
-claim, which compares two settings of one environment.
+the kinds of :func:`jaxnigt.analysis.verdicts.verdict`), the baselines it is about (None:
+every other method of the run), its primary statistic (the third and fourth editions', fixed
+before their runs), the methods the third and later editions run, the keys of the cluster
+settings that test it (scenario ``<env>_<key>``) and its rows of the opening table of
+docs/results.md (:class:`Row`).  :data:`GROWTH` is the lead-growth claim, which compares two
+settings of one environment.  (The second edition's comparisons that were no paper claim
+are in its frozen page, docs/results/second_edition.md.)
 
 The editions build their scenarios from a setting's key (:meth:`paper.scenarios.Scenario.of`)
-and find its claim here (:func:`claim_of`); the pages read the rows, the settings' words and
-the claims' texts from here.  Every interval, outcome and verdict is the library's
-(:mod:`jaxnigt.analysis`); nothing here computes one.
+and find its claim here (:func:`claim_of`); the pages read the rows from here.  Every
+interval, outcome and verdict is the library's (:mod:`jaxnigt.analysis`); nothing here
+computes one.
 """
 
 from __future__ import annotations
@@ -25,18 +25,7 @@ from jaxnigt.analysis import verdicts
 HOMOGENEOUS = ("rennala_nigt", "sync_nigt", "afedpg")
 HETEROGENEOUS = ("malenia_nigt", "afedpg", "rennala_nigt")
 
-_SQRT_DIM = r"$h = \sqrt{i}$, $\kappa = \sqrt{i}\,d^{1/4}$"
-_STRAGGLER = r"$h = \sqrt{i}$, `noise: straggler:0.1:10`, $\kappa = \sqrt{i}\,d^{1/4}$"
 _N10_SQRT_DIM = r"$n = 10$, $h_i = \sqrt{i}$, $\kappa_i = \sqrt{i}\,d^{1/4}$"
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    """A cluster setting that tests a claim, run as scenario ``<env>_<key>``; ``cluster``: the
-    setting in words, as the second edition's table of scenarios shows it (None: its key)."""
-
-    key: str
-    cluster: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,29 +47,20 @@ class Claim:
 
     name: str
     reference: str
-    kind: str | None
+    kind: str
     baselines: tuple[str, ...] | None = None
     statistic: str = "average"
-    # the methods the third and fourth editions run (none: a claim of the second edition only)
-    methods: tuple[str, ...] = ()
-    settings: tuple[Setting, ...] = ()
+    methods: tuple[str, ...] = ()  # the methods the third and later editions run
+    settings: tuple[str, ...] = ()  # the keys of its cluster settings
     rows: tuple[Row, ...] = ()
-
-    def text(self, comparisons) -> str:
-        """The claim in words, e.g. ``rennala_nigt ahead of sync_nigt, afedpg``."""
-        if self.kind is None:
-            return "– (not a paper claim)"
-        names = ", ".join(self.baselines or comparisons)
-        return f"{self.reference} {'ahead of' if self.kind == 'ahead' else 'tied with'} {names}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Growth:
     """The lead-growth claim: ``reference``'s lead over each of ``baselines`` grows from
     ``<env>_<settings[0]>`` to ``<env>_<settings[1]>`` (more communication), on each of
-    ``envs``; ``text``: the claim in the second edition's table of verdicts."""
+    ``envs``."""
 
-    text: str
     reference: str
     baselines: tuple[str, ...]
     settings: tuple[str, str]
@@ -88,11 +68,7 @@ class Growth:
 
 
 GROWTH = Growth(
-    "bigger gap with more communication",
-    "rennala_nigt",
-    ("sync_nigt", "afedpg"),
-    ("sqrt", "sqrt_dim"),
-    ("point_mass", "reacher"),
+    "rennala_nigt", ("sync_nigt", "afedpg"), ("sqrt", "sqrt_dim"), ("point_mass", "reacher")
 )
 
 # The paper's claims.  Their statistics are the third and fourth editions' primary ones (why:
@@ -105,7 +81,7 @@ _PAPER = (
         "tie",
         ("sync_nigt",),
         methods=HOMOGENEOUS,
-        settings=(Setting("equal", r"$h = 1$, $\kappa = 0$"),),
+        settings=("equal",),
         rows=(
             Row(
                 "Equal compute and communication",
@@ -121,17 +97,7 @@ _PAPER = (
         "ahead",
         statistic="time_to_80",
         methods=HOMOGENEOUS,
-        settings=(
-            Setting("sqrt", r"$h = \sqrt{i}$, $\kappa = \sqrt{i}$"),
-            Setting("sqrt_dim", _SQRT_DIM),
-            Setting(
-                "exponential",
-                r"$h = \sqrt{i}$, `noise: exponential`, $\kappa = \sqrt{i}\,d^{1/4}$",
-            ),
-            Setting("straggler", _STRAGGLER),
-            Setting("n100", r"$n = 100$, " + _SQRT_DIM),
-            Setting("n100_decreasing"),
-        ),
+        settings=("sqrt", "sqrt_dim", "exponential", "straggler", "n100", "n100_decreasing"),
         rows=(
             Row(
                 "Heterogeneous compute and communication",
@@ -166,7 +132,7 @@ _PAPER = (
         ("afedpg",),
         statistic="second_half",
         methods=HETEROGENEOUS,
-        settings=(Setting("hetero", r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, sign_flip"),),
+        settings=("hetero",),
         rows=(
             Row(
                 "Heterogeneous environments",
@@ -177,31 +143,11 @@ _PAPER = (
         ),
     ),
 )
-# Comparisons of the second edition that are no paper claim.
-_BESIDE = (
-    # the actor-critic family (A2C, A3C, IMPALA) against Rennala NIGT
-    Claim("actor_critic", "rennala_nigt", None, settings=(Setting("ac", _SQRT_DIM),)),
-    # SEED RL against IMPALA (per-step messages against one per trajectory) and Rennala NIGT
-    Claim(
-        "central_inference",
-        "seed_rl",
-        None,
-        settings=(Setting("seed", _SQRT_DIM + r" (a step exchange: $\sqrt{i}\,(o + a)^{1/4}$)"),),
-    ),
-    # the asynchronous baselines beyond the paper, each against Rennala NIGT
-    Claim(
-        "beyond_paper",
-        "rennala_nigt",
-        None,
-        settings=(Setting("beyond", _SQRT_DIM), Setting("beyond_straggler", _STRAGGLER)),
-    ),
-)
 
 
 # Beyond the paper: workers that disconnect (pre-registered in docs/results/fourth.md,
 # 2026-12-05; scenarios: paper.outages).  The statistics are those of the same scenario's
 # claim without outages: a claim about speed by a statistic of speed.
-_DOWN = "each worker down about 10 % of the time in bouts of mean 75"
 _OUTAGES = (
     Claim(
         "outages",
@@ -209,10 +155,7 @@ _OUTAGES = (
         "ahead",
         statistic="time_to_80",
         methods=HOMOGENEOUS,
-        settings=(
-            Setting("sqrt_dim_outages", f"{_SQRT_DIM}, {_DOWN}, `down_exchange: wait`"),
-            Setting("sqrt_dim_outages_free", f"{_SQRT_DIM}, {_DOWN}, `down_exchange: free`"),
-        ),
+        settings=("sqrt_dim_outages", "sqrt_dim_outages_free"),
     ),
     Claim(
         "hetero_outages",
@@ -221,13 +164,7 @@ _OUTAGES = (
         ("afedpg",),
         statistic="second_half",
         methods=("malenia_nigt", "afedpg"),
-        settings=(
-            Setting(
-                "hetero_outages",
-                r"$n = 2$, $h = (1, 10)$, $\kappa = 0$, sign_flip, "
-                "the slow worker down about 10 % of the time in bouts of mean 150",
-            ),
-        ),
+        settings=("hetero_outages",),
     ),
 )
 
@@ -267,31 +204,26 @@ OUTAGE_ROWS = (
 
 def _by_name(claims) -> dict[str, Claim]:
     found = {c.name: c for c in claims}
-    keys = [s.key for c in claims for s in c.settings]
+    keys = [key for c in claims for key in c.settings]
     if len(found) != len(claims) or len(set(keys)) != len(keys):
         raise ValueError("paper.claims: a claim's name or a setting's key is declared twice")
     return found
 
 
 #: Every claim by name (the ``claim`` of an analysis JSON).
-CLAIMS = _by_name((*_PAPER, *_BESIDE, *_OUTAGES))
+CLAIMS = _by_name((*_PAPER, *_OUTAGES))
 #: The claims the third and fourth editions test.
 THIRD_CLAIMS = {name: c for name, c in CLAIMS.items() if c.methods}
 #: The opening table's rows, in the table's order.
 ROWS = tuple(row for c in CLAIMS.values() for row in c.rows)
-_SETTINGS = {s.key: (s, c) for c in CLAIMS.values() for s in c.settings}
+_SETTINGS = {key: c for c in CLAIMS.values() for key in c.settings}
 
 
 def claim_of(key: str) -> Claim:
     """The claim that the cluster setting ``key`` tests."""
     if key not in _SETTINGS:
         raise KeyError(f"paper.claims: no claim declares the setting {key!r}")
-    return _SETTINGS[key][1]
-
-
-def cluster_text(key: str) -> str:
-    """The setting ``key`` in words (the second edition's table of scenarios)."""
-    return _SETTINGS[key][0].cluster or key
+    return _SETTINGS[key]
 
 
 def row_scenarios(env: str) -> tuple[str, ...]:
@@ -308,13 +240,3 @@ def row(a: dict, baseline: str) -> dict:
     if "outcome" not in c:
         c["outcome"] = verdicts.outcome(c["average_return_difference"], identical=c["identical"])
     return c
-
-
-def claim_verdict(a: dict) -> dict | None:
-    """``{"verdict", "needed_seeds"}`` of a second-edition scenario's claim over its
-    baselines (the analysis JSON ``a``); None when the scenario tests no claim."""
-    claim = CLAIMS[a["claim"]]
-    if claim.kind is None:
-        return None
-    rows = [row(a, b) for b in claim.baselines or a["comparisons"]]
-    return verdicts.verdict(rows, claim.kind)

@@ -1,12 +1,11 @@
 """``python scripts/paper COMMAND ...``: the paper pipeline's commands.
 
     python scripts/paper page                         # docs/results.md from the JSON
-    python scripts/paper second tune|run|analyze|all|list [NAME ...]
     python scripts/paper third look|tune|run|analyze|all|list [SCENARIO ...]
     python scripts/paper fourth run|list [SCENARIO ...]
     python scripts/paper fifth run|analyze|list [SCENARIO ...]  # exact tests (results/fifth.md)
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
-    python scripts/paper adastop [SCENARIO ...]       # the fourth edition checked by AdaStop
+    python scripts/paper adastop                      # retired: where its output and code are
     python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
@@ -24,21 +23,10 @@ from pathlib import Path
 
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
-from paper import (
-    fifth,
-    fourth,
-    fourth_page,
-    gpu,
-    outages,
-    page,
-    second,
-    second_analysis,
-    third,
-    third_scenarios,
-)
+from paper import fifth, fourth, fourth_page, gpu, outages, page, third, third_scenarios
 from paper import store as results_store
 from paper.claims import GROWTH
-from paper.scenarios import VARIANTS, parse_models
+from paper.scenarios import parse_models
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "results"
@@ -48,7 +36,6 @@ def _page(argv) -> int:
     p = argparse.ArgumentParser(prog="paper page", description=page.__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=Path, default=DOCS)
     args = p.parse_args(argv)
-    page.write_tables(args.docs)
     for target, text in page.pages(args.docs).items():
         target.write_text(text)
         print(f"[results] wrote {target}")
@@ -62,54 +49,6 @@ def _jobs(p: argparse.ArgumentParser, what: str) -> None:
         default=1,
         help=f"{what}: programs at once, in separate processes (one per core)",
     )
-
-
-def _second(argv) -> int:
-    p = argparse.ArgumentParser(prog="paper second", description=second.__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["tune", "run", "analyze", "all", "list"])
-    p.add_argument(
-        "names", nargs="*", help="families (tune) or scenarios (run, analyze); default all"
-    )
-    p.add_argument("--out", type=Path, default=ROOT / "runs" / "results")
-    p.add_argument("--docs", type=Path, default=DOCS)
-    p.add_argument("--quick", action="store_true", help="tiny budgets: a smoke test")
-    p.add_argument(
-        "--models",
-        type=parse_models,
-        help="run: only these cluster models, e.g. shared/all,independent/all",
-    )
-    p.add_argument(
-        "--variants",
-        type=lambda s: s.split(","),
-        help=f"tune: only these tunings, from default,{','.join(VARIANTS)}",
-    )
-    _jobs(p, "tune")
-    args = p.parse_args(argv)
-    if args.jobs < 1:
-        p.error(f"--jobs: got {args.jobs}; expected >= 1")
-    unknown = set(args.variants or ()) - {"default", *VARIANTS}
-    if unknown:
-        p.error(f"--variants: unknown {sorted(unknown)}; allowed: default, {', '.join(VARIANTS)}")
-    if args.quick:
-        second.FAMILIES.update({k: second.quick(f) for k, f in second.FAMILIES.items()})
-    if args.command == "list":
-        second.list_all()
-        return 0
-    args.docs.mkdir(parents=True, exist_ok=True)
-    if args.command in ("tune", "all"):
-        names = args.names if args.command == "tune" and args.names else list(second.FAMILIES)
-        second.tune_all(names, args.out, args.docs, args.variants, args.jobs)
-    if args.command in ("run", "all"):
-        names = args.names if args.command == "run" and args.names else list(second.SCENARIOS)
-        for name in names:
-            second.run_scenario(
-                second.SCENARIOS[name], args.out, args.docs, args.quick, args.models
-            )
-    if args.command in ("analyze", "all"):
-        names = args.names if args.command == "analyze" else None
-        second_analysis.analyze_all(args.out, args.docs, names)
-        page.write_tables(args.docs)
-    return 0
 
 
 def _numbers(param: str, kind: type, low: float, high: float):
@@ -341,7 +280,7 @@ def _outages(argv) -> int:
     if unknown:
         p.error(f"unknown scenarios {unknown}; allowed: {', '.join(outages.SCENARIOS)}")
     for name in args.names or list(outages.SCENARIOS):
-        found = outages.clock_inflation(name)
+        found = fourth.clock_inflation(name)
         each = [
             f"{a} {v['inflation']:.2f}x ({v['constant']['steps']} -> {v['outages']['steps']} steps)"
             for a, v in found.items()
@@ -351,13 +290,18 @@ def _outages(argv) -> int:
 
 
 def _adastop(argv) -> int:
-    from paper import adastop_check  # its `adastop` package is the optional `paper` extra
+    """The AdaStop cross-check of the fourth edition ran once: its output is kept, its code is
+    in the git history (docs/results/fourth.md, "An external cross-check")."""
+    print(
+        "paper adastop: retired. Its output is docs/results/fourth/adastop.json and adastop.md "
+        "(made at commit 9cae431); the code, scripts/paper/adastop_check.py, is in the git "
+        "history: docs/results/fourth.md says how to run it again.",
+        file=sys.stderr,
+    )
+    return 2
 
-    return adastop_check.main(argv)
 
-
-COMMANDS = {"page": _page, "second": _second, "third": _third, "fourth": _fourth, "gpu": _gpu}
-COMMANDS["fifth"] = _fifth
+COMMANDS = {"page": _page, "third": _third, "fourth": _fourth, "fifth": _fifth, "gpu": _gpu}
 COMMANDS.update(adastop=_adastop, outages=_outages)
 
 

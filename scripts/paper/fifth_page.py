@@ -19,7 +19,7 @@ from jaxnigt.analysis import report_text
 from paper import fourth_page, outages
 from paper.claims import GROWTH, OUTAGE_ROWS, ROWS, Row
 from paper.fifth import unfinite
-from paper.fourth_page import Column, _markdown
+from paper.fourth_page import Column, markdown
 
 FIFTH = "fifth"  # DOCS/fifth: the fifth edition's analysis JSON (paper.fifth)
 FAMILY_ALPHA = fourth_page.FAMILY_ALPHA
@@ -156,7 +156,7 @@ def table(docs: Path, columns=COLUMNS, rows: tuple[Row, ...] = ROWS) -> str:
     for row in rows:
         found = [{**c, "families": fam} for s in row.scenarios for c in cells(docs, s)]
         lines += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
-    return _markdown([c.header for c in columns], [c.align for c in columns], lines)
+    return markdown([c.header for c in columns], [c.align for c in columns], lines)
 
 
 def distinct(docs: Path, rows: tuple[Row, ...] = ROWS) -> list[dict]:

@@ -74,7 +74,7 @@ def report_raw(name: str, docs: Path = THIRD_DOCS) -> dict:
     its analysis JSON: the scenario's config, its sized budget and cadence, its tuned values."""
     a = json.loads((docs / f"{outages.TUNED_FROM.get(name, name)}.json").read_text())
     sc = SCENARIOS[name]
-    raw = third._timed(third.scenario_raw(sc), a["sizing"]["budget"], a["sizing"]["every_time"])
+    raw = third.timed(third.scenario_raw(sc), a["sizing"]["budget"], a["sizing"]["every_time"])
     per = {}
     for alg, values in a["tuned"].items():
         per[alg] = {k: values[k] for k in ("learning_rate", "eta")}
@@ -343,3 +343,39 @@ def gap(env: str, baseline: str, out: Path, store: Path = STORE) -> dict | None:
     verdict = sequential.claim_verdict("ahead", result)
     result.update(env=env, baseline=baseline, scenarios=names, seeds_run=seeds, verdict=verdict)
     return result
+
+
+def clock_inflation(name: str) -> dict:
+    """``python scripts/paper outages predict``: for the outage scenario ``name``
+    (:mod:`paper.outages`), each method's simulated clock alone (no training) over the
+    scenario's budget, with and without its outages: trajectories delivered by the budget
+    and the time per step (a round, or a block of arrivals); the inflation is the constant
+    run's trajectories over the outage run's.  The compute times are deterministic in these
+    scenarios and the trace is fixed, so one key gives the runs' clocks exactly."""
+    import jax
+
+    from jaxnigt.run import trainer as trainer_lib
+
+    with_power = report_raw(name)
+    without = report_raw(outages.TUNED_FROM[name])
+    budget = with_power["budget"]
+    out = {}
+    for alg in with_power["algorithms"]:
+        found = {}
+        for label, raw in (("constant", without), ("outages", with_power)):
+            tr = trainer_lib.make_trainer(config_lib.from_dict(raw), alg)
+            per_step = tr.clock(16)[1]
+            steps = math.ceil(2 * budget / per_step) + 16
+            trajectories, ends = jax.device_get(
+                trainer_lib.clock_program(tr)(jax.random.key(0), steps)
+            )
+            inside = np.asarray(ends) <= budget
+            assert not inside[-1], f"{name} {alg}: the clock's steps end before the budget"
+            found[label] = {
+                "steps": int(inside.sum()),
+                "trajectories": float(np.asarray(trajectories)[inside].sum()),
+                "time_per_step": budget / max(int(inside.sum()), 1),
+            }
+        found["inflation"] = found["constant"]["trajectories"] / found["outages"]["trajectories"]
+        out[alg] = found
+    return out

@@ -217,7 +217,8 @@ OPENING = (
 )
 
 
-def _markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> str:
+def markdown(headers: list[str], aligns: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table: the header row, the alignment row, then ``rows``."""
     lines = [headers, aligns, *rows]
     return "\n".join(f"| {' | '.join(line)} |" for line in lines)
 
@@ -241,7 +242,7 @@ def table(docs: Path, columns: tuple[Column, ...] = OPENING, rows: tuple[Row, ..
         found = [c for scenario in row.scenarios for c in cells(docs, scenario)]
         found = [{**c, "p_holm": adjusted.get(_key(c)), "adastop": checked(c)} for c in found]
         lines += [[col.cell(row, c, i == 0) for col in columns] for i, c in enumerate(found)]
-    return _markdown([c.header for c in columns], [c.align for c in columns], lines)
+    return markdown([c.header for c in columns], [c.align for c in columns], lines)
 
 
 def _scenario(docs: Path, scenario: str) -> str:
@@ -279,7 +280,7 @@ def settings(docs: Path, rows: tuple[Row, ...] = ROWS, headers=_SETTINGS_HEADERS
         ]
         for row in rows
     ]
-    return _markdown(list(headers), ["---"] * len(headers), lines)
+    return markdown(list(headers), ["---"] * len(headers), lines)
 
 
 def editions(docs: Path) -> str:
@@ -389,7 +390,7 @@ def gaps_table(docs: Path) -> str:
         ]
         rows.append([f"`{name}`", f"{every:g}", "; ".join(cells_)])
     headers = ["scenario", "eval.every_time", "largest gap between evaluations (× cadence)"]
-    return _markdown(headers, ["---", "---:", "---"], rows)
+    return markdown(headers, ["---", "---:", "---"], rows)
 
 
 def null_table(docs: Path) -> str:
@@ -404,7 +405,7 @@ def null_table(docs: Path) -> str:
             looks = ", ".join(map(str, m["looks"]))
             rows.append([f"`{name}`", a, r["statistic"], never, looks, rate])
     headers = ["scenario", "method", "statistic", "never reach 80 %", "looks", "a side ahead"]
-    return _markdown(headers, ["---", "---", "---", "---:", "---", "---:"], rows)
+    return markdown(headers, ["---", "---", "---", "---:", "---", "---:"], rows)
 
 
 def moved(docs: Path) -> str:

@@ -128,7 +128,7 @@ def programs(pipe: third.Pipeline) -> list[tuple[str, int]]:
 
 def size(pipe: third.Pipeline, seconds: float, figures: dict) -> dict:
     """The budget for which ``pipe``'s programs fit ``seconds`` (module docstring)."""
-    raw = third._timed(third.scenario_raw(pipe.sc), pipe.sc.look, pipe.sc.look / 100)
+    raw = third.timed(third.scenario_raw(pipe.sc), pipe.sc.look, pipe.sc.look / 100)
     cfg = config_lib.from_dict(raw)
     rows = {a: plan.plan_algorithm(cfg, a, memory=False) for a in pipe.sc.algorithms}
     per_time = {a: r["env_steps_per_run"] / cfg.budget for a, r in rows.items()}

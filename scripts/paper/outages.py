@@ -6,6 +6,9 @@ edition's rule (:mod:`paper.fourth`).
     python scripts/paper outages traces                            # write the trace files
     python scripts/paper outages predict [SCENARIO ...]           # the clock's prediction
 
+The prediction is :func:`paper.fourth.clock_inflation` (it reads the report configs that
+:mod:`paper.fourth` builds, and this module imports nothing of it).
+
 **Scenarios** (:data:`SCENARIOS`): a fourth-edition scenario (:data:`TUNED_FROM`) with
 ``cluster.power: trace:FILE`` added, nothing else changed: its budget, cadence and tuned
 values are the base scenario's (not retuned). The cluster model stays the default
@@ -25,7 +28,6 @@ conditional on one realisation, paired in the outages as it is in the seeds.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -142,40 +144,3 @@ SCENARIOS = {sc.name: sc for sc in _ALL}
 # The fourth-edition scenario each adds outages to: its budget, cadence and tuned values
 # (not retuned).
 TUNED_FROM = {sc.name: f"{sc.env}_{sc.setting.split('_outages')[0]}" for sc in _ALL}
-
-
-def clock_inflation(name: str) -> dict:
-    """Each method's simulated clock alone (no training) over the scenario's budget, with
-    and without its outages: trajectories delivered by the budget and the time per step
-    (a round, or a block of arrivals); the inflation is the constant run's trajectories over
-    the outage run's.  The compute times are deterministic in these scenarios and the trace
-    is fixed, so one key gives the runs' clocks exactly."""
-    import jax
-
-    from jaxnigt import config as config_lib
-    from jaxnigt.run import trainer as trainer_lib
-    from paper import fourth
-
-    with_power = fourth.report_raw(name)
-    without = fourth.report_raw(TUNED_FROM[name])
-    budget = with_power["budget"]
-    out = {}
-    for alg in with_power["algorithms"]:
-        found = {}
-        for label, raw in (("constant", without), ("outages", with_power)):
-            tr = trainer_lib.make_trainer(config_lib.from_dict(raw), alg)
-            per_step = tr.clock(16)[1]
-            steps = math.ceil(2 * budget / per_step) + 16
-            trajectories, ends = jax.device_get(
-                trainer_lib._clock_program(tr)(jax.random.key(0), steps)
-            )
-            inside = np.asarray(ends) <= budget
-            assert not inside[-1], f"{name} {alg}: the clock's steps end before the budget"
-            found[label] = {
-                "steps": int(inside.sum()),
-                "trajectories": float(np.asarray(trajectories)[inside].sum()),
-                "time_per_step": budget / max(int(inside.sum()), 1),
-            }
-        found["inflation"] = found["constant"]["trajectories"] / found["outages"]["trajectories"]
-        out[alg] = found
-    return out

@@ -2,8 +2,7 @@
 
 A scenario is an environment, cluster ``overrides`` over :func:`base`, the cluster setting
 whose claim it tests (:mod:`paper.claims`), its report seeds and the cluster models it runs
-under.  Each edition reads the fields it needs: the second edition tunes a *family* of
-scenarios at a fixed ``budget``; the third and fourth size their budget from a first ``look``.
+under; the third and later editions size its budget from a first ``look``.
 """
 
 from __future__ import annotations
@@ -53,10 +52,9 @@ class Scenario:
     """A scenario of the claim of ``setting`` (:func:`paper.claims.claim_of`): ``env`` with the
     cluster ``overrides`` over :func:`base`.
 
-    ``seeds`` report seeds from 0, under each of ``models``.  The second edition tunes the
-    scenario's ``family`` at the fixed ``budget`` (with ``include``: ``(family, algorithms)``
-    run beside it with that family's values); the third and fourth size the budget from a
-    first look at ``look`` and may add the matched-batch Sync NIGT (``sensitivity``).
+    ``seeds`` report seeds from 0, under each of ``models``.  The third and fourth editions
+    size the budget from a first look at ``look`` and may add the matched-batch Sync NIGT
+    (``sensitivity``).
     ``only``: a subset of the claim's algorithms (a smoke test's).
     """
 
@@ -66,10 +64,7 @@ class Scenario:
     setting: str
     seeds: int = 5
     models: tuple[tuple[str, str], ...] = (DEFAULT_MODEL,)
-    budget: float | None = None
     look: float | None = None
-    family: str | None = None
-    include: tuple[tuple[str, tuple[str, ...]], ...] = ()
     sensitivity: bool = False
     only: tuple[str, ...] = ()
 

@@ -78,7 +78,8 @@ def scenario_raw(sc: Scenario, model=DEFAULT_MODEL) -> dict:
     return raw
 
 
-def _timed(raw: dict, budget: float, every: float) -> dict:
+def timed(raw: dict, budget: float, every: float) -> dict:
+    """``raw`` at ``budget`` with an evaluation every ``every`` units of simulated time."""
     raw = dict(raw, budget=float(budget))
     raw["eval"] = {**raw["eval"], "every_time": float(every)}
     return raw
@@ -152,7 +153,7 @@ class Pipeline:
 
     # -- look: the budget and the cadence
     def look(self) -> dict:
-        raw = _timed(scenario_raw(self.sc), self.sc.look, self.sc.look / sizing.LOOK_EVALS)
+        raw = timed(scenario_raw(self.sc), self.sc.look, self.sc.look / sizing.LOOK_EVALS)
         report = self._tune(raw, self.where / "look", self.sc.algorithms)
         speed = report["speed"]
         sizing.check_look(speed, self.sc.name, self.sc.look)
@@ -185,7 +186,7 @@ class Pipeline:
 
     def _raw(self, model=DEFAULT_MODEL) -> dict:
         s = self.sizing()
-        return _timed(scenario_raw(self.sc, model), s["budget"], s["every_time"])
+        return timed(scenario_raw(self.sc, model), s["budget"], s["every_time"])
 
     # -- tune: the paper's grid at the sized budget (and what the variants change)
     def tuning_tags(self, models=None):
