@@ -52,6 +52,7 @@ over steps and the link's utilisation.
 the ``--seed`` key (:func:`jaxnigt.cluster.model.realize`, as every clock and run draws
 them; :mod:`jaxnigt.cli.clock_power` checks them).  A round (or arrival) that can never end
 stops the clock: the CSV and summary hold the rows before it, and a note on stderr names it.
+``--plot FILE`` also draws the timeline of those rows (:mod:`jaxnigt.cli.clock_plot`).
 
 This module is the command only: it reads the flags through the config's own schema and
 checks (the cluster's flags are a :class:`~jaxnigt.config.schema.ClusterConfig`, the rule's
@@ -81,7 +82,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxnigt.cli import clock_output, clock_power
+from jaxnigt.cli import clock_output, clock_plot, clock_power
 from jaxnigt.cluster import model, power_sources, schedules, simulation, timing
 from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import run_dir, sizing
@@ -307,6 +308,10 @@ def validate(args: argparse.Namespace) -> tuple[argparse.Namespace, model.Cluste
     message = _message(args, n, cluster)
     settings.rounds, settings.seed, settings.out = rounds, seed, _out(args.out)
     settings.power = cluster.power
+    try:
+        settings.plot = clock_plot.path(args.plot, settings.out)
+    except ValueError as e:
+        raise FlagError("--plot", str(e)) from None
     built = _build(cluster, dim=dim, horizon=settings.horizon, message=message)
     return settings, built
 
@@ -378,6 +383,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")
     p.add_argument("--out", default=None, help=f"CSV output path (default ./{DEFAULT_OUT})")
+    clock_plot.add_arguments(p)
     p.add_argument("--per-step", action="store_true", help="h is per env step (times H)")
     p.add_argument("--horizon", default=None, help="H, required with --per-step")
     p.add_argument("--capacity", default=None, help="Malenia per-worker capacity (6M)")

@@ -15,7 +15,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxnigt.cluster import events, simulation, theory
+from jaxnigt.cli import clock_plot
+from jaxnigt.cluster import events, simulation, theory, timeline
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
@@ -217,47 +218,79 @@ def seed_summary(settings: Any, cluster: ClusterModel, final, batches, lag: np.n
 
 def simulate(settings: Any, cluster: ClusterModel) -> int:
     """Simulates the settings' rule on ``cluster`` (:mod:`jaxnigt.cluster.simulation`), writes
-    its CSV and prints its summary; returns the exit status (0; a clock whose times stop
+    its CSV, prints its summary and, with ``settings.plot``, draws the timeline of the same
+    rows (:mod:`jaxnigt.cli.clock_plot`); returns the exit status (0; a clock whose times stop
     being finite also prints a note on stderr)."""
     key = jax.random.key(settings.seed)
-    if settings.rule == "seed":
-        final, batches, _ = simulation.simulate_seed(
-            cluster,
-            key,
-            horizon=settings.horizon,
-            batch=settings.batch,
-            updates=settings.rounds,
-            inference=settings.inference_time,
-            learner_time=settings.learner_time,
+    run = {"seed": _seed, "ringmaster": _ringmaster, "async": _async}.get(settings.rule, _rounds)
+    return run(settings, cluster, key)
+
+
+def _seed(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
+    final, batches, done = simulation.simulate_seed(
+        cluster,
+        key,
+        horizon=settings.horizon,
+        batch=settings.batch,
+        updates=settings.rounds,
+        inference=settings.inference_time,
+        learner_time=settings.learner_time,
+    )
+    final, batches, done = jax.tree.map(np.asarray, (final, batches, done))
+
+    def write_seed(b):
+        lines, lag = seed_rows(b)
+        write_lines(settings.out, lines)
+        return lambda: seed_summary(settings, cluster, final, b, lag)
+
+    picture = lambda b: timeline.from_seed(cluster, key, b, done[: b.time.shape[0]])
+    ends = batches.time.max(axis=1)
+    return _emit(settings, cluster, "update", ends, batches, write_seed, picture)
+
+
+def _pending(settings: Any, clock, arrivals, *more) -> tuple | None:
+    """The gradients in flight at the last arrival (the engine's final state), when the
+    rows are all the clock simulated."""
+    if arrivals.time.shape[0] < settings.rounds:  # cut before a row that never ends
+        return None
+    return (clock.dispatch_time, clock.compute_end, *more)
+
+
+def _ringmaster(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
+    final, ev = simulation.simulate_ringmaster(
+        cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
+    )
+    final, ev = jax.tree.map(np.asarray, (final, ev))
+
+    def write_ringmaster(e):
+        write_ringmaster_csv(settings.out, e)
+        return lambda: ringmaster_summary(settings, cluster, final, e)
+
+    def picture(e):
+        pending = _pending(settings, final.clock, e.arrival, final.cancelled)
+        a, ok = e.arrival, e.accepted
+        return timeline.from_arrivals(
+            cluster, key, a, accepted=ok, pending=pending, rule="ringmaster"
         )
-        final, batches = jax.tree.map(np.asarray, (final, batches))
 
-        def write_seed(b):
-            lines, lag = seed_rows(b)
-            write_lines(settings.out, lines)
-            return lambda: seed_summary(settings, cluster, final, b, lag)
+    return _emit(settings, cluster, "exchange", ev.arrival.time, ev, write_ringmaster, picture)
 
-        return _emit(settings, cluster, "update", batches.time.max(axis=1), batches, write_seed)
-    if settings.rule == "ringmaster":
-        final, ev = simulation.simulate_ringmaster(
-            cluster, key, arrivals=settings.rounds, R=settings.R, stops=settings.stops
-        )
-        final, ev = jax.tree.map(np.asarray, (final, ev))
 
-        def write_ringmaster(e):
-            write_ringmaster_csv(settings.out, e)
-            return lambda: ringmaster_summary(settings, cluster, final, e)
+def _async(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
+    final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
+    final, arr = jax.tree.map(np.asarray, (final, arr))
 
-        return _emit(settings, cluster, "exchange", ev.arrival.time, ev, write_ringmaster)
-    if settings.rule == "async":
-        final, arr = simulation.simulate_async(cluster, key, arrivals=settings.rounds)
-        final, arr = jax.tree.map(np.asarray, (final, arr))
+    def write_async(a):
+        write_async_csv(settings.out, a)
+        return lambda: async_summary(settings, cluster, final, a)
 
-        def write_async(a):
-            write_async_csv(settings.out, a)
-            return lambda: async_summary(settings, cluster, final, a)
+    def picture(a):
+        return timeline.from_arrivals(cluster, key, a, pending=_pending(settings, final, a))
 
-        return _emit(settings, cluster, "arrival", arr.time, arr, write_async)
+    return _emit(settings, cluster, "arrival", arr.time, arr, write_async, picture)
+
+
+def _rounds(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
     res = simulation.simulate_rule_rounds(
         cluster,
         key,
@@ -266,6 +299,7 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
         rounds=settings.rounds,
         capacity=settings.capacity,
         per_worker=settings.per_worker,
+        gradients=bool(getattr(settings, "plot", None)),
     )
     res = jax.tree.map(np.asarray, res)
 
@@ -273,18 +307,22 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
         write_csv(settings.out, r, cluster.n)
         return lambda: summary(settings, cluster, r)
 
-    return _emit(settings, cluster, "round", res["t_end"], res, write_rounds)
+    picture = lambda r: timeline.from_rounds(cluster, key, r, rule=settings.rule)
+    return _emit(settings, cluster, "round", res["t_end"], res, write_rounds, picture)
 
 
-def _emit(settings: Any, cluster: ClusterModel, what: str, ends, rows, write) -> int:
+def _emit(settings: Any, cluster: ClusterModel, what: str, ends, rows, write, picture) -> int:
     """Writes the rows that end (:func:`ended`) with ``write(rows)``, which returns their
     summary's maker, prints the summary (or, when not even the first row ends, a line saying
-    so) and the note; returns the exit status, 0."""
+    so), draws ``picture(rows)`` (a :class:`~jaxnigt.cluster.timeline.Timeline`) with
+    ``settings.plot`` and prints the note; returns the exit status, 0."""
     ends = np.asarray(ends, np.float64)
     rows, note = ended(what, ends, rows)
     make_summary = write(rows)
     ends_at_all = ends.size > 0 and np.isfinite(ends[0])
     print(make_summary() if ends_at_all else _nothing_ends(settings, cluster, what))
+    if getattr(settings, "plot", None):
+        print(clock_plot.save(settings, cluster, picture(rows)))
     return _note(note)
 
 
