@@ -418,7 +418,7 @@ def test_every_engine_at_power_two_is_the_constant_run_twice_as_fast(name, tmp_p
     for k in ("env_steps", "grads", "worker_counts", "comms"):
         np.testing.assert_array_equal(m2[k], m1[k], k)
     np.testing.assert_allclose(m2["sim_time"], 0.5 * np.asarray(m1["sim_time"]), rtol=1e-5)
-    assert s1.power is None and s2.power is None  # a trace file is not drawn per run
+    assert s1.drawn is None and s2.drawn is None  # a trace file is not drawn per run
 
 
 @pytest.mark.parametrize("name", ["rennala_nigt", "afedpg"])
@@ -440,12 +440,12 @@ def test_outages_are_drawn_per_run_from_its_key():
     init = jax.jit(jax.vmap(tr.init))
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(0), s))(jnp.arange(2))
     a, b = init(keys, tr.hyper(2)), init(keys, tr.hyper(2))
-    chex.assert_trees_all_close(a.power, b.power)
-    chex.assert_shape(a.power.start, (2, 3, tr.setup.cluster.power.bouts * 2 + 1))
-    assert not np.allclose(a.power.start[0], a.power.start[1])
+    chex.assert_trees_all_close(a.drawn, b.drawn)
+    chex.assert_shape(a.drawn.start, (2, 3, tr.setup.cluster.power.bouts * 2 + 1))
+    assert not np.allclose(a.drawn.start[0], a.drawn.start[1])
     state, m = jax.jit(jax.vmap(lambda s: tr.run_chunk(s, 5)))(a)
     assert np.all(np.isfinite(np.asarray(m["sim_time"])))
-    chex.assert_trees_all_close(state.power, a.power)  # the trace does not change in a run
+    chex.assert_trees_all_close(state.drawn, a.drawn)  # the trace does not change in a run
 
 
 @pytest.mark.parametrize("name", ["afedpg", "impala", "seed_rl", "sync_nigt"])

@@ -22,8 +22,9 @@ import pytest
 
 from jaxnigt import config as config_lib
 from jaxnigt.algorithms import sizes
-from jaxnigt.cluster import padding, power_sources, round_kernels, schedules, timing
+from jaxnigt.cluster import padding, power_sources, rules, schedules, timing
 from jaxnigt.cluster.model import ALLREDUCE, INFLIGHT, make_cluster_model
+from jaxnigt.cluster.rounds import RoundSize
 from jaxnigt.run.trainer import make_trainer
 
 N_MAX, ROUNDS = 13, 5
@@ -46,6 +47,17 @@ def test_a_draw_is_its_flat_draw_so_a_trailing_axis_can_be_padded(kind):
 
 def _rounds(rule, model, **sizes):
     schedule = functools.partial(rule, **sizes)
+    return _run(schedule, model)
+
+
+def _padded(name, model, run, **bounds):
+    """Rounds of the registered rule ``name`` with static ``bounds`` and a padded run's own
+    ``run`` sizes (what a padded program gives a rule)."""
+    size = RoundSize(**bounds, run={k: jnp.asarray(v) for k, v in run.items()})
+    return _run(lambda m, k, t, b: rules.get_rule(name).round(m, k, t, b, size), model)
+
+
+def _run(schedule, model):
     run = jax.jit(lambda m, k: schedules.run_rounds(schedule, m, k, ROUNDS))
     return run(model, jax.random.key(11))
 
@@ -82,10 +94,9 @@ def test_a_padded_rennala_round_is_the_unpadded_round(n, M, inflight, allreduce)
         model = _model(n, noise, inflight, allreduce)
         unpadded = _rounds(schedules.rennala, model, M=M)
         padded = padding.pad(model, N_MAX)
-        run_M = jnp.int32(M)
         _assert_same_run(unpadded, _rounds(schedules.rennala, padded, M=M), n, M)
-        _assert_same_run(unpadded, _rounds(schedules.rennala, padded, M=9, run_M=run_M), n, M)
-        _assert_same_run(unpadded, _rounds(schedules.rennala, model, M=11, run_M=run_M), n, M)
+        _assert_same_run(unpadded, _padded("rennala", padded, {"M": M}, M=9), n, M)
+        _assert_same_run(unpadded, _padded("rennala", model, {"M": M}, M=11), n, M)
 
 
 @pytest.mark.parametrize(("inflight", "allreduce"), MODES)
@@ -101,7 +112,7 @@ def test_padded_synchronous_and_m_synchronous_rounds_are_the_unpadded_rounds(
         m = max(1, (n + 1) // 2)
         unpadded = _rounds(schedules.msync, model, m=m)
         bound = min(N_MAX, m + 3)
-        _assert_same_run(unpadded, _rounds(schedules.msync, padded, m=bound, run_m=m), n, m)
+        _assert_same_run(unpadded, _padded("msync", padded, {"m": m}, M=1, m=bound), n, m)
 
 
 @pytest.mark.parametrize("inflight", INFLIGHT.values)
@@ -112,8 +123,8 @@ def test_a_padded_malenia_round_is_the_unpadded_round(n, M, capacity, inflight):
     for noise in NOISES:
         model = _model(n, noise, inflight)
         unpadded = _rounds(schedules.malenia, model, M=M, capacity=capacity)
-        run = (jnp.int32(capacity), jnp.float32(round_kernels.malenia_threshold(n, M)))
-        padded = _rounds(schedules.malenia, padding.pad(model, N_MAX), M=M, capacity=20, run=run)
+        run = {"capacity": capacity, "threshold": schedules.malenia_threshold(n, M)}
+        padded = _padded("malenia", padding.pad(model, N_MAX), run, M=M, capacity=20)
         valid = np.asarray(unpadded.slot_valid)
         np.testing.assert_array_equal(padded.overflow, unpadded.overflow)
         np.testing.assert_array_equal(np.asarray(padded.slot_valid).sum(1), valid.sum(1))
@@ -202,8 +213,7 @@ def test_a_padded_trainer_trains_as_the_unpadded_trainer(algorithm, n, M, n_max,
     bound = make_trainer(_config(algorithm, n_max, M_max, **extra), algorithm)
     padded = bound.bind(padding.pad(plain.setup.cluster, n_max))
     if "malenia_capacity" in sizes_:
-        for size, key in sizes.THRESHOLDS.items():
-            sizes_[key] = round_kernels.malenia_threshold(n, sizes_[size])
+        sizes_ |= sizes.malenia_thresholds(n, sizes_["M"], sizes_["M_init"])
 
     def run(tr, hyper):
         state = tr.init(jax.random.key(3), hyper)

@@ -93,7 +93,9 @@ def test_every_jaxnigt_command_of_a_page_runs_as_written(page, capsys):
     parser = cli.build_parser()
     options = _options(parser)
     for command in _commands(page.read_text()):
-        words = shlex.split(command)[1:]
+        plugins, words = cli.take_plugins(shlex.split(command)[1:])
+        shown = [m for m in plugins if m.endswith(".py") and not m.startswith("path/to/")]
+        assert all((ROOT / m).is_file() for m in shown), (page.name, command)  # a real file
         if words[0] == "sweep/tune":  # prose: both commands
             words[0] = "sweep"
         assert words[0] in options or words[0].startswith("--"), (page.name, command)

@@ -75,14 +75,25 @@ def test_collect_until_ends_a_round_where_its_stop_says(case):
 
 def test_round_size_values_are_the_bounds_unless_a_padded_run_carries_its_own():
     size = rules.RoundSize(M=8, capacity=3, m=2)
-    assert int(size.value("M")) == 8 and size.padded("M") is None
-    run = size._replace(run={"M": jnp.int32(5)})
+    assert int(size.value("M")) == 8 and int(size.value("capacity")) == 3
+    run = size._replace(run={"M": jnp.int32(5), "threshold": 1.5})
     assert int(run.value("M")) == 5 and int(run.value("m")) == 2
-    with pytest.raises(ValueError, match="expected 'M', 'capacity' or 'm'"):
+    assert float(run.value("threshold", 9.0)) == 1.5 and float(size.value("threshold", 9.0)) == 9
+    with pytest.raises(ValueError, match="expected M, capacity, m or threshold"):
         size.value("n")
+    with pytest.raises(ValueError, match="needs the rule's default"):
+        size.value("threshold")
 
 
-def test_a_rule_that_counts_the_padded_rows_is_caught():
+@pytest.fixture
+def own_rules(monkeypatch):
+    """Rules a test registers are gone after it (other tests list the registered rules)."""
+    from jaxnigt.cluster.rules import registry
+
+    monkeypatch.setattr(registry, "_RULES", dict(registry._RULES))
+
+
+def test_a_rule_that_counts_the_padded_rows_is_caught(own_rules):
     @rules.register_rule("test_wrong_half", pads=True)
     def wrong(model, key, t0, busy_until, size):
         tau = rules.draw_times(model, key, size)

@@ -163,8 +163,8 @@ def admm_init(
     theta = core.stack_workers(z, setup.n)
     hyper = {**hyper, "rho": jnp.asarray(hyper.get("rho", opts.rho), jnp.float32)}
     extra = AdmmExtra(theta, jax.tree.map(jnp.zeros_like, theta))
-    drawn = core.run_cluster(setup, key)[1]
-    return core.initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra, power=drawn)
+    model = core.run_cluster(setup, key)
+    return core.initial_state(setup, z, optax.EmptyState(), k_run, hyper, extra, cluster=model)
 
 
 def _local_step(setup: Setup, opts: AdmmOptions, state: TrainState, k_roll, theta, k):

@@ -137,8 +137,9 @@ class TrainState(NamedTuple):
       busy_until: ``[n]`` when each worker is free to start the next round's work.
       hyper: :data:`TracedHParams`.
       extra: engine-specific state (asynchronous engine, ADMM's per-worker θ and λ).
-      power: the run's drawn power trace (:func:`jaxnigt.cluster.model.realize`: outages
-        drawn from its key); None when the cluster model's power is not drawn per run.
+      drawn: what the run drew of its cluster record (its outages, from its key:
+        :func:`jaxnigt.cluster.model.realize`), kept so every step simulates the same record
+        (:func:`cluster_of`); None when nothing of the record is drawn per run.
     """
 
     params: Any
@@ -149,7 +150,7 @@ class TrainState(NamedTuple):
     busy_until: jax.Array
     hyper: TracedHParams
     extra: Any
-    power: Any = None
+    drawn: Any = None
 
 
 class StepMetrics(NamedTuple):
@@ -289,15 +290,15 @@ AlgorithmFactory = Callable[[Setup, Any], Algorithm]
 # ------------------------------------------------------------------------------ helpers
 
 
-def run_cluster(setup: Setup, key: jax.Array) -> tuple[ClusterModel, Any]:
-    """``(model, drawn)``: one run's cluster model, its outages drawn from ``key``
-    (:func:`jaxnigt.cluster.model.realize`); ``drawn`` goes to :func:`initial_state`."""
-    return cluster_model.realize(setup.cluster, key)
+def run_cluster(setup: Setup, key: jax.Array) -> ClusterModel:
+    """One run's cluster record, what it draws per run (outages) drawn once from ``key``
+    (:func:`jaxnigt.cluster.model.realize`); :func:`initial_state` keeps it in the state."""
+    return cluster_model.realize(setup.cluster, key)[0]
 
 
 def cluster_of(setup: Setup, state: TrainState) -> ClusterModel:
-    """The cluster model a step of ``state``'s run simulates (with its drawn power)."""
-    return cluster_model.with_trace(setup.cluster, state.power)
+    """The cluster record a step of ``state``'s run simulates (:func:`run_cluster`'s)."""
+    return cluster_model.with_trace(setup.cluster, state.drawn)
 
 
 def initial_state(
@@ -307,7 +308,7 @@ def initial_state(
     key: jax.Array,
     hyper: TracedHParams,
     extra=(),
-    power: Any = None,
+    cluster: ClusterModel | None = None,
 ) -> TrainState:
     """A run's state at simulated time 0: no steps, zero counters, idle workers.
 
@@ -318,7 +319,8 @@ def initial_state(
       key: the state's key.
       hyper: the traced hyperparameters.
       extra: the engine's state.
-      power: the run's drawn power trace (:func:`run_cluster`).
+      cluster: the run's cluster record (:func:`run_cluster`; None: the setup's, nothing
+        drawn per run).
 
     Returns:
       The :class:`TrainState`.
@@ -333,7 +335,7 @@ def initial_state(
         busy_until=jnp.zeros((setup.n,), jnp.float32),
         hyper=hyper,
         extra=extra,
-        power=power,
+        drawn=None if cluster is None else cluster_model.run_draws(setup.cluster, cluster),
     )
 
 
@@ -421,11 +423,12 @@ def descend(opt: optax.GradientTransformation, grads: Any, opt_state: Any, param
 
 def select(flag: jax.Array, new: Any, old: Any) -> Any:
     """``new`` where the scalar ``flag`` holds, else ``old`` (pytrees of the same structure);
-    a :class:`TrainState`'s ``power`` (its run's trace, fixed for the run) is ``old``'s."""
+    a :class:`TrainState`'s ``drawn`` (its run's cluster draws, fixed for the run) is
+    ``old``'s."""
 
     def pick(a, b):
         if isinstance(a, TrainState):
-            return TrainState(*pick(tuple(a[:-1]), tuple(b[:-1])), power=b.power)
+            return TrainState(*pick(tuple(a[:-1]), tuple(b[:-1])), drawn=b.drawn)
         return jax.tree.map(lambda x, y: jnp.where(flag, x, y), a, b)
 
     return jax.tree.map(pick, new, old, is_leaf=lambda x: isinstance(x, TrainState))

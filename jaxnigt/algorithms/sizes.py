@@ -17,10 +17,27 @@ import jax.numpy as jnp
 #: The round's M and round 0's M_init (Rennala, Malenia), the m-synchronous m, the
 #: asynchronous block (exchanges per step) and Malenia's capacity.
 SIZES = ("M", "M_init", "msync_m", "async_block", "malenia_capacity")
-#: Malenia's stopping threshold of a run, of its M and of its M_init: float32 values computed
-#: on the host by :func:`~jaxnigt.cluster.round_kernels.malenia_threshold`, as the unpadded
-#: rule computes them.
-THRESHOLDS = {"M": "malenia_threshold", "M_init": "malenia_threshold_init"}
+#: The entries of Malenia's stopping threshold of a run, of its M and of its M_init
+#: (:func:`malenia_thresholds`; read by :func:`jaxnigt.cluster.rules.run_values`).
+THRESHOLD_KEYS = ("malenia_threshold", "malenia_threshold_init")
+
+
+def malenia_thresholds(n: int, M: int, M_init: int) -> dict[str, float]:
+    """A run's Malenia thresholds, float32 values computed on the host as the unpadded rule
+    computes them (:func:`jaxnigt.cluster.rules.malenia.malenia_threshold`).
+
+    Args:
+      n: the run's workers.
+      M: its batch.
+      M_init: its round 0's batch.
+
+    Returns:
+      ``{key: threshold}`` for :data:`THRESHOLD_KEYS`.
+    """
+    from jaxnigt.cluster.rules.malenia import malenia_threshold
+
+    values = (malenia_threshold(n, M), malenia_threshold(n, M_init))
+    return dict(zip(THRESHOLD_KEYS, values, strict=True))
 
 
 def run_size(hyper: Mapping[str, jax.Array] | None, name: str) -> jax.Array | None:

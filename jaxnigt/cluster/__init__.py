@@ -6,11 +6,12 @@ collects (core dependencies only: jax, numpy).
   choices), built once and passed whole to everything below; the draws of compute times.
 * :mod:`~jaxnigt.cluster.timing`: the time model's specs (compute-time profiles h_i, noise
   kinds, communication-time profiles κ_i).
-* :mod:`~jaxnigt.cluster.schedules`: one round of each collection rule (Rennala, Malenia,
-  synchronous, m-synchronous) with its compute times drawn;
-  :mod:`~jaxnigt.cluster.round_kernels` the same rules on given times, and
-  :mod:`~jaxnigt.cluster.rounds` the round's record and the end-of-round conventions every
-  rule shares (start, end, AllReduce, in-flight work).
+* :mod:`~jaxnigt.cluster.rules`: the round rules by name, an open registry (a rule of one's
+  own is one registered function), each of the library's in one module with its draws and
+  weights (``rules.rennala``, ``rules.malenia``, ``rules.sync``, ``rules.msync``);
+  :mod:`~jaxnigt.cluster.rounds` a round's sizes, its record and the end-of-round conventions
+  every rule shares (start, end, AllReduce, in-flight work);
+  :mod:`~jaxnigt.cluster.schedules` the library's rules at static sizes.
 * :mod:`~jaxnigt.cluster.aggregators`: the weights a round's gradients are averaged with;
   :mod:`~jaxnigt.cluster.reductions`: the same averages as pure reductions of per-worker
   gradient sums and counts (for a loop of your own).
@@ -39,7 +40,7 @@ documented in its module (docs/api.md):
   :func:`~jaxnigt.cluster.schedules.sync_from_times` and
   :func:`~jaxnigt.cluster.schedules.msync_from_times`; Rennala's two halves,
   :func:`~jaxnigt.cluster.schedules.sample_rennala_times` (the draws) and
-  :func:`~jaxnigt.cluster.round_kernels.rennala_round` (which gradients land); the
+  :func:`~jaxnigt.cluster.schedules.rennala_round` (which gradients land); the
   synchronous batch :func:`~jaxnigt.cluster.schedules.sync_batch`;
 * a rule of one's own (:mod:`~jaxnigt.cluster.rules`):
   :func:`~jaxnigt.cluster.rules.register_rule`, :func:`~jaxnigt.cluster.rules.rule_names`,
@@ -75,7 +76,6 @@ from jaxnigt.cluster.model import (
     sample_compute_times,
 )
 from jaxnigt.cluster.reductions import malenia_reduce, rennala_reduce, worker_sums
-from jaxnigt.cluster.round_kernels import rennala_round
 from jaxnigt.cluster.rules import RoundSize, register_rule, rule_names
 from jaxnigt.cluster.schedules import (
     RoundSchedule,
@@ -85,6 +85,7 @@ from jaxnigt.cluster.schedules import (
     msync_from_times,
     rennala,
     rennala_from_times,
+    rennala_round,
     round_clock,
     run_rounds,
     sample_rennala_times,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster.schedules import RoundSchedule
+from jaxnigt.cluster.rounds import RoundSchedule
 
 
 def mean_weights(slot_valid: jax.Array) -> jax.Array:

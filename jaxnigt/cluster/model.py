@@ -211,6 +211,20 @@ def realize(model: ClusterModel, key: jax.Array) -> tuple[ClusterModel, Any]:
     return dataclasses.replace(model, power=trace), trace
 
 
+def run_draws(model: ClusterModel, run: ClusterModel) -> Any:
+    """What a run's record (``realize(model, key)[0]``) drew per run: its trace when
+    ``model``'s outages are drawn per run, else None (the run keeps no copy).
+
+    Args:
+      model: the cluster model.
+      run: one run's record of it.
+
+    Returns:
+      The drawn :class:`~jaxnigt.cluster.power.PowerTrace`, or None.
+    """
+    return run.power if isinstance(model.power, power_lib.Outages) else None
+
+
 def with_trace(model: ClusterModel, drawn: Any) -> ClusterModel:
     """``model`` with a run's drawn trace (:func:`realize`); ``model`` when none was drawn."""
     return model if drawn is None else dataclasses.replace(model, power=drawn)

@@ -1,9 +1,13 @@
-"""One round of a collection rule: its record and the end-of-round bookkeeping every rule shares.
+"""One round of a collection rule: its sizes, its record and the end-of-round bookkeeping
+every rule shares.
 
-A collection rule (:mod:`jaxnigt.cluster.schedules`; on given compute times
-:mod:`jaxnigt.cluster.round_kernels`) decides which gradients count and when collection ends
-(a :class:`Collection`); :func:`finish_round` turns that into the round's
-:class:`RoundSchedule`: its end, AllReduce, wasted work and when each worker is free next.
+A round rule (:mod:`jaxnigt.cluster.rules`) decides which gradients count and when
+collection ends (a :class:`Collection`); :func:`finish_round` turns that into the round's
+:class:`RoundSchedule`: its end, AllReduce, wasted work and when each worker is free next;
+:func:`run_rounds` chains rounds from time 0.  A rule reads every size from its
+:class:`RoundSize` and the run's workers from :func:`worker_count` / :func:`live_rows`: the one
+seam through which a padded program (:mod:`jaxnigt.cluster.padding`: several runs' sizes as
+values of one program) reaches a rule, so no rule branches on whether it is padded.
 The conventions, shared by every rule:
 
 * **Start.** Worker ``i`` starts at ``s_i = max(t0, busy_until_i)``: ``busy_until`` is when
@@ -36,14 +40,85 @@ The conventions, shared by every rule:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from jaxnigt.cluster import power
-from jaxnigt.cluster.model import ClusterModel
+from jaxnigt.cluster.model import ClusterModel, realize
+
+
+class RoundSize(NamedTuple):
+    """A round's sizes: the static bounds its arrays are shaped by, and the run's values.
+
+    In an ordinary program the run's sizes are the bounds; in a padded program several runs
+    of different sizes share the program's bounds and each carries its own values (``run``).
+    A rule reads the static bound where a shape needs one (``size.M`` columns) and the run's
+    value everywhere else (:meth:`value`), so the same code serves both.
+
+    Attributes:
+      M: the round's batch (Rennala's M, or M_init for round 0): the most slots.
+      capacity: Malenia's most gradients per worker.
+      per_worker: the synchronous round's gradients per worker.
+      m: the workers an m-synchronous round waits for.
+      run: a padded run's own values (``M``, ``capacity``, ``m``, ``threshold``; traced), or
+        None: the bounds are the run's.  Read them with :meth:`value`.
+    """
+
+    M: int
+    capacity: int = 1
+    per_worker: int = 1
+    m: int = 1
+    run: Any = None
+
+    def value(self, name: str, default: Any = None) -> jax.Array:
+        """The run's ``name``: its own value in a padded program, else the static bound (for
+        a size without one, ``default``).
+
+        Args:
+          name: ``M``, ``capacity``, ``m`` (int32) or ``threshold`` (float32, Malenia's).
+          default: the value of a name that has no bound (``threshold``).
+
+        Returns:
+          ``[]`` int32 (``threshold``: float32).
+
+        Raises:
+          ValueError: an unknown name, or ``threshold`` without a default.
+        """
+        if name not in ("M", "capacity", "m", "threshold"):
+            raise ValueError(f"RoundSize.value: {name!r}; expected M, capacity, m or threshold")
+        dtype = jnp.float32 if name == "threshold" else jnp.int32
+        if self.run is not None and name in self.run:
+            return jnp.asarray(self.run[name], dtype)
+        if name == "threshold" and default is None:
+            raise ValueError("RoundSize.value('threshold') needs the rule's default")
+        return jnp.asarray(default if name == "threshold" else getattr(self, name), dtype)
+
+
+def worker_count(model: ClusterModel) -> jax.Array:
+    """The run's number of workers (a padded record's rows, ``model.n``, are more).
+
+    Args:
+      model: the cluster model.
+
+    Returns:
+      ``[]`` int32.
+    """
+    return jnp.asarray(model.n if model.workers is None else model.workers, jnp.int32)
+
+
+def live_rows(model: ClusterModel) -> jax.Array:
+    """The rows of the record that are the run's workers (all of an ordinary record's).
+
+    Args:
+      model: the cluster model.
+
+    Returns:
+      ``[n]`` bool.
+    """
+    return jnp.arange(model.n) < worker_count(model)
 
 
 class RoundSchedule(NamedTuple):
@@ -350,3 +425,27 @@ def finish_round(
         overflow=jnp.asarray(coll.overflow, bool),
         time_used=jnp.sum(work.done).astype(jnp.float32),
     )
+
+
+def run_rounds(schedule, model: ClusterModel, key: jax.Array, rounds: int) -> RoundSchedule:
+    """Consecutive rounds of a schedule from time 0 with every worker free.
+
+    Args:
+      schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
+      model: the cluster model (outages drawn from ``key``: :func:`~jaxnigt.cluster.model.
+        realize`).
+      key: PRNG key; round r is keyed ``fold_in(key, r)``.
+      rounds: static number of rounds.
+
+    Returns:
+      The schedules stacked along a leading ``[rounds]`` axis.
+    """
+    model = realize(model, key)[0]
+
+    def one(carry, r):
+        t0, busy = carry
+        s = schedule(model, jax.random.fold_in(key, r), t0, busy)
+        return (s.t_end, s.busy_until), s
+
+    init = (jnp.float32(0.0), jnp.zeros((model.n,), jnp.float32))
+    return jax.lax.scan(one, init, jnp.arange(rounds))[1]

@@ -1,26 +1,19 @@
-"""Round schedules of the AllReduce methods: Rennala, Malenia, synchronous and m-synchronous
-(docs/cluster_model.md).
+"""The library's round rules at static sizes, for code of one's own, tests and references.
 
-A schedule is a pure function of sampled compute times: it decides *which* gradients count
-and when the round ends, before any trajectory is rolled out, so only the trajectories that
-count need to be simulated.  This module is the public face of the round rules:
-:func:`rennala`, :func:`malenia`, :func:`sync` and :func:`msync` draw a round's compute times
-from the cluster model (:class:`~jaxnigt.cluster.model.ClusterModel`, whose ``inflight`` and
-``allreduce`` choices end the round) and return its :class:`RoundSchedule`;
-:func:`run_rounds` chains rounds; :func:`sync_batch` and :func:`default_malenia_capacity` give
-the rules' static sizes.  What a round is, and the conventions every rule shares (start, end,
-AllReduce, in-flight work), live in :mod:`jaxnigt.cluster.rounds`; the rules on a given matrix
-of compute times (``*_from_times``, the ties) in :mod:`jaxnigt.cluster.round_kernels`; the names
-callers use from those two (``RoundSchedule``, the ``*_from_times`` rules, ...:
-:data:`__all__`) are importable from here too.  Aggregator weights live in
-:mod:`jaxnigt.cluster.aggregators`; the asynchronous per-arrival engine lives in
-:mod:`jaxnigt.cluster.events`.
+Each rule reads in one module of :mod:`jaxnigt.cluster.rules` (its draws, its rule and its
+weights), written for a :class:`~jaxnigt.cluster.rounds.RoundSize` so that one program serves
+ordinary and padded runs.  Here are the same rules with their sizes as plain arguments
+(:func:`rennala` with ``M=``, :func:`malenia` with ``M=, capacity=``, :func:`sync` with
+``per_worker=``, :func:`msync` with ``m=``), the rules on given compute times
+(``*_from_times``), Rennala's two halves (:func:`sample_rennala_times`,
+:func:`rennala_round`), chaining rounds from time 0 (:func:`run_rounds`, :func:`round_clock`)
+and the rules' default sizes (:func:`sync_batch`, :func:`default_malenia_capacity`,
+:func:`default_msync_m`).
 
 Compute times drawn per round: Malenia ``capacity + 1`` per worker and sync ``per_worker``
-(``sample_compute_times(model, key, num)``; the extra column is the in-flight gradient).
-Rennala draws every worker's first time and ``M`` more only for the ``min(n, M)`` workers
-that can contribute (:func:`sample_rennala_times`), so its cost does not grow with ``n * M``.
-The ``*_from_times`` functions take a full ``[n, K]`` matrix explicitly.
+(the extra column is the in-flight gradient).  Rennala draws every worker's first time and
+``M`` more only for the ``min(n, M)`` workers that can contribute, so its cost does not grow
+with ``n * M``.
 """
 
 from __future__ import annotations
@@ -29,27 +22,24 @@ import math
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 
-from jaxnigt.cluster import padding
-from jaxnigt.cluster.model import ClusterModel, realize, sample_compute_times, sample_noise
-from jaxnigt.cluster.round_kernels import (
-    MALENIA_RTOL,
-    malenia_from_times,
-    msync_from_times,
-    rennala_candidates,
-    rennala_from_times,
-    rennala_round,
-    rennala_take,
-    sync_from_times,
-)
+from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.cluster.rounds import (
     RoundSchedule,
+    RoundSize,
     check_static,
-    ends,
+    run_rounds,
     sequential_cumsum,
     start_offsets,
 )
+from jaxnigt.cluster.rules import malenia as _malenia
+from jaxnigt.cluster.rules import msync as _msync
+from jaxnigt.cluster.rules import rennala as _rennala
+from jaxnigt.cluster.rules import sync as _sync
+from jaxnigt.cluster.rules.malenia import MALENIA_RTOL, malenia_from_times, malenia_threshold
+from jaxnigt.cluster.rules.msync import msync_from_times
+from jaxnigt.cluster.rules.rennala import rennala_candidates, rennala_from_times
+from jaxnigt.cluster.rules.sync import sync_from_times
 
 __all__ = [
     "MALENIA_RTOL",
@@ -59,10 +49,13 @@ __all__ = [
     "default_msync_m",
     "malenia",
     "malenia_from_times",
+    "malenia_threshold",
     "msync",
     "msync_from_times",
     "rennala",
+    "rennala_candidates",
     "rennala_from_times",
+    "rennala_round",
     "round_clock",
     "run_rounds",
     "sample_rennala_times",
@@ -110,31 +103,39 @@ def default_malenia_capacity(M: int, n: int) -> int:
     ``h = (1, 10)``, needs about ``2.75 M`` from the fast worker on average; ``6 M`` leaves
     room for noise (exponential noise overflowed ~1 round in 5 at ``4 M``).  A round that
     needs more sets ``overflow``; pass a larger ``capacity`` then.
+
+    Args:
+      M: the batch.
+      n: the number of workers (unused: the default does not depend on it).
+
+    Returns:
+      The capacity.
     """
     del n
     return 6 * int(M)
 
 
-def rennala(
-    model: ClusterModel,
-    key: jax.Array,
-    t0: jax.typing.ArrayLike,
-    busy_until: jax.Array,
-    *,
-    M: int,
-    run_M: jax.Array | None = None,
-) -> RoundSchedule:
-    """Rennala round (docs/cluster_model.md): the first ``M`` gradients to finish, ``S = M`` slots.
+def default_msync_m(n: int) -> int:
+    """``ceil(n / 2)``: the round waits for the faster half of the workers.
+
+    Args:
+      n: the number of workers.
+
+    Returns:
+      m.
+    """
+    return -(-int(n) // 2)
+
+
+def rennala(model: ClusterModel, key: jax.Array, t0, busy_until: jax.Array, *, M: int):
+    """Rennala round (:mod:`jaxnigt.cluster.rules.rennala`): the first ``M`` gradients.
 
     Args:
       model: the cluster model (its times, ``inflight`` and ``allreduce``).
-      key: PRNG key for this round's compute times (:func:`sample_rennala_times`).
+      key: PRNG key for this round's compute times.
       t0: ``[]`` round start.
-      busy_until: ``[n]`` absolute time each worker is free to start (see
-        :class:`RoundSchedule`).
-      M: static batch size (with ``run_M``: the most slots).
-      run_M: ``[]`` int the run's batch when it is a value of the run (a padded program,
-        :mod:`jaxnigt.cluster.padding`); slots from ``run_M`` on are never valid.
+      busy_until: ``[n]`` absolute time each worker is free to start.
+      M: static batch size.
 
     Returns:
       The round's :class:`RoundSchedule`.
@@ -147,32 +148,12 @@ def rennala(
       model = make_cluster_model(10, h="sqrt", noise="exponential")
       s = rennala(model, key, 0.0, jnp.zeros(10), M=50)
     """
-    M = check_static("M", M)
-    t0 = jnp.asarray(t0, jnp.float32)
-    off = start_offsets(t0, busy_until)
-    first, rows, tau_rows = sample_rennala_times(model, key, off, M=M, t0=t0, run_M=run_M)
-    return rennala_round(model, t0, busy_until, first, rows, tau_rows, M=M, run_M=run_M)
+    return _rennala.rennala(model, key, t0, busy_until, RoundSize(M=check_static("M", M)))
 
 
-def sample_rennala_times(
-    model: ClusterModel,
-    key: jax.Array,
-    off: jax.Array,
-    *,
-    M: int,
-    t0: jax.typing.ArrayLike = 0.0,
-    run_M: jax.Array | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The compute times one Rennala round needs, drawn lazily: ``O(n + M^2)`` draws.
-
-    Every worker's first compute time is drawn (``first`` ``[n]``, from
-    ``fold_in(key, 0)``); the ``m = min(n, M)`` workers whose first completion
-    ``off + first`` is earliest (``rows``, increasing ids) are the only ones that can
-    contribute, and only they get their next ``M`` compute times (from ``fold_in(key, 1)``).
-    ``tau_rows`` ``[m, M + 1]`` is their full row.  In distribution this is the same as
-    drawing all ``n * (M + 1)`` times; :func:`rennala_from_times` on any ``[n, M + 1]``
-    matrix with column 0 ``first`` and rows ``rows`` equal to ``tau_rows`` (other entries
-    arbitrary) gives the same round.
+def sample_rennala_times(model: ClusterModel, key: jax.Array, off: jax.Array, *, M: int, t0=0.0):
+    """The compute times one Rennala round needs (:func:`jaxnigt.cluster.rules.rennala.
+    sample_times`).
 
     Args:
       model: the cluster model.
@@ -180,38 +161,35 @@ def sample_rennala_times(
       off: ``[n]`` each worker's start relative to the round's (:func:`start_offsets`).
       M: static batch size.
       t0: the round's start (where a power trace maps work to time).
-      run_M: ``[]`` the run's batch in a padded program (None: ``M``).  A padded run
-        (``run_M`` or :attr:`ClusterModel.workers`) draws the unpadded run's times for its
-        first ``min(n, run_M)`` rows and ``run_M`` columns (:mod:`jaxnigt.cluster.padding`).
 
     Returns:
       ``(first, rows, tau_rows)``.
     """
-    first = sample_compute_times(model, jax.random.fold_in(key, 0), 1)[:, 0]
-    take = rennala_take(model, M, run_M)
-    rows = rennala_candidates(ends(model, t0, off, first), M, take)
-    h_rows = model.h[rows][:, None]
-    shape, k_rest = (rows.shape[0], M), jax.random.fold_in(key, 1)
-    if run_M is None:
-        rest = h_rows * sample_noise(model, k_rest, shape)
-    else:
-        draw = lambda k, s: sample_noise(model, k, s)
-        rest = h_rows * padding.flat_draws(draw, k_rest, shape, run_M)
-    return first, rows, jnp.concatenate([first[rows][:, None], rest], axis=1)
+    return _rennala.sample_times(model, key, off, RoundSize(M=check_static("M", M)), t0)
 
 
-def malenia(
-    model: ClusterModel,
-    key: jax.Array,
-    t0: jax.typing.ArrayLike,
-    busy_until: jax.Array,
-    *,
-    M: int,
-    capacity: int,
-    run: tuple[jax.Array, jax.Array] | None = None,
-) -> RoundSchedule:
-    """Malenia round (docs/cluster_model.md), ``S = n * capacity`` slots; see
-    :func:`malenia_from_times`.
+def rennala_round(model: ClusterModel, t0, busy_until, first, rows, tau_rows, *, M: int):
+    """Which gradients land in a Rennala round, from its candidates' compute times
+    (:func:`jaxnigt.cluster.rules.rennala.rennala_round`).
+
+    Args:
+      model: the cluster model.
+      t0: ``[]`` the round's start.
+      busy_until: ``[n]`` when each worker is free to start.
+      first: ``[n]`` every worker's first compute time.
+      rows: ``[m]`` the candidate workers.
+      tau_rows: ``[m, M + 1]`` their compute times.
+      M: static batch size.
+
+    Returns:
+      The round's :class:`RoundSchedule`.
+    """
+    size = RoundSize(M=check_static("M", M))
+    return _rennala.rennala_round(model, t0, busy_until, first, rows, tau_rows, size)
+
+
+def malenia(model: ClusterModel, key, t0, busy_until, *, M: int, capacity: int):
+    """Malenia round (:mod:`jaxnigt.cluster.rules.malenia`), ``S = n * capacity`` slots.
 
     Args:
       model: the cluster model.
@@ -220,33 +198,16 @@ def malenia(
       busy_until: ``[n]`` when each worker is free to start.
       M: static batch size.
       capacity: static most gradients per worker (:func:`default_malenia_capacity`).
-      run: a padded run's ``(capacity, threshold)`` (:func:`malenia_from_times`): its
-        ``capacity + 1`` compute times per worker are drawn as its unpadded run draws them.
 
     Returns:
       The round's :class:`RoundSchedule`.
     """
-    num = int(capacity) + 1
-    if run is None:
-        tau = sample_compute_times(model, key, num)
-    else:
-        draw = lambda k, s: sample_noise(model, k, s)
-        tau = model.h[:, None] * padding.flat_draws(draw, key, (model.n, num), run[0] + 1)
-        live = jnp.arange(num)[None, :] <= run[0]
-        live = live if model.workers is None else live & model.active[:, None]
-        tau = jnp.where(live, tau, jnp.inf)
-    return malenia_from_times(model, tau, t0, busy_until, M=M, capacity=capacity, run=run)
+    size = RoundSize(M=check_static("M", M), capacity=check_static("capacity", capacity))
+    return _malenia.malenia(model, key, t0, busy_until, size)
 
 
-def sync(
-    model: ClusterModel,
-    key: jax.Array,
-    t0: jax.typing.ArrayLike,
-    busy_until: jax.Array,
-    *,
-    per_worker: int,
-) -> RoundSchedule:
-    """Synchronous round (docs/cluster_model.md), ``S = n * per_worker`` slots.
+def sync(model: ClusterModel, key, t0, busy_until, *, per_worker: int):
+    """Synchronous round (:mod:`jaxnigt.cluster.rules.sync`), ``S = n * per_worker`` slots.
 
     Args:
       model: the cluster model.
@@ -258,67 +219,24 @@ def sync(
     Returns:
       The round's :class:`RoundSchedule`.
     """
-    tau = sample_compute_times(model, key, int(per_worker))
-    return sync_from_times(model, tau, t0, busy_until, per_worker=per_worker)
+    size = RoundSize(M=1, per_worker=check_static("per_worker", per_worker))
+    return _sync.sync(model, key, t0, busy_until, size)
 
 
-def msync(
-    model: ClusterModel,
-    key: jax.Array,
-    t0: jax.typing.ArrayLike,
-    busy_until: jax.Array,
-    *,
-    m: int,
-    run_m: jax.Array | None = None,
-) -> RoundSchedule:
-    """m-synchronous round, ``S = m`` slots (:func:`msync_from_times`): the compute times
-    of :func:`sync` with one gradient per worker, so ``m = n`` is that round.
+def msync(model: ClusterModel, key, t0, busy_until, *, m: int):
+    """m-synchronous round (:mod:`jaxnigt.cluster.rules.msync`), ``S = m`` slots.
 
     Args:
       model: the cluster model.
       key: PRNG key of the round's compute times.
       t0: ``[]`` round start.
       busy_until: ``[n]`` when each worker is free to start.
-      m: static number of workers the round waits for (with ``run_m``: the most).
-      run_m: ``[]`` the run's ``m`` in a padded program (None: ``m``).
+      m: static number of workers the round waits for.
 
     Returns:
       The round's :class:`RoundSchedule`.
     """
-    tau = sample_compute_times(model, key, 1)
-    return msync_from_times(model, tau, t0, busy_until, m=m, run_m=run_m)
-
-
-def default_msync_m(n: int) -> int:
-    """``ceil(n / 2)``: the round waits for the faster half of the workers."""
-    return -(-int(n) // 2)
-
-
-def run_rounds(
-    schedule: Callable, model: ClusterModel, key: jax.Array, rounds: int
-) -> RoundSchedule:
-    """Consecutive rounds of a schedule from time 0 with every worker free.
-
-    Args:
-      schedule: ``(model, key, t0, busy_until) -> RoundSchedule``.
-      model: the cluster model (outages drawn from ``key``: :func:`~jaxnigt.cluster.model.
-        realize`).
-      key: PRNG key; round r is keyed ``fold_in(key, r)``.
-      rounds: static number of rounds.
-
-    Returns:
-      The schedules stacked along a leading ``[rounds]`` axis.
-    """
-
-    model = realize(model, key)[0]
-
-    def one(carry, r):
-        t0, busy = carry
-        s = schedule(model, jax.random.fold_in(key, r), t0, busy)
-        return (s.t_end, s.busy_until), s
-
-    init = (jnp.float32(0.0), jnp.zeros((model.n,), jnp.float32))
-    return jax.lax.scan(one, init, jnp.arange(rounds))[1]
+    return _msync.msync(model, key, t0, busy_until, RoundSize(M=1, m=check_static("m", m)))
 
 
 def round_clock(

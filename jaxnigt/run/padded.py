@@ -34,10 +34,9 @@ import numpy as np
 
 from jaxnigt import algorithms
 from jaxnigt import config as config_lib
+from jaxnigt.algorithms import sizes as sizes_lib
 from jaxnigt.algorithms.core import select
-from jaxnigt.algorithms.sizes import THRESHOLDS
 from jaxnigt.cluster import padding, schedules
-from jaxnigt.cluster.round_kernels import malenia_threshold
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import loop
 from jaxnigt.run.batch import grid_points, seed_keys
@@ -190,10 +189,8 @@ def prepare(configs: Sequence[ExperimentConfig], algorithm: str) -> loop.Run:
     runs = [p for m in members for p in m.points for _ in range(S)]
     values = {k: np.asarray([p[k] for p in runs]) for k in runs[0]}
     values |= {k: repeat(lambda m, k=k: getattr(m.sizes, k)) for k in _SIZE_KEYS}
-    for size, key in THRESHOLDS.items():  # Malenia's rule's, of each run's n and M (M_init)
-        values[key] = repeat(
-            lambda m, size=size: malenia_threshold(m.sizes.n, getattr(m.sizes, size))
-        )
+    threshold = lambda m, k: sizes_lib.malenia_thresholds(m.sizes.n, m.sizes.M, m.sizes.M_init)[k]
+    values |= {k: repeat(lambda m, k=k: threshold(m, k)) for k in sizes_lib.THRESHOLD_KEYS}
     hyper = bound.hyper(batch=len(runs), **values)
     caps, first = jnp.asarray(repeat(lambda m: m.cap)), jnp.asarray(repeat(lambda m: m.sizes.first))
     width = n_max if n_max <= MAX_COUNTED_WORKERS else None

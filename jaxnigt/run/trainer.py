@@ -209,7 +209,7 @@ class Trainer:
         added when given.
         """
         out = {k: values.get(k, getattr(self.hparams, k)) for k in TRACED}
-        out |= {k: v for k, v in values.items() if k in (*sizes.SIZES, *sizes.THRESHOLDS.values())}
+        out |= {k: v for k, v in values.items() if k in (*sizes.SIZES, *sizes.THRESHOLD_KEYS)}
         out = {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
         if batch is not None:
             out = {k: jnp.broadcast_to(v, (batch,)) for k, v in out.items()}

@@ -212,24 +212,24 @@ def start(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams):
       hyper: the traced hyperparameters.
 
     Returns:
-      ``(params, opt_state, event_state, time_key, roll_key, drawn)``; ``drawn`` is the run's
-      drawn power trace (:func:`~jaxnigt.algorithms.core.run_cluster`), for its state.
+      ``(params, opt_state, event_state, time_key, roll_key, cluster)``; ``cluster`` is the
+      run's cluster record (:func:`~jaxnigt.algorithms.core.run_cluster`), for its state.
     """
     k_init, k_time, k_roll, k_first = jax.random.split(key, 4)
     params = setup.policy.init(k_init)
-    model, drawn = core.run_cluster(setup, key)
+    model = core.run_cluster(setup, key)
     event_state = events.async_init(model, k_first, 0.0)
-    return params, optimizer(hyper).init(params), event_state, k_time, k_roll, drawn
+    return params, optimizer(hyper).init(params), event_state, k_time, k_roll, model
 
 
 def _init(
     setup: Setup, optimizer, rule: EventRule, key: jax.Array, hyper: core.TracedHParams
 ) -> TrainState:
     """Every worker dispatched at x_0 (server version 0) at time 0."""
-    params, opt_state, event_state, k_time, k_roll, drawn = start(setup, optimizer, key, hyper)
+    params, opt_state, event_state, k_time, k_roll, model = start(setup, optimizer, key, hyper)
     workers = core.stack_workers(params, setup.n)
     extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll)
-    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, cluster=model)
 
 
 class _Plan(NamedTuple):

@@ -128,7 +128,7 @@ def make(
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
-    params, opt_state, event_state, k_time, k_roll, drawn = async_engine.start(
+    params, opt_state, event_state, k_time, k_roll, model = async_engine.start(
         setup, optimizer, key, hyper
     )
     extra = ImpalaExtra(
@@ -141,7 +141,7 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
         time_key=k_time,
         roll_key=k_roll,
     )
-    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, cluster=model)
 
 
 def _received(ex: ImpalaExtra, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:

@@ -86,7 +86,7 @@ def traits_of(rule: str, **overrides: Any) -> core.Traits:
 # gradients (nothing in flight, everyone contributes), so only down_exchange changes it; an
 # m-synchronous round stops the n - m slower workers mid-gradient and its AllReduce may be
 # over the m contributors only.  Every round ends with an AllReduce, which waits for a down
-# worker (cluster.power) or not: down_exchange changes every rule's rounds.
+# worker (outages, a trace) or not: down_exchange changes every rule's rounds.
 RENNALA = traits_of("rennala")
 MALENIA = traits_of("malenia", options=("malenia_capacity",))
 SYNC = traits_of("sync", tuned_shapes=(), options=("per_worker_batch",))
@@ -199,9 +199,9 @@ def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) ->
     """x_0 at time 0, nothing collected yet."""
     k_init, k_run = jax.random.split(key)
     params = setup.policy.init(k_init)
-    drawn = core.run_cluster(setup, key)[1]
     opt_state = optimizer(hyper).init(params)
-    return core.initial_state(setup, params, opt_state, k_run, hyper, power=drawn)
+    cluster = core.run_cluster(setup, key)
+    return core.initial_state(setup, params, opt_state, k_run, hyper, cluster=cluster)
 
 
 def _round(

@@ -176,17 +176,17 @@ def make(
 
 def _init(setup: Setup, options: SeedOptions, optimizer, key, hyper) -> TrainState:
     # x_0 and the keys of the other event engines (the same initial point for a seed)
-    params, opt_state, _, k_time, k_roll, drawn = async_engine.start(setup, optimizer, key, hyper)
+    params, opt_state, _, k_time, k_roll, model = async_engine.start(setup, optimizer, key, hyper)
     R = options.versions
     extra = SeedExtra(
-        clock=step_clock.init(core.run_cluster(setup, key)[0], k_time, setup.horizon),
+        clock=step_clock.init(model, k_time, setup.horizon),
         history=core.stack_workers(params, R),
         version=jnp.int32(0),
         done_at=jnp.full((R,), -jnp.inf, jnp.float32),
         time_key=k_time,
         roll_key=k_roll,
     )
-    return core.initial_state(setup, params, opt_state, key, hyper, extra, power=drawn)
+    return core.initial_state(setup, params, opt_state, key, hyper, extra, cluster=model)
 
 
 def behaviour_log_prob(policy, history: Any, traj, index: jax.Array) -> jax.Array:

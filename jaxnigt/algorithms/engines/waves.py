@@ -29,7 +29,7 @@ LARGE_N_WAVE = 1024
 def default_wave(
     model: ClusterModel, block: int, *, backend: str | None = None, blocks: int = 4
 ) -> int:
-    """A wave capacity for this cluster and backend: the power of two ``W <= min(n, block)``
+    """A wave capacity for this cluster and backend: the ``W = 2^k <= min(n, block)``
     that minimizes the estimated block cost ``waves(W) * (overhead + W)``, with ``waves(W)``
     counted on ``blocks`` simulated blocks (fixed key; outages drawn from it too) by
     :func:`count_waves`.
