@@ -137,6 +137,9 @@ class TrainState(NamedTuple):
       busy_until: ``[n]`` when each worker is free to start the next round's work.
       hyper: :data:`TracedHParams`.
       extra: engine-specific state (asynchronous engine, ADMM's per-worker θ and λ).
+      sizes: a padded program's run sizes (:data:`jaxnigt.algorithms.sizes.SIZES` and
+        Malenia's thresholds, traced), apart from the hyperparameters; None in an ordinary
+        program, whose sizes are its static ones.
       drawn: what the run drew of its cluster record (its outages, from its key:
         :func:`jaxnigt.cluster.model.realize`), kept so every step simulates the same record
         (:func:`cluster_of`); None when nothing of the record is drawn per run.
@@ -150,6 +153,7 @@ class TrainState(NamedTuple):
     busy_until: jax.Array
     hyper: TracedHParams
     extra: Any
+    sizes: Any = None
     drawn: Any = None
 
 
@@ -317,7 +321,8 @@ def initial_state(
       params: the held params.
       opt_state: the optimizer's state.
       key: the state's key.
-      hyper: the traced hyperparameters.
+      hyper: the traced hyperparameters (a padded run's sizes among them go to the state's
+        ``sizes``, :func:`split_sizes`).
       extra: the engine's state.
       cluster: the run's cluster record (:func:`run_cluster`; None: the setup's, nothing
         drawn per run).
@@ -326,6 +331,7 @@ def initial_state(
       The :class:`TrainState`.
     """
     zero = jnp.zeros([], jnp.float32)
+    hyper, sizes = split_sizes(hyper)
     return TrainState(
         params=params,
         opt_state=opt_state,
@@ -335,8 +341,26 @@ def initial_state(
         busy_until=jnp.zeros((setup.n,), jnp.float32),
         hyper=hyper,
         extra=extra,
+        sizes=sizes,
         drawn=None if cluster is None else cluster_model.run_draws(setup.cluster, cluster),
     )
+
+
+def split_sizes(hyper: TracedHParams) -> tuple[TracedHParams, dict[str, jax.Array] | None]:
+    """``(hyperparameters, sizes)``: a padded program's run sizes taken out of the traced
+    values it is given (None when there are none: an ordinary program).
+
+    Args:
+      hyper: the traced values a run starts from.
+
+    Returns:
+      The hyperparameters alone, and the run's sizes or None.
+    """
+    from jaxnigt.algorithms import sizes as sizes_lib
+
+    names = (*sizes_lib.SIZES, *sizes_lib.THRESHOLD_KEYS)
+    found = {k: v for k, v in hyper.items() if k in names}
+    return {k: v for k, v in hyper.items() if k not in names}, found or None
 
 
 def advance(

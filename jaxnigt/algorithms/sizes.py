@@ -1,10 +1,13 @@
 """The sizes a run of a padded program carries as values.
 
 A program built for upper bounds of its shapes (:mod:`jaxnigt.cluster.padding`) runs several
-runs that differ in a size: each run's value is an entry of its traced ``hyper``
-(:class:`~jaxnigt.algorithms.core.TrainState`), and the engine that reads the size takes the
-run's value from there; the static size it was built with is then the bound.  A run of an
-unpadded program has none of these entries and the engines use their static sizes.
+runs that differ in a size: each run's value is an entry of its state's ``sizes``
+(:class:`~jaxnigt.algorithms.core.TrainState`; given beside the hyperparameters to
+``Trainer.hyper`` and taken apart from them when the run starts,
+:func:`jaxnigt.algorithms.core.split_sizes`), and the engine that reads the size takes the
+run's value from there, a round rule through its :class:`~jaxnigt.cluster.rounds.RoundSize`;
+the static size it was built with is then the bound.  A run of an unpadded program has no
+sizes (None) and the engines use their static sizes.
 """
 
 from __future__ import annotations
@@ -40,9 +43,9 @@ def malenia_thresholds(n: int, M: int, M_init: int) -> dict[str, float]:
     return dict(zip(THRESHOLD_KEYS, values, strict=True))
 
 
-def run_size(hyper: Mapping[str, jax.Array] | None, name: str) -> jax.Array | None:
+def run_size(sizes: Mapping[str, jax.Array] | None, name: str) -> jax.Array | None:
     """The run's ``name`` (one of :data:`SIZES`) as an int32 value, or None when the program
-    is not padded in it."""
-    if hyper is None or name not in hyper:
+    is not padded in it (``sizes``: a train state's)."""
+    if sizes is None or name not in sizes:
         return None
-    return jnp.asarray(hyper[name], jnp.int32)
+    return jnp.asarray(sizes[name], jnp.int32)

@@ -356,7 +356,7 @@ def _block(
     the first exchange past ``budget``: ``(state, budget) -> (state, metrics)``."""
     ex: AsyncExtra = state.extra
     model = core.cluster_of(setup, state)
-    run_block = sizes.run_size(state.hyper, "async_block")
+    run_block = sizes.run_size(state.sizes, "async_block")
     event_state, plan = _plan(model, rule, options.block, ex, budget, run_block)
     opt = optimizer(state.hyper)
     event0 = rule.exchanges(ex.event_state)

@@ -21,8 +21,8 @@ from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
 from jaxnigt.cluster import rules, schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
-# (model, key, t0, busy_until[, hyper]) -> schedule; ``hyper`` (a step's traced values) holds
-# a padded program's run sizes (:mod:`jaxnigt.algorithms.sizes`), read by the rule they are of.
+# (model, key, t0, busy_until[, sizes]) -> schedule; ``sizes`` (the state's) holds a padded
+# program's run sizes (:mod:`jaxnigt.algorithms.sizes`), read by the rule they are of.
 ScheduleFn = Callable[..., schedules.RoundSchedule]
 WeightsFn = Callable[[schedules.RoundSchedule], jax.Array]
 
@@ -60,7 +60,7 @@ class RoundOptions(NamedTuple):
 
 # A schedule factory ``(setup, options, M, size) -> ScheduleFn`` picks a rule and its static
 # sizes; the rule reads the cluster model's choices (in-flight work, the AllReduce) from the
-# record it is called on.  ``size`` names the hyper entry that holds the round's M in a padded
+# record it is called on.  ``size`` names the sizes entry that holds the round's M in a padded
 # program (``M``, or ``M_init`` for round 0).
 ScheduleFactory = Callable[[Setup, RoundOptions, int, str], ScheduleFn]
 
@@ -109,8 +109,8 @@ def schedule(rule: str) -> ScheduleFactory:
             M=M, capacity=options.malenia_capacity, per_worker=b, m=options.msync_m
         )
 
-        def collect(model, key, t0, busy_until, hyper=None):
-            run = rules.run_values(hyper, size) if spec.pads else None
+        def collect(model, key, t0, busy_until, sizes=None):
+            run = rules.run_values(sizes, size) if spec.pads else None
             return spec.round(model, key, t0, busy_until, static._replace(run=run))
 
         return collect
@@ -219,7 +219,7 @@ def _round(
     del budget  # a round is applied whole once it starts before the budget
     key, k_sched, k_roll = jax.random.split(state.key, 3)
     model = core.cluster_of(setup, state)
-    sched = schedule(model, k_sched, state.counters.time, state.busy_until, state.hyper)
+    sched = schedule(model, k_sched, state.counters.time, state.busy_until, state.sizes)
     w = weights(sched)
     grads, stats = gradient_from_schedule(
         setup.task,

@@ -141,11 +141,12 @@ def builtin(name: str) -> bool:
 
 
 def run_values(hyper: Mapping[str, Any] | None, size_key: str) -> dict[str, jax.Array] | None:
-    """A padded run's sizes (:class:`~jaxnigt.cluster.rounds.RoundSize`'s ``run``) from its
-    traced hyperparameters.
+    """A padded run's sizes (:class:`~jaxnigt.cluster.rounds.RoundSize`'s ``run``) from the
+    sizes its program carries.
 
     Args:
-      hyper: a step's traced hyperparameters (None: none given).
+      hyper: the run's sizes by their config names (a train state's ``sizes``; None in an
+        ordinary program).
       size_key: the entry of the round's M (``M``, or ``M_init`` for round 0).
 
     Returns:
