@@ -4,9 +4,9 @@ as the run it was."""
 
 import pytest
 from paper import fourth
-from paper import store as results_store
 from paper.third_scenarios import SCENARIOS
 
+from jaxnigt.studies import store as results_store
 from jaxnigt.studies import tuning
 
 

@@ -1,13 +1,21 @@
-"""scripts/paper/third.py: the third edition's scenarios, grids and stages (its pipeline runs
-whole in tests/test_gpu_scripts.py's and test_site_jax.sh's tiny mode; the sizing rules:
-tests/test_paper_sizing.py)."""
+"""scripts/paper/third.py: the third edition's scenarios, grids and stages, and a tuning
+stage kept in the results store (also when interrupted) and resumed from it on a fresh
+machine (its pipeline runs whole in tests/test_gpu_scripts.py's and test_site_jax.sh's tiny
+mode; the sizing rules: tests/test_paper_sizing.py)."""
 
 import json
 import math
+import os
+import shutil
+import signal
+import time
 
 import pytest
-from paper import cli, third, third_scenarios
+from paper import cli, fourth, third, third_scenarios
 from paper.third_scenarios import SCENARIOS
+
+from jaxnigt.run import checkpoint, signals
+from jaxnigt.studies import store
 
 
 def test_a_variant_changes_only_the_grids_it_names():
@@ -76,3 +84,79 @@ def test_a_look_at_the_budget_it_sizes_is_the_tuning(tmp_path, monkeypatch):
     (other.where / "look").mkdir()
     (other.where / "look" / "tuning.json").write_text(json.dumps(report))
     assert not other.look_is_tuning()
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    """A real finished run directory: the store's first point_mass_equal block, restored."""
+    where = fourth.stored("point_mass_equal", (0, 5))
+    if where is None:
+        pytest.skip("the store holds no first block of point_mass_equal")
+    store.restore(where, tmp_path / "finished")
+    return tmp_path / "finished"
+
+
+def test_the_pipeline_restores_before_tuning_and_keeps_when_interrupted(
+    finished_run, tmp_path, monkeypatch
+):
+    sc = third_scenarios.SCENARIOS["point_mass_equal"]
+    kept_in = tmp_path / "store"
+    # a first machine: one program finished, then the tuning is interrupted
+    first = third.Pipeline(sc, tmp_path / "one", tmp_path / "docs", store=kept_in)
+
+    def interrupted(raw, where, **kw):
+        shutil.copytree(finished_run, where / "runs" / "afedpg_lr-10..-1")
+        (where / "tune.json").write_text("{}\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(third.tuning, "tune", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        first._tune({}, first.where / "look", sc.algorithms)
+    assert store.holds(kept_in / sc.name / "look" / store.PROGRAMS / "afedpg_lr-10..-1")
+    # a fresh machine: the stored program is in place before the tuning starts, as a resume
+    seen = {}
+
+    def resumed(raw, where, **kw):
+        seen.update(kw, finished=checkpoint.finished(where / "runs" / "afedpg_lr-10..-1"))
+        return {"done": True}
+
+    monkeypatch.setattr(third.tuning, "tune", resumed)
+    again = third.Pipeline(sc, tmp_path / "two", tmp_path / "docs", store=kept_in)
+    assert again._tune({}, again.where / "look", sc.algorithms) == {"done": True}
+    assert seen["finished"] and seen["resume"]
+    assert "look 1 program stored" in third.state(again)
+    # without a store (a smoke test) nothing is kept
+    monkeypatch.setattr(third.tuning, "tune", interrupted)
+    bare = third.Pipeline(sc, tmp_path / "three", tmp_path / "docs")
+    with pytest.raises(KeyboardInterrupt):
+        bare._tune({}, bare.where / "look", sc.algorithms)
+    assert bare.store is None
+
+
+def test_a_sigterm_during_a_tuning_stops_it_and_keeps_what_finished(
+    finished_run, tmp_path, monkeypatch
+):
+    # SIGTERM's default action ended the process before the stage was kept; now the stage
+    # holds a stop flag, the programs checkpoint and stop, and the finally keeps the store
+    sc = third_scenarios.SCENARIOS["point_mass_equal"]
+    pipe = third.Pipeline(sc, tmp_path / "one", tmp_path / "docs", store=tmp_path / "store")
+    before = signal.getsignal(signal.SIGTERM)
+
+    def signalled(raw, where, *, stop, **kw):
+        shutil.copytree(finished_run, where / "runs" / "afedpg_lr-10..-1")
+        # checked before the signal is sent: unhandled, it would end the test process
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not stop.requested and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stop.signum == signal.SIGTERM
+        raise signals.Interrupted(stop.signum, "the running programs", 1)
+
+    monkeypatch.setattr(third.tuning, "tune", signalled)
+    with pytest.raises(signals.Interrupted) as raised:
+        pipe._tune({}, pipe.where / "look", sc.algorithms)
+    assert raised.value.exit_status == 128 + signal.SIGTERM
+    kept = tmp_path / "store" / sc.name / "look" / store.PROGRAMS / "afedpg_lr-10..-1"
+    assert store.holds(kept)
+    assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back

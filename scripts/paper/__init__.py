@@ -13,8 +13,8 @@
 * :mod:`paper.fourth`: the fourth edition (report seeds added in blocks until each claim is
   decided); :mod:`paper.outages`: its outage rows' scenarios and traces.
 * :mod:`paper.fifth`: the fifth edition (the fourth's comparisons decided by exact tests).
-* :mod:`paper.store`: the results store: finished seed blocks and tuning programs, packed in
-  the repository so that a fresh clone resumes instead of rerunning.
+* :mod:`paper.store`: where the results store is and how the editions lay it out (what a
+  store keeps, so that a fresh clone resumes instead of rerunning: :mod:`jaxnigt.studies.store`).
 * :mod:`paper.gpu`: the Humanoid scenarios on one GPU within a time limit.
 * :mod:`paper.page`: the page, filled from the analysis JSON (:mod:`paper.fourth_page`,
   :mod:`paper.fifth_page`); the earlier editions' pages are frozen text.

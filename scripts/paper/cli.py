@@ -24,7 +24,7 @@ from pathlib import Path
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
 from paper import fifth, fourth, fourth_page, gpu, outages, page, third, third_scenarios
-from paper import store as results_store
+from paper import store as paper_store
 from paper.claims import GROWTH
 from paper.scenarios import parse_models
 
@@ -91,7 +91,7 @@ def _third_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--store",
         type=Path,
-        default=results_store.STORE,
+        default=paper_store.STORE,
         help="look/tune: the results store that keeps each finished program and restores it "
         "on a fresh clone (not used with --quick, --eta or --M)",
     )
@@ -152,7 +152,7 @@ def _fourth(argv) -> int:
     )
     p.add_argument("--docs", type=Path, default=DOCS / "fourth")
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "results" / "fourth")
-    p.add_argument("--store", type=Path, default=results_store.STORE)
+    p.add_argument("--store", type=Path, default=paper_store.STORE)
     p.add_argument("--stages", type=int, help="run: at most this many stages of seed blocks")
     args = p.parse_args(argv)
     algorithm = args.names.pop(0) if args.command == "rerun" and args.names else None
@@ -189,7 +189,7 @@ def _fifth(argv) -> int:
     )
     p.add_argument("--docs", type=Path, default=fifth.DOCS)
     p.add_argument("--out", type=Path, default=fifth.OUT)
-    p.add_argument("--store", type=Path, default=results_store.STORE)
+    p.add_argument("--store", type=Path, default=paper_store.STORE)
     args = p.parse_args(argv)
     if args.command == "power":
         n = int(args.names[0]) if args.names else 40_000
@@ -274,7 +274,7 @@ def _outages(argv) -> int:
     args = p.parse_args(argv)
     if args.command == "traces":
         for path in outages.write_traces():
-            print(f"[outages] wrote {results_store.relative(path)}")
+            print(f"[outages] wrote {paper_store.relative(path)}")
         return 0
     unknown = [n for n in args.names if n not in outages.SCENARIOS]
     if unknown:

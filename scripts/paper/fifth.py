@@ -31,8 +31,9 @@ import numpy as np
 
 from jaxnigt.analysis import looks, run_data, sequential, survival
 from jaxnigt.run import checkpoint
+from jaxnigt.studies import store as results_store
 from paper import fourth, outages, third_scenarios
-from paper import store as results_store
+from paper import store as paper_store
 from paper.claims import GROWTH, THIRD_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +105,7 @@ def analyze(name: str, out: Path = OUT, store: Path = fourth.STORE, seed: int = 
     result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     used = max(r["seeds"] for r in result["comparisons"].values())  # the rule's last look
     result["kaplan_meier"] = curves(run, target["value"], used)
-    result["run"] = results_store.relative(run.path.parent)
+    result["run"] = paper_store.relative(run.path.parent)
     return result
 
 

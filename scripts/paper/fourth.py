@@ -24,7 +24,7 @@ later block runs only while a comparison of the scenario is undecided by the rul
 (``docs/results/fourth/store/<scenario>/seeds_<a>-<b>/``: :mod:`paper.store`).  ``run`` on a
 fresh clone restores stored blocks instead of running them again, and says so; a block
 stopped mid-way (SIGTERM, Ctrl-C) keeps its newest checkpoint in the store and continues from
-it there (:func:`paper.store.run_kept`).
+it there (:func:`jaxnigt.studies.store.run_kept`).
 """
 
 from __future__ import annotations
@@ -40,14 +40,15 @@ import numpy as np
 from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, sequential
 from jaxnigt.run import checkpoint
+from jaxnigt.studies import store as results_store
 from paper import outages, third, third_scenarios
-from paper import store as results_store
+from paper import store as paper_store
 from paper.claims import GROWTH, THIRD_CLAIMS, row_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 THIRD_DOCS = ROOT / "docs" / "results" / "third"
 THIRD_OUT = ROOT / "runs" / "results" / "third"  # the third edition's runs (its --out)
-STORE = results_store.STORE
+STORE = paper_store.STORE
 BLOCKS = ((0, 5), (5, 10), (10, 20), (20, 40))
 # The most seeds a comparison may use, by environment (then "undecided at N seeds").
 CAPS = {"point_mass": 40, "reacher": 20, "hopper": 10, "walker2d": 10}
@@ -139,7 +140,8 @@ def rerun_block(
     if algorithm not in cfg.algorithms:
         return f"{algorithm} is not a method of {name}"
     kept = json.loads((where / "summary.json").read_text())
-    if not checkpoint.finished(run_dir, cfg) or algorithm not in results_store.marker(run_dir):
+    done_here = checkpoint.done_algorithms(run_dir)
+    if not checkpoint.finished(run_dir, cfg) or algorithm not in done_here:
         shutil.rmtree(run_dir, ignore_errors=True)
         results_store.restore(where, run_dir)
         results_store.drop_algorithm(run_dir, algorithm)
@@ -217,7 +219,7 @@ def analyze(name: str, out: Path, store: Path = STORE) -> dict | None:
         baselines=claim.baselines,
         stages=[b[1] for b in blocks(name)],
     )
-    where = results_store.relative(run.path.parent)
+    where = paper_store.relative(run.path.parent)
     result.update(scenario=name, claim=sc.claim, seeds_run=seeds, run=where)
     result["open"] = [b for b, r in result["comparisons"].items() if r["open"]]
     return result

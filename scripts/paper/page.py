@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from paper import claims, fifth_page, fourth_page
-from paper import store as results_store
+from paper import store as paper_store
 
 HERE = Path(__file__).resolve().parent
 PAGE_TEMPLATE = HERE / "page.md"  # docs/results.md: the fifth edition, then the fourth
@@ -79,9 +79,10 @@ def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
 
 
 def _store_size(docs: Path) -> str:
-    inv = results_store.inventory(docs / "fourth" / "store")
-    text = f"{inv.blocks} seed blocks and {inv.tuning} tuning programs"
-    text += f", {inv.reports} report run{'s' * (inv.reports != 1)}" if inv.reports else ""
+    inv = paper_store.inventory(docs / "fourth" / "store")
+    n = lambda kind: inv.finished.get(kind, 0)
+    text = f"{n('blocks')} seed blocks and {n('tuning')} tuning programs"
+    text += f", {n('reports')} report run{'s' * (n('reports') != 1)}" if n("reports") else ""
     text += f", {inv.finished_mb:.1f} MB"
     if inv.unfinished:
         plural = "s" * (inv.unfinished != 1)
@@ -89,7 +90,7 @@ def _store_size(docs: Path) -> str:
             f", and the newest checkpoints of {inv.unfinished} unfinished program{plural}, "
             f"{inv.unfinished_mb:.1f} MB"
         )
-    return f"{text}; budget {results_store.BUDGET_MB} MB"
+    return f"{text}; budget {paper_store.BUDGET_MB} MB"
 
 
 def pages(docs: Path) -> dict[Path, str]:

@@ -58,9 +58,10 @@ from jaxnigt import config as config_lib
 from jaxnigt.analysis import run_data, verdicts
 from jaxnigt.config import merge
 from jaxnigt.run import checkpoint, signals
+from jaxnigt.studies import store as results_store
 from jaxnigt.studies import tuning
 from paper import sizing
-from paper import store as results_store
+from paper import store as paper_store
 from paper.claims import GROWTH, THIRD_CLAIMS
 from paper.scenarios import DEFAULT_MODEL, VARIANTS, Scenario, affected, base
 from paper.third_scenarios import GRIDS, PAPER_GRID, QUICK_GRID, TUNE_SEEDS, quick_scenario
@@ -283,7 +284,7 @@ class Pipeline:
     def run(self, models=None) -> None:
         """Every report run; with a store, each finished one is kept there (and restored on a
         fresh clone), and one stopped mid-way keeps its newest checkpoint there."""
-        kept = None if self.store is None else self.store / results_store.REPORT
+        kept = None if self.store is None else self.store / paper_store.REPORT
         for name, raw in self.runs(models):
             print(f"[third] {name}", flush=True)
             cfg = config_lib.from_dict(raw)
@@ -321,7 +322,7 @@ class Pipeline:
             a.update(scenario=self.sc.name, name=name, claim=self.sc.claim)
             a.update(sizing=self.sizing(), tuned=self._tuned(run_dir))
             a["sensitivity"] = "sync_nigt: per_worker_batch match_M" if matched else None
-            a = results_store.relative_paths(a)  # the docs name runs relative to the repository
+            a = paper_store.relative_paths(a)  # the docs name runs relative to the repository
             (self.docs / f"{name}.json").write_text(json.dumps(a, indent=2) + "\n")
             plot_runs(
                 [run_dir],
@@ -372,7 +373,7 @@ def state(p: Pipeline) -> str:
     held = ""
     if p.store is not None and p.store.is_dir():
         stages = sorted(d for d in p.store.iterdir() if (d / tuning.RECORD).is_file())
-        report = p.store / results_store.REPORT
+        report = p.store / paper_store.REPORT
         stages += [report] if report.is_dir() else []
         held = "; store: " + ", ".join(f"{d.name} {results_store.stage_state(d)}" for d in stages)
     if not (p.where / "sizing.json").is_file():
