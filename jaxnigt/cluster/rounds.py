@@ -73,7 +73,7 @@ class RoundSize(NamedTuple):
     m: int = 1
     run: Any = None
 
-    def value(self, name: str, default: Any = None) -> jax.Array:
+    def value(self, name: str, default: Any = None) -> Any:
         """The run's ``name``: its own value in a padded program, else the static bound (for
         a size without one, ``default``).
 
@@ -82,43 +82,114 @@ class RoundSize(NamedTuple):
           default: the value of a name that has no bound (``threshold``).
 
         Returns:
-          ``[]`` int32 (``threshold``: float32).
+          A traced ``[]`` int32 (``threshold``: float32) in a padded program; in an ordinary
+          one the static bound, a Python int (``threshold``: a float32 scalar), so the
+          program is the one its static sizes give.
 
         Raises:
           ValueError: an unknown name, or ``threshold`` without a default.
         """
         if name not in ("M", "capacity", "m", "threshold"):
             raise ValueError(f"RoundSize.value: {name!r}; expected M, capacity, m or threshold")
-        dtype = jnp.float32 if name == "threshold" else jnp.int32
         if self.run is not None and name in self.run:
+            dtype = jnp.float32 if name == "threshold" else jnp.int32
             return jnp.asarray(self.run[name], dtype)
-        if name == "threshold" and default is None:
+        if name != "threshold":
+            return int(getattr(self, name))
+        if default is None:
             raise ValueError("RoundSize.value('threshold') needs the rule's default")
-        return jnp.asarray(default if name == "threshold" else getattr(self, name), dtype)
+        return jnp.float32(default)
 
 
-def worker_count(model: ClusterModel) -> jax.Array:
+def worker_count(model: ClusterModel) -> Any:
     """The run's number of workers (a padded record's rows, ``model.n``, are more).
 
     Args:
       model: the cluster model.
 
     Returns:
-      ``[]`` int32.
+      A traced ``[]`` int32 for a padded record; ``model.n`` (a Python int) otherwise.
     """
-    return jnp.asarray(model.n if model.workers is None else model.workers, jnp.int32)
+    return model.n if model.workers is None else jnp.asarray(model.workers, jnp.int32)
 
 
-def live_rows(model: ClusterModel) -> jax.Array:
-    """The rows of the record that are the run's workers (all of an ordinary record's).
+# The seam's masks: None stands for "every entry", so an ordinary program (every size its
+# static bound, every row the run's) is the program its static sizes give, op for op.
+
+
+def live_rows(model: ClusterModel, rows: jax.Array | None = None) -> jax.Array | None:
+    """The rows of the record that are the run's workers.
 
     Args:
       model: the cluster model.
+      rows: ``[m]`` worker ids to ask about (None: every row).
 
     Returns:
-      ``[n]`` bool.
+      ``[n]`` (or ``[m]``) bool for a padded record; None for an ordinary one (every row).
     """
-    return jnp.arange(model.n) < worker_count(model)
+    if model.workers is None:
+        return None
+    live = jnp.arange(model.n) < model.workers
+    return live if rows is None else live[rows]
+
+
+def leading(bound: int, own: Any) -> jax.Array | None:
+    """The first ``own`` of ``bound`` entries (a run's own slots, columns or rows).
+
+    Args:
+      bound: the static length.
+      own: the run's number (:meth:`RoundSize.value`, :func:`worker_count`).
+
+    Returns:
+      ``[bound]`` bool, or None when ``own`` is static and covers them all.
+    """
+    if isinstance(own, int) and own >= bound:
+        return None
+    return jnp.arange(bound) < own
+
+
+def smaller(a: Any, b: Any) -> Any:
+    """``min(a, b)``, static when both are.
+
+    Args:
+      a, b: Python ints or traced ints.
+
+    Returns:
+      The smaller.
+    """
+    return min(a, b) if isinstance(a, int) and isinstance(b, int) else jnp.minimum(a, b)
+
+
+def keep(x: jax.Array, mask: jax.Array | None, fill: Any, axis: int | None = None) -> jax.Array:
+    """``x`` where ``mask`` holds, ``fill`` elsewhere (``x`` itself for a None mask).
+
+    Args:
+      x: values.
+      mask: a mask (:func:`live_rows`, :func:`leading`), or None.
+      fill: the value outside it.
+      axis: the axis of ``x`` a 1-D ``mask`` runs along (None: ``mask`` broadcasts as is).
+
+    Returns:
+      ``x``'s shape.
+    """
+    if mask is None:
+        return x
+    if axis is not None:
+        mask = mask.reshape([-1 if a == axis % x.ndim else 1 for a in range(x.ndim)])
+    return jnp.where(mask, x, fill)
+
+
+def every(mask: jax.Array | None, shape: tuple[int, ...]) -> jax.Array:
+    """``mask`` as a bool array of ``shape`` (all true for a None mask).
+
+    Args:
+      mask: a mask or None.
+      shape: its shape.
+
+    Returns:
+      ``[shape]`` bool.
+    """
+    return jnp.ones(shape, bool) if mask is None else mask
 
 
 class RoundSchedule(NamedTuple):

@@ -24,6 +24,8 @@ from jaxnigt.cluster.rounds import (
     RoundSize,
     ends,
     finish_round,
+    keep,
+    leading,
     live_rows,
     sequential_cumsum,
     start_offsets,
@@ -48,13 +50,15 @@ def padded_times(
       rows: ``[m]`` the workers of the rows (None: every worker, ``m = n``).
 
     Returns:
-      ``[m, K]`` float32.
+      ``[m, K]`` float32 (an ordinary record's full draw: ``h_i ξ`` drawn as ``[m, K]``).
     """
+    h = (model.h if rows is None else model.h[rows])[:, None]
+    columns, live = leading(shape[1], cols), live_rows(model)
+    if columns is None and live is None:  # the run's own draw: every column and row is its
+        return h * sample_noise(model, key, shape)
     draw = lambda k, s: sample_noise(model, k, s)
-    live = live_rows(model) if rows is None else live_rows(model)[rows]
-    h = model.h if rows is None else model.h[rows]
-    tau = h[:, None] * padding.flat_draws(draw, key, shape, cols)
-    return jnp.where((jnp.arange(shape[1])[None, :] < cols) & live[:, None], tau, jnp.inf)
+    tau = keep(h * padding.flat_draws(draw, key, shape, cols), columns, jnp.inf, axis=1)
+    return keep(tau, live_rows(model, rows), jnp.inf, axis=0)
 
 
 def draw_times(model: ClusterModel, key: jax.Array, size: RoundSize, extra: int = 1):

@@ -31,6 +31,8 @@ from jaxnigt.cluster.rounds import (
     check_static,
     ends,
     finish_round,
+    keep,
+    leading,
     live_rows,
     sequential_cumsum,
     start_offsets,
@@ -126,13 +128,12 @@ def _round(model: ClusterModel, tau, t0, busy_until, size: RoundSize) -> RoundSc
     off, cum = start_offsets(t0, busy_until), sequential_cumsum(tau)
     comp = ends(model, t0, off, cum)
     # a padded run's gradients past its own capacity are not its events
-    used = jnp.where(jnp.arange(cap)[None, :] < run_cap, comp[:, :cap], jnp.inf)
+    used = keep(comp[:, :cap], leading(cap, run_cap), jnp.inf, axis=1)
     flat = used.reshape(-1)
     order = jnp.argsort(flat, stable=True)
     events = flat[order]
     n_events = run_cap * worker_count(model)
-    beyond = jnp.take_along_axis(comp, jnp.full((comp.shape[0], 1), run_cap), axis=1)[:, 0]
-    beyond = jnp.where(live_rows(model), beyond, jnp.inf)
+    beyond = keep(comp[:, run_cap], live_rows(model), jnp.inf)  # a gradient past capacity
     threshold = size.value("threshold", malenia_threshold(comp.shape[0], size.M))
     hi = _malenia_end(used, events, threshold, live_rows(model), n_events)
     t_rel = events[jnp.minimum(hi, n_events - 1)]
@@ -159,7 +160,7 @@ def _malenia_end(used, events, threshold, active, num) -> jax.Array:
     def holds(t):
         b = jnp.sum(used <= t, axis=1)
         ok, inverse = b >= 1, 1.0 / jnp.maximum(b, 1).astype(jnp.float32)
-        ok, inverse = ok | ~active, jnp.where(active, inverse, 0.0)
+        ok, inverse = keep(ok, active, True), keep(inverse, active, 0.0)
         return jnp.all(ok) & (jnp.sum(inverse) <= threshold)
 
     def search(_, bounds):

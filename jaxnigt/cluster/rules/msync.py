@@ -21,7 +21,9 @@ from jaxnigt.cluster.rounds import (
     RoundSize,
     check_static,
     ends,
+    every,
     finish_round,
+    leading,
     sequential_cumsum,
     start_offsets,
     worker_times,
@@ -89,7 +91,7 @@ def _round(model: ClusterModel, tau, t0, busy_until, size: RoundSize) -> RoundSc
     first = ends(model, t0, off, cum[:, 0])
     _, rows = lax.top_k(-first, m)  # ascending completion; ties: lower worker id first
     rows = lax.optimization_barrier(rows)
-    valid = jnp.arange(m) < own_m
+    valid = every(leading(m, own_m), (m,))
     counts = jnp.zeros((n,), jnp.int32).at[rows].set(valid.astype(jnp.int32))
     coll = Collection(
         t_rel=first[rows[own_m - 1]],

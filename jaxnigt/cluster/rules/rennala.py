@@ -27,8 +27,12 @@ from jaxnigt.cluster.rounds import (
     WorkerTimes,
     check_static,
     ends,
+    every,
     finish_round,
+    keep,
+    leading,
     sequential_cumsum,
+    smaller,
     start_offsets,
     worker_count,
     worker_times,
@@ -86,7 +90,7 @@ def sample_times(
       ``(first, rows, tau_rows)``, ``tau_rows`` ``[min(n, M), M + 1]``.
     """
     first = sample_compute_times(model, jax.random.fold_in(key, 0), 1)[:, 0]
-    take = jnp.minimum(worker_count(model), size.value("M"))
+    take = smaller(worker_count(model), size.value("M"))
     rows = rennala_candidates(ends(model, t0, off, first), size.M, take)
     shape = (rows.shape[0], size.M)
     rest = padded_times(model, jax.random.fold_in(key, 1), shape, size.value("M"), rows)
@@ -103,8 +107,9 @@ def rennala_candidates(first_end: jax.Array, M: int, take: jax.Array) -> jax.Arr
     Args:
       first_end: ``[n]`` first completions.
       M: the static bound of the batch.
-      take: ``[]`` the run's ``min(n, M)``: the first ``take`` rows returned are its
-        candidates in increasing id (a padded program's bound may give more rows).
+      take: the run's ``min(n, M)`` (static in an ordinary program): the first ``take`` rows
+        returned are its candidates in increasing id (a padded program's bound may give
+        more rows).
 
     Returns:
       ``[min(n, M)]`` int32 worker ids.
@@ -114,7 +119,10 @@ def rennala_candidates(first_end: jax.Array, M: int, take: jax.Array) -> jax.Arr
     # top_k puts the lower index (= lower worker) first among equal values.
     _, rows = lax.top_k(-first_end, m)
     rows = lax.optimization_barrier(rows)
-    later = jnp.arange(m) >= take  # top_k's first `take` are the run's own top `take`
+    own = leading(m, take)  # top_k's first `take` are the run's own top `take`
+    if own is None:  # every candidate is the run's
+        return jnp.sort(rows)
+    later = ~own
     rows = jnp.sort(jnp.where(later, rows + n, rows))
     return jnp.where(rows >= n, rows - n, rows)
 
@@ -147,9 +155,9 @@ def rennala_round(
     cum_rows = sequential_cumsum(tau_rows)
     cand = ends(model, t0, off[rows], cum_rows[:, :M], rows)
     # rows past the run's candidates and columns past its M never count
-    take = jnp.minimum(worker_count(model), own_M)
-    ok = (jnp.arange(m)[:, None] < take) & (jnp.arange(M)[None, :] < own_M)
-    cand = jnp.where(ok, cand, jnp.inf).reshape(-1)
+    own_rows = leading(m, smaller(worker_count(model), own_M))
+    own_cols = leading(M, own_M)
+    cand = keep(keep(cand, own_rows, jnp.inf, axis=0), own_cols, jnp.inf, axis=1).reshape(-1)
     # Flat index j * M + k orders candidates by (worker, k) because rows are sorted, and
     # top_k puts the lower flat index first among equal values.  The barrier keeps XLA from
     # folding later slices of the result into the top_k, which turns it into a full sort on
@@ -158,7 +166,7 @@ def rennala_round(
     _, idx = lax.top_k(-cand, M)
     idx = lax.optimization_barrier(idx)
     slot_row, slot_rank = idx // M, idx % M
-    valid = jnp.arange(M) < own_M
+    valid = every(own_cols, (M,))
     counts_rows = jnp.zeros((m,), jnp.int32).at[slot_row].add(valid.astype(jnp.int32))
     rows_work = worker_times(off[rows], tau_rows, cum_rows, counts_rows)
     # Workers outside ``rows`` use no gradient; their next gradient is their first.
@@ -206,5 +214,5 @@ def rennala_from_times(
     tau = tau[:, : M + 1].astype(jnp.float32)
     size = RoundSize(M=M)
     first_end = ends(model, t0, start_offsets(t0, busy_until), tau[:, 0])
-    rows = rennala_candidates(first_end, M, jnp.minimum(worker_count(model), M))
+    rows = rennala_candidates(first_end, M, smaller(worker_count(model), M))
     return rennala_round(model, t0, busy_until, tau[:, 0], rows, tau[rows], size)

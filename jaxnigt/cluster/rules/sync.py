@@ -18,7 +18,9 @@ from jaxnigt.cluster.rounds import (
     RoundSize,
     check_static,
     ends,
+    every,
     finish_round,
+    keep,
     live_rows,
     sequential_cumsum,
     start_offsets,
@@ -84,14 +86,14 @@ def sync_from_times(
     off, cum = start_offsets(t0, busy_until), sequential_cumsum(tau)
     comp = ends(model, t0, off, cum)
     order = jnp.argsort(comp.reshape(-1), stable=True)
-    active = live_rows(model)  # a padded row: no gradient, last in the order, not waited for
-    counts = jnp.where(active, b, 0).astype(jnp.int32)
+    # a padded row: no gradient, last in the order, not waited for
+    counts = keep(jnp.full((tau.shape[0],), b, jnp.int32), live_rows(model), 0)
     coll = Collection(
-        t_rel=jnp.max(jnp.where(active[:, None], comp, -jnp.inf)),
+        t_rel=jnp.max(keep(comp, live_rows(model), -jnp.inf, axis=0).reshape(-1)),
         counts=counts,
         slot_worker=order // b,
         slot_rank=order % b,
-        slot_valid=active[order // b],
+        slot_valid=every(live_rows(model, order // b), order.shape),
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)
