@@ -121,3 +121,42 @@ def test_mjx_solver_settings_applied():
     assert (task.obs_size, task.action_size, task.horizon) == (11, 2, 50)
     # cached: same args -> same env object (shared compilations)
     assert make_env("reacher", solver_iterations=1, ls_iterations=4).env is task.env
+
+
+def test_an_environment_of_ones_own_is_one_registration(monkeypatch):
+    """register_env: the name lists, its horizon is the default, make_env builds it with its
+    interface checked, and a taken name or a bad horizon is refused."""
+    import dataclasses
+
+    from jaxnigt import envs
+
+    monkeypatch.setattr(envs, "_USER_ENVS", {})
+
+    @dataclasses.dataclass(frozen=True)
+    class Still:
+        observation_size: int = 3
+        action_size: int = 1
+
+        def reset(self, key):
+            zero = jnp.zeros((), jnp.float32)
+            return envs.State(pipeline_state=None, obs=jnp.zeros(3), reward=zero, done=zero)
+
+        def step(self, state, action):
+            return state.replace(reward=-jnp.sum(action**2))
+
+    envs.register_env("still", Still, horizon=7, action_scale=2.0, terminates=False)
+    assert "still" in envs.list_envs() and envs.default_horizon("still") == 7
+    task = envs.make_env("still")
+    assert (task.horizon, task.obs_size, task.action_size) == (7, 3, 1)
+    assert task.action_scale == 2.0 and not task.terminates
+    state = task.env.step(task.env.reset(jax.random.key(0)), jnp.ones(1))
+    chex.assert_trees_all_close(state.reward, jnp.float32(-1.0))
+    with pytest.raises(ValueError, match="one of the library's"):
+        envs.register_env("point_mass", Still, horizon=5)
+    with pytest.raises(ValueError, match="already registered"):
+        envs.register_env("still", LinearGaussian1D, horizon=5)
+    with pytest.raises(ValueError, match="horizon must be an integer >= 1"):
+        envs.register_env("other", Still, horizon=0)
+    envs.register_env("broken", lambda: object(), horizon=3)
+    with pytest.raises(ValueError, match="has no reset, step, observation_size, action_size"):
+        envs.make_env("broken")

@@ -17,6 +17,7 @@ from jaxnigt import plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "my_rule.py"
+ENV_EXAMPLE = ROOT / "examples" / "my_env.py"
 CONFIG = """
 name: half
 algorithms: [half_nigt]
@@ -84,6 +85,26 @@ def test_a_sweep_over_n_of_the_plugins_algorithm_is_one_padded_program(tmp_path)
     assert done.returncode == 0, done.stderr
     assert "2 points in 1 program (half_nigt 1)" in done.stdout + done.stderr
     assert (tmp_path / "sweep" / "sweep.csv").is_file()
+
+
+def test_a_run_trains_on_the_plugins_environment(tmp_path):
+    """examples/my_env.py registers `line_goal` (reward −|g − x| a step, 20 steps); Sync NIGT
+    on it moves the evaluation return up from its start."""
+    cfg = tmp_path / "line.yaml"
+    cfg.write_text(
+        CONFIG.replace("point_mass", "line_goal").replace("[half_nigt]", "[sync_nigt]")
+        .replace("budget: 30.0", "budget: 60.0")
+    )  # fmt: skip
+    done = _jaxnigt("--plugin", str(ENV_EXAMPLE), "run", str(cfg), "--out", str(tmp_path / "r"),
+                    "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [r for r in csv.DictReader((tmp_path / "r" / "metrics.csv").open()) if r["eval_return"]]
+    for seed in ("0", "1"):
+        ret = [float(r["eval_return"]) for r in rows if r["seed"] == seed]
+        assert all(-40.0 <= v <= 0.0 for v in ret), ret  # within the task's bounds
+        assert ret[-1] > ret[0], ret
+    missing = _jaxnigt("run", str(cfg), "--out", str(tmp_path / "never"))
+    assert missing.returncode == 2 and "line_goal" in missing.stderr
 
 
 def test_a_plugin_that_is_missing_or_fails_is_one_line(tmp_path, monkeypatch):

@@ -1,4 +1,11 @@
-"""Environments: brax MJX envs by name, pure-JAX toy envs, heterogeneous worker types.
+"""Environments: brax MJX envs by name, pure-JAX toy envs, a user's own registered envs,
+heterogeneous worker types.
+
+An environment of one's own joins by one call from the user's own module (a plugin,
+:mod:`jaxnigt.plugins`): :func:`register_env` with a constructor of an object that has
+``reset(key) -> State`` and ``step(state, action) -> State`` (brax's :class:`State`:
+``obs``, ``reward``, ``done``) and ``observation_size`` / ``action_size``;
+``examples/my_env.py`` is a whole one.  Configs name it like any other (``env.name``).
 
 Every environment is wrapped in a :class:`TaskEnv`, which fixes the horizon and the
 observation transforms that define the worker types (docs/getting_started.md). Example::
@@ -26,6 +33,8 @@ import jax
 with contextlib.redirect_stdout(io.StringIO()):
     import brax.envs  # noqa: F401
 warnings.filterwarnings("ignore", message=r"Brax System, pip", category=UserWarning)
+
+from brax.envs.base import State  # noqa: E402
 
 from jaxnigt.envs import toy  # noqa: E402
 from jaxnigt.envs.hetero import SignFlip, make_heterogeneous, worker_types  # noqa: E402
@@ -101,17 +110,81 @@ DEFAULT_LANES = 0.5
 _NEVER_TERMINATE = frozenset({"reacher", "pusher", "swimmer", "halfcheetah", "lqr1d"})
 
 
+@dataclasses.dataclass(frozen=True)
+class _Registered:
+    make: Callable[..., Any]
+    horizon: int
+    action_scale: float
+    terminates: bool
+
+
+_USER_ENVS: dict[str, _Registered] = {}
+
+
+def register_env(
+    name: str,
+    make: Callable[..., Any],
+    *,
+    horizon: int,
+    action_scale: float = 1.0,
+    terminates: bool = True,
+) -> None:
+    """Registers an environment of one's own under ``name`` (module docstring).
+
+    Args:
+      name: the name configs use (``env.name``); not one of brax's or the library's.
+      make: ``(**kwargs) -> env``: an object with ``reset(key) -> State``,
+        ``step(state, action) -> State``, ``observation_size`` and ``action_size``, pure JAX
+        (it is vmapped over workers and jitted).
+      horizon: H, the default steps per trajectory (a config's ``env.horizon`` overrides it).
+      action_scale: actions passed to ``step`` lie in ``[-action_scale, action_scale]``.
+      terminates: whether an episode can end before H (``done``); False lets rollouts skip
+        the check.
+
+    Raises:
+      ValueError: a name that is taken by another environment, or a bad horizon or scale.
+    """
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ValueError(f"environment name {name!r}: expected a non-empty string, no spaces")
+    if name in toy.TOY_ENVS or name in brax_env_names():
+        raise ValueError(f"environment {name!r} is one of the library's; choose another name")
+    known = _USER_ENVS.get(name)
+    if known is not None and getattr(known.make, "__qualname__", None) != getattr(
+        make, "__qualname__", None
+    ):
+        raise ValueError(f"environment {name!r} is already registered ({known.make!r})")
+    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
+        raise ValueError(
+            f"register_env({name!r}): horizon must be an integer >= 1, got {horizon!r}"
+        )
+    if not action_scale > 0:
+        raise ValueError(f"register_env({name!r}): action_scale must be > 0, got {action_scale}")
+    _USER_ENVS[name] = _Registered(make, int(horizon), float(action_scale), bool(terminates))
+
+
 def list_envs() -> list[str]:
     """Names accepted by :func:`make_env`.
 
     Returns:
-      brax's environment names, then the toy environments' names.
+      brax's environment names, then the toy environments', then the registered ones.
     """
-    return brax_env_names() + sorted(toy.TOY_ENVS)
+    return brax_env_names() + sorted(toy.TOY_ENVS) + sorted(_USER_ENVS)
 
 
 def default_horizon(name: str) -> int:
-    """Reacher 50, other brax envs 1000 (locomotion), toy envs their own."""
+    """Reacher 50, other brax envs 1000 (locomotion), toy and registered envs their own.
+
+    Args:
+      name: an environment's name.
+
+    Returns:
+      Its default horizon.
+
+    Raises:
+      ValueError: an unknown name.
+    """
+    if name in _USER_ENVS:
+        return _USER_ENVS[name].horizon
     if name in toy.TOY_ENVS:
         return toy.TOY_ENVS[name][1]
     if name in brax_env_names():
@@ -146,6 +219,8 @@ def make_env(
     """
     if horizon is None:
         horizon = default_horizon(name)
+    if name in _USER_ENVS:
+        return _registered_task(name, int(horizon), solver_iterations, ls_iterations, kwargs)
     if name in toy.TOY_ENVS:
         if solver_iterations is not None or ls_iterations is not None:
             raise ValueError(f"toy env {name!r} has no MJX solver settings")
@@ -174,13 +249,35 @@ def make_env(
     )
 
 
+def _registered_task(name, horizon, solver_iterations, ls_iterations, kwargs) -> TaskEnv:
+    """The :class:`TaskEnv` of a :func:`register_env` environment, its interface checked."""
+    if solver_iterations is not None or ls_iterations is not None:
+        raise ValueError(f"environment {name!r} has no MJX solver settings")
+    entry = _USER_ENVS[name]
+    env = entry.make(**kwargs)
+    lacks = [a for a in ("reset", "step", "observation_size", "action_size") if not hasattr(env, a)]
+    if lacks:
+        raise ValueError(f"environment {name!r}: its object has no {', '.join(lacks)}")
+    return TaskEnv(
+        name=name,
+        env=env,
+        horizon=horizon,
+        obs_size=int(env.observation_size),
+        action_size=int(env.action_size),
+        action_scale=entry.action_scale,
+        terminates=entry.terminates,
+    )
+
+
 __all__ = [
     "SignFlip",
+    "State",
     "TaskEnv",
     "default_horizon",
     "identity",
     "list_envs",
     "make_env",
     "make_heterogeneous",
+    "register_env",
     "worker_types",
 ]
