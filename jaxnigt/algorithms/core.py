@@ -231,6 +231,7 @@ class Traits(NamedTuple):
       pads: its engine reads the number of workers and its sizes from the run, so runs of
         several n or M share one padded program (:mod:`jaxnigt.run.padded`); a round
         method's is its rule's (:func:`jaxnigt.cluster.rules.register_rule`).
+      rule: a round method's registered round rule (None: not a round method).
     """
 
     cluster_options: tuple[str, ...] = ()
@@ -239,6 +240,7 @@ class Traits(NamedTuple):
     step_sizes: tuple[str, ...] = ("learning_rate",)
     options: tuple[str, ...] = ()
     pads: bool = False
+    rule: str | None = None
 
     def using(self, update: Any) -> Traits:
         """These traits with the step sizes of ``update`` (an
@@ -276,6 +278,9 @@ class Algorithm(NamedTuple):
       events_per_step: the exchanges a step's clock processes one after another, each
         looking at every worker (so a step costs about this × n operations: the event
         engines); None when a step's clock is vectorised over the workers (the rounds).
+      round_schedule: a round method's ``(state, first) -> (schedule, round key, size)``:
+        the round the next step takes from ``state`` (``first``: round 0 of ``M_init``),
+        without its rollouts, for a picture of a run's rounds (:mod:`jaxnigt.run.timeline`).
     """
 
     init: Callable[[jax.Array, TracedHParams], TrainState]
@@ -286,6 +291,7 @@ class Algorithm(NamedTuple):
     trajectories_per_update: int | None = None
     traits: Traits = Traits()
     events_per_step: int | None = None
+    round_schedule: Callable[[TrainState, bool], Any] | None = None
 
 
 AlgorithmFactory = Callable[[Setup, Any], Algorithm]

@@ -60,6 +60,14 @@ def _add_plot_parser(sub) -> None:
         action="store_true",
         help="instead: each worker's share of the gradients, a stacked bar per algorithm",
     )
+    plot.add_argument(
+        "--timeline",
+        action="store_true",
+        help="instead: the timeline of seed 0's first rounds of a round method, replayed "
+        "exactly from the run directory (default <dir>/timeline.png)",
+    )
+    plot.add_argument("--rounds", type=int, default=5, help="--timeline: rounds (default 5)")
+    plot.add_argument("--algorithm", help="--timeline: the round method (default its first)")
     plot.set_defaults(func=plot_command)
 
 
@@ -350,6 +358,8 @@ def plot_command(args: argparse.Namespace) -> int:
         return 0
     if args.counts:
         return _plot_counts(args)
+    if args.timeline:
+        return _plot_timeline(args)
     args.x = args.x or "time"
     for d in args.dirs:
         if not (Path(d) / "metrics.csv").is_file():
@@ -362,6 +372,32 @@ def plot_command(args: argparse.Namespace) -> int:
     except OSError as e:
         return _unwritable(e, args)
     print(f"[jaxnigt] wrote {path}")
+    return 0
+
+
+def _plot_timeline(args: argparse.Namespace) -> int:
+    """``jaxnigt plot RUN --timeline``: seed 0's first rounds (:mod:`jaxnigt.run.timeline`)."""
+    from jaxnigt.cluster import timeline_plot
+    from jaxnigt.run import timeline
+    from jaxnigt.run.plots import save
+
+    if len(args.dirs) != 1:
+        return error("--timeline draws one run directory; give one")
+    try:
+        tl = timeline.run_timeline(args.dirs[0], algorithm=args.algorithm, rounds=args.rounds)
+    except ValueError as e:  # the library names the argument; the command line its flag
+        text = str(e)
+        for name in ("algorithm", "rounds"):
+            text = f"--{text}" if text.startswith(f"{name}: ") else text
+        return error(text)
+    title = f"{tl.rule}: seed 0, rounds 1-{len(tl.round_end)} of {args.dirs[0]}"
+    out = Path(args.out or Path(args.dirs[0]) / "timeline.png")
+    out = out if out.suffix else out.with_suffix(".png")
+    try:
+        save(timeline_plot.draw(tl, title=title).figure, out)
+    except OSError as e:
+        return _unwritable(e, args)
+    print(f"[jaxnigt] wrote {out}")
     return 0
 
 

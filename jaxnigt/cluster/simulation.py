@@ -136,6 +136,7 @@ def round_gradients(
     *,
     rule: str,
     size: rules.RoundSize,
+    round_keys: jax.Array | None = None,
 ) -> dict[str, jax.Array]:
     """Every worker's gradients in each round of :func:`simulate_rule_rounds`, from the same
     draws: round ``r``'s compute times are drawn again from ``fold_in(key, r)`` as its rule
@@ -148,6 +149,8 @@ def round_gradients(
       res: the rounds' ``t_start``, ``t_collect_end``, ``counts`` and ``busy_until``.
       rule: the registered round rule.
       size: its sizes.
+      round_keys: ``[rounds]`` each round's own key (a training run's rounds, drawn from its
+        state's key; default ``fold_in(key, r)``, the clock's).
 
     Returns:
       ``grad_start`` ``[rounds, n]`` when each worker begins the round's work,
@@ -158,16 +161,18 @@ def round_gradients(
     model = realize(model, key)[0]
     busy = jnp.concatenate([jnp.zeros_like(res["busy_until"][:1]), res["busy_until"][:-1]])
 
-    def one(r, t0, busy_r, counts, t_collect_end):
+    def one(k, t0, busy_r, counts, t_collect_end):
         off = start_offsets(t0, busy_r)
-        tau = _redraw(rule, model, jax.random.fold_in(key, r), t0, off, size)
+        tau = _redraw(rule, model, k, t0, off, size)
         cum = sequential_cumsum(tau)
         done = jnp.where(jnp.isfinite(cum), t0 + ends(model, t0, off, cum), jnp.inf)
         ready = allreduce_times(model, counts, t_collect_end)[1]
         return t0 + off, done, tau, ready
 
     rounds = jnp.arange(res["t_start"].shape[0])
-    args = (rounds, res["t_start"], busy, res["counts"], res["t_collect_end"])
+    if round_keys is None:
+        round_keys = jax.vmap(lambda r: jax.random.fold_in(key, r))(rounds)
+    args = (round_keys, res["t_start"], busy, res["counts"], res["t_collect_end"])
     start, done, tau, ready = jax.vmap(one)(*args)
     return {"grad_start": start, "grad_end": done, "grad_work": tau, "ready": ready}
 

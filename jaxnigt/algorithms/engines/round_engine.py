@@ -76,6 +76,7 @@ def traits_of(rule: str, **overrides: Any) -> core.Traits:
         tuned_shapes=("M",),
         overflow=spec.overflow,
         pads=spec.pads,
+        rule=rule,
     )
     return base._replace(**overrides)
 
@@ -104,10 +105,7 @@ def schedule(rule: str) -> ScheduleFactory:
     def make_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M"):
         if spec.pads and not rules.builtin(rule):
             rules.check_padding(rule)
-        b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
-        static = rules.RoundSize(
-            M=M, capacity=options.malenia_capacity, per_worker=b, m=options.msync_m
-        )
+        static = round_size(setup, options, M)
 
         def collect(model, key, t0, busy_until, sizes=None):
             run = rules.run_values(sizes, size) if spec.pads else None
@@ -116,6 +114,12 @@ def schedule(rule: str) -> ScheduleFactory:
         return collect
 
     return make_schedule
+
+
+def round_size(setup: Setup, options: RoundOptions, M: int) -> rules.RoundSize:
+    """The static :class:`~jaxnigt.cluster.rounds.RoundSize` of a round of batch ``M``."""
+    b = schedules.sync_batch(M, setup.n, options.per_worker_batch)
+    return rules.RoundSize(M=M, capacity=options.malenia_capacity, per_worker=b, m=options.msync_m)
 
 
 rennala_schedule = schedule("rennala")
@@ -183,6 +187,11 @@ def make(
         sched = schedule(setup, options, M, size)
         return functools.partial(_round, setup, M, sched, weights, optimizer, estimator)
 
+    def round_schedule(state: TrainState, first: bool = False):
+        M, size = (setup.M_init, "M_init") if first else (setup.M, "M")
+        _, sched, k_sched = _schedule(setup, schedule(setup, options, M, size), state)
+        return sched, k_sched, round_size(setup, options, M)
+
     return Algorithm(
         init=functools.partial(_init, setup, optimizer),
         step=round_with(setup.M),
@@ -192,7 +201,17 @@ def make(
             schedules.round_clock, schedule(setup, options, setup.M, "M"), setup.cluster
         ),
         traits=traits.using(update),
+        round_schedule=round_schedule,
     )
+
+
+def _schedule(setup: Setup, schedule: ScheduleFn, state: TrainState):
+    """``(keys, schedule, round key)``: the round ``state``'s next step takes: its keys
+    ``(next state key, rollout key)``, its schedule and the key it was drawn from."""
+    key, k_sched, k_roll = jax.random.split(state.key, 3)
+    model = core.cluster_of(setup, state)
+    sched = schedule(model, k_sched, state.counters.time, state.busy_until, state.sizes)
+    return (key, k_roll), sched, k_sched
 
 
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
@@ -217,9 +236,8 @@ def _round(
     """One round collecting ``M`` gradients: schedule, rollouts of the slots that count (in
     batches of ``M``), one update."""
     del budget  # a round is applied whole once it starts before the budget
-    key, k_sched, k_roll = jax.random.split(state.key, 3)
+    (key, k_roll), sched, _ = _schedule(setup, schedule, state)
     model = core.cluster_of(setup, state)
-    sched = schedule(model, k_sched, state.counters.time, state.busy_until, state.sizes)
     w = weights(sched)
     grads, stats = gradient_from_schedule(
         setup.task,
