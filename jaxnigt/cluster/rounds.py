@@ -179,6 +179,19 @@ def keep(x: jax.Array, mask: jax.Array | None, fill: Any, axis: int | None = Non
     return jnp.where(mask, x, fill)
 
 
+def each_slot(mask: jax.Array | None, b: int) -> jax.Array | None:
+    """A row mask for each of a row's ``b`` slots, rows' slots one after another.
+
+    Args:
+      mask: ``[n]`` bool (:func:`live_rows`), or None.
+      b: slots per row.
+
+    Returns:
+      ``[n * b]`` bool, or None for a None mask.
+    """
+    return None if mask is None else jnp.repeat(mask, b)
+
+
 def every(mask: jax.Array | None, shape: tuple[int, ...]) -> jax.Array:
     """``mask`` as a bool array of ``shape`` (all true for a None mask).
 

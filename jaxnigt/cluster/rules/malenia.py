@@ -124,7 +124,7 @@ def malenia_from_times(
 def _round(model: ClusterModel, tau, t0, busy_until, size: RoundSize) -> RoundSchedule:
     cap, run_cap = size.capacity, size.value("capacity")
     t0 = jnp.asarray(t0, jnp.float32)
-    tau = tau.astype(jnp.float32)
+    tau = tau[:, : cap + 1].astype(jnp.float32)
     off, cum = start_offsets(t0, busy_until), sequential_cumsum(tau)
     comp = ends(model, t0, off, cum)
     # a padded run's gradients past its own capacity are not its events
@@ -133,9 +133,9 @@ def _round(model: ClusterModel, tau, t0, busy_until, size: RoundSize) -> RoundSc
     order = jnp.argsort(flat, stable=True)
     events = flat[order]
     n_events = run_cap * worker_count(model)
-    beyond = keep(comp[:, run_cap], live_rows(model), jnp.inf)  # a gradient past capacity
     threshold = size.value("threshold", malenia_threshold(comp.shape[0], size.M))
     hi = _malenia_end(used, events, threshold, live_rows(model), n_events)
+    beyond = keep(comp[:, run_cap], live_rows(model), jnp.inf)  # a gradient past capacity
     t_rel = events[jnp.minimum(hi, n_events - 1)]
     counts = jnp.sum(used <= t_rel, axis=1).astype(jnp.int32)
     coll = Collection(

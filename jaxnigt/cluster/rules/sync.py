@@ -17,6 +17,7 @@ from jaxnigt.cluster.rounds import (
     RoundSchedule,
     RoundSize,
     check_static,
+    each_slot,
     ends,
     every,
     finish_round,
@@ -85,15 +86,18 @@ def sync_from_times(
     tau = tau[:, :b].astype(jnp.float32)
     off, cum = start_offsets(t0, busy_until), sequential_cumsum(tau)
     comp = ends(model, t0, off, cum)
-    order = jnp.argsort(comp.reshape(-1), stable=True)
+    flat = comp.reshape(-1)
+    order = jnp.argsort(flat, stable=True)
     # a padded row: no gradient, last in the order, not waited for
     counts = keep(jnp.full((tau.shape[0],), b, jnp.int32), live_rows(model), 0)
+    t_rel = jnp.max(keep(flat, each_slot(live_rows(model), b), -jnp.inf))
+    slot_valid = every(live_rows(model, order // b), order.shape)
     coll = Collection(
-        t_rel=jnp.max(keep(comp, live_rows(model), -jnp.inf, axis=0).reshape(-1)),
+        t_rel=t_rel,
         counts=counts,
         slot_worker=order // b,
         slot_rank=order % b,
-        slot_valid=every(live_rows(model, order // b), order.shape),
+        slot_valid=slot_valid,
         overflow=jnp.bool_(False),
     )
     work = worker_times(off, tau, cum, counts)
