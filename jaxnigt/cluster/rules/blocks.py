@@ -36,7 +36,12 @@ __all__ = ["collect_until", "draw_times", "kth_smallest", "padded_times"]
 
 
 def padded_times(
-    model: ClusterModel, key: jax.Array, shape: tuple[int, int], cols: jax.Array, rows=None
+    model: ClusterModel,
+    key: jax.Array,
+    shape: tuple[int, int],
+    cols: jax.Array,
+    rows=None,
+    fold: int | None = None,
 ) -> jax.Array:
     """``[m, K]`` compute times ``h_i ξ`` of which the run's are its first ``cols`` columns,
     drawn as the run's own ``[m, cols]`` draw (:func:`jaxnigt.cluster.padding.flat_draws`);
@@ -48,11 +53,13 @@ def padded_times(
       shape: ``(m, K)``, static.
       cols: ``[]`` int the run's columns.
       rows: ``[m]`` the workers of the rows (None: every worker, ``m = n``).
+      fold: draw from ``fold_in(key, fold)`` instead (None: ``key``).
 
     Returns:
       ``[m, K]`` float32 (an ordinary record's full draw: ``h_i ξ`` drawn as ``[m, K]``).
     """
     h = (model.h if rows is None else model.h[rows])[:, None]
+    key = key if fold is None else jax.random.fold_in(key, fold)
     columns, live = leading(shape[1], cols), live_rows(model)
     if columns is None and live is None:  # the run's own draw: every column and row is its
         return h * sample_noise(model, key, shape)

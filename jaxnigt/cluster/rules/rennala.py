@@ -93,7 +93,7 @@ def sample_times(
     take = smaller(worker_count(model), size.value("M"))
     rows = rennala_candidates(ends(model, t0, off, first), size.M, take)
     shape = (rows.shape[0], size.M)
-    rest = padded_times(model, jax.random.fold_in(key, 1), shape, size.value("M"), rows)
+    rest = padded_times(model, key, shape, size.value("M"), rows, fold=1)
     return first, rows, jnp.concatenate([first[rows][:, None], rest], axis=1)
 
 
