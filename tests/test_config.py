@@ -94,6 +94,16 @@ def test_per_algorithm_overrides_inherit_hparams():
         ({"env__lanes": 1.5}, "env.lanes", "(0, 1]"),
         ({"env__heterogeneous": "sign_flip", "cluster__n": 1}, "env.heterogeneous", "n >= 2"),
         ({"env__types": [0, 1, 0]}, "env.types", "one per worker"),
+        ({"env__physics": {"mass": [1, 2], "size": [1]}}, "env.physics", "mass, friction, goal"),
+        ({"env__physics": {"mass": [1, -2]}}, "env.physics.mass", "> 0"),
+        ({"env__physics": {"mass": [1, 2], "friction": [1]}}, "env.physics", "one entry per type"),
+        ({"env__physics": {"goal": [[0, 0], [1]]}}, "env.physics.goal", "(dx, dy)"),
+        ({"env__physics": {"mass": [1] * 5}}, "env.physics", "n >= 5"),
+        (
+            {"env__physics": {"mass": [1, 2, 3]}, "env__heterogeneous": "sign_flip"},
+            "env.physics",
+            "3 types, but env.heterogeneous 'sign_flip' has 2",
+        ),
         ({"algorithms": ["rennala_nigt", "ppo"]}, "algorithms[1]", "malenia_nigt"),
         ({"budget": 0}, "budget", "> 0"),
         ({"budget": -3.0}, "budget", "> 0"),
@@ -636,3 +646,26 @@ def test_a_name_that_is_not_one_path_component_is_refused(tmp_path, capsys, monk
     assert len(err) == 1 and err[0].startswith("jaxnigt: error: name: got "), err
     assert [p.name for p in tmp_path.rglob("*")] == ["x", "c.yaml"]
     assert config_lib.from_dict(_with(name="run..2 v1.5")).name == "run..2 v1.5"
+
+
+def test_physics_types_round_trip_and_count_the_types():
+    from jaxnigt.envs import PhysicsTypes
+
+    raw = _with(env__physics={"mass": [1, 2], "goal": [[0, 0], [0.05, 0]]}, eval__episodes=4)
+    cfg = config_lib.from_dict(raw)
+    assert cfg.env.physics == PhysicsTypes((1.0, 2.0), (1.0, 1.0), ((0.0, 0.0), (0.05, 0.0)))
+    assert config_lib.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ConfigError, match=r"env.types: got \[0, 2, 0, 1\]; expected type ids in"):
+        config_lib.from_dict({**raw, "env": {**raw["env"], "types": [0, 2, 0, 1]}})
+
+
+def test_a_playground_env_without_the_extra_says_how_to_install_it(monkeypatch):
+    from jaxnigt.envs import playground
+
+    monkeypatch.setattr(playground, "available", lambda: False)
+    with pytest.raises(ConfigError) as err:
+        config_lib.from_dict(_with(env__name="playground/ReacherEasy"))
+    assert str(err.value) == (
+        "env.name: 'playground/ReacherEasy' needs MuJoCo Playground, an optional extra: "
+        "pip install -e '.[playground]'"
+    )

@@ -160,3 +160,45 @@ def test_an_environment_of_ones_own_is_one_registration(monkeypatch):
     envs.register_env("broken", lambda: object(), horizon=3)
     with pytest.raises(ValueError, match="has no reset, step, observation_size, action_size"):
         envs.make_env("broken")
+
+
+def test_physics_types_scale_and_move_the_model_they_name():
+    """Each type's model fields, against the base model: every body's mass and inertia times
+    the type's mass scale, every geom's sliding friction (column 0 only) times its friction
+    scale, the goal body ('target') moved by its offset and no other body; type 0 (scales 1,
+    offset 0) is the base model itself."""
+    from jaxnigt.envs import PhysicsTypes, physics, with_physics
+
+    task = make_env("reacher")
+    base = task.env.sys
+    types = PhysicsTypes.of(mass=[1.0, 2.5], friction=[1.0, 0.25], goal=[[0, 0], [0.1, -0.2]])
+    task2 = with_physics(task, types)
+    assert task2.num_types == 2 and task.num_types == 1
+    target = [base.mj_model.body(i).name for i in range(base.nbody)].index("target")
+    for v, (m, f, g) in enumerate([(1.0, 1.0, (0, 0)), (2.5, 0.25, (0.1, -0.2))]):
+        sys = physics.model_of(task2.env_of_type(jnp.int32(v)))
+        chex.assert_trees_all_close(sys.body_mass, base.body_mass * m)
+        chex.assert_trees_all_close(sys.body_inertia, base.body_inertia * m)
+        friction = np.asarray(base.geom_friction).copy()
+        friction[:, 0] *= f
+        chex.assert_trees_all_close(sys.geom_friction, friction)
+        pos = np.asarray(base.body_pos).copy()
+        pos[target, :2] += g
+        chex.assert_trees_all_close(sys.body_pos, pos)
+    assert task2.env_of_type(jnp.int32(0)) is not task.env  # a copy: the task's own stays
+    assert task.env_of_type(jnp.int32(0)) is task.env and task.env.sys is base
+
+
+def test_physics_types_refuse_what_cannot_differ():
+    from jaxnigt.envs import PhysicsTypes, with_physics
+
+    with pytest.raises(ValueError, match="one entry per type"):
+        PhysicsTypes(mass=(1.0, 2.0), friction=(1.0,))
+    with pytest.raises(ValueError, match=r"physics\.mass: scales must be > 0"):
+        PhysicsTypes.of(mass=[1.0, 0.0])
+    with pytest.raises(ValueError, match="no MJX model"):
+        with_physics(make_env("point_mass"), PhysicsTypes.of(mass=[1.0, 2.0]))
+    with pytest.raises(ValueError, match="no body 'target'"):
+        with_physics(make_env("hopper"), PhysicsTypes.of(goal=[[0, 0], [0.1, 0]]))
+    with pytest.raises(ValueError, match="2 observation types but 3 physics types"):
+        with_physics(make_heterogeneous(make_env("reacher")), PhysicsTypes.of(mass=[1, 2, 3]))

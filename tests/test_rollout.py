@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from brax.envs.base import State
 
-from jaxnigt.envs import TaskEnv, make_env, make_heterogeneous
+from jaxnigt.envs import PhysicsTypes, TaskEnv, make_env, make_heterogeneous, with_physics
 from jaxnigt.rl.estimator import policy_gradient
 from jaxnigt.rl.policy import GaussianPolicy, make_policy
 from jaxnigt.rl.rollout import Trajectories, evaluate, rollout
@@ -152,16 +152,18 @@ def test_no_retrace_on_second_call(het_point_mass):
     traced(make_heterogeneous(make_env("point_mass", horizon=10)), params, keys)
 
 
-def _mjx_smoke(name, horizon, batch=4, **kwargs):
+def _mjx_smoke(name, horizon, batch=4, physics=None, keys=None, **kwargs):
     task = make_env(name, horizon=horizon, **kwargs)
+    if physics is not None:
+        task = with_physics(task, physics)
     policy = make_policy(task)
     params = policy.init(jax.random.key(0))
     traj = rollout(
         task,
         policy,
         params,
-        jax.random.split(jax.random.key(1), batch),
-        jnp.zeros(batch, jnp.int32),
+        jax.random.split(jax.random.key(1), batch) if keys is None else keys,
+        jnp.arange(batch, dtype=jnp.int32) % task.num_types,
     )
     assert isinstance(traj, Trajectories)
     chex.assert_shape(traj.obs, (batch, horizon, task.obs_size))
@@ -176,9 +178,31 @@ def _mjx_smoke(name, horizon, batch=4, **kwargs):
     return traj
 
 
-def test_mjx_reacher_smoke():
-    traj = _mjx_smoke("reacher", horizon=10)
+def test_mjx_reacher_smoke_with_physics_types():
+    """Reacher with four physics types (type 2 three times as heavy, type 3's goal moved by
+    (0.05, −0.05)), every slot on the same key and acting the same constant action (a policy
+    whose mean is its bias, evaluated deterministically): the same action sequence. One
+    rollout steps each slot with its type's model: types 0 and 1 (both unchanged) follow the
+    same trajectory; the heavier arm moves differently; the moved goal leaves the arm's motion
+    as it was and shifts the fingertip-to-goal vector by (−0.05, 0.05) at every step."""
+    physics = PhysicsTypes.of(mass=[1, 1, 3, 1], goal=[[0, 0], [0, 0], [0, 0], [0.05, -0.05]])
+    task = with_physics(make_env("reacher", horizon=10), physics)
+    policy = make_policy(task)
+    params = jax.tree.map(jnp.zeros_like, policy.init(jax.random.key(0)))
+    params["params"]["mean"]["bias"] = jnp.array([0.8, -0.5])
+    keys = jnp.stack([jax.random.key(1)] * 4)
+    traj = rollout(task, policy, params, keys, jnp.arange(4, dtype=jnp.int32), deterministic=True)
     np.testing.assert_array_equal(traj.lengths, [10] * 4)  # reacher never terminates
+    chex.assert_tree_all_finite(traj)
+    chex.assert_trees_all_close(traj.u, jnp.broadcast_to(traj.u[0], traj.u.shape))
+    chex.assert_trees_all_close(traj.obs[1], traj.obs[0])
+    # the arm (angles' cos and sin, fingertip velocity) after 10 steps: identical models agree
+    # to float32 rounding (~1e-6), the heavier arm is ~1e-3 behind
+    assert float(jnp.max(jnp.abs(traj.obs[2, -1, :8] - traj.obs[0, -1, :8]))) > 5e-4
+    chex.assert_trees_all_close(traj.obs[3, :, :8], traj.obs[0, :, :8], atol=1e-5)
+    offset = traj.obs[3, :, 8:10] - traj.obs[0, :, 8:10]
+    chex.assert_trees_all_close(offset, jnp.broadcast_to(jnp.array([-0.05, 0.05]), (10, 2)),
+                                atol=1e-5)  # fmt: skip
 
 
 @pytest.mark.heavy

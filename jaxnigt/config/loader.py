@@ -126,25 +126,40 @@ def _check_consistency(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             f"env.types: got {len(env.types)} entries; expected one per worker (cluster.n = {n})"
         )
-    if env.heterogeneous is None:
+    num_types = _num_types(env)
+    if num_types == 1:
         if env.types is not None and any(env.types):
-            raise ConfigError("env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip)")
+            raise ConfigError(
+                "env.types: a non-zero type needs env.heterogeneous (e.g. sign_flip) or env.physics"
+            )
         return
-    num_types = NUM_TYPES[env.heterogeneous]
     if cfg.eval.episodes < num_types:
         raise ConfigError(
             f"eval.episodes: got {cfg.eval.episodes}; expected >= {num_types}, one episode "
             f"per environment type at least"
         )
+    what = "env.heterogeneous" if env.physics is None else "env.physics"
     if n < num_types and env.types is None:
         raise ConfigError(
-            f"env.heterogeneous: {num_types} environment types need "
-            f"cluster.n >= {num_types}, got n = {n}"
+            f"{what}: {num_types} environment types need cluster.n >= {num_types}, got n = {n}"
         )
     if env.types is not None and max(env.types) >= num_types:
         raise ConfigError(
             f"env.types: got {list(env.types)}; expected type ids in [0, {num_types})"
         )
+
+
+def _num_types(env) -> int:
+    """V: the observation types' count and the physics types' (which must agree)."""
+    observed = 1 if env.heterogeneous is None else NUM_TYPES[env.heterogeneous]
+    if env.physics is None:
+        return observed
+    if observed > 1 and env.physics.num_types != observed:
+        raise ConfigError(
+            f"env.physics: {env.physics.num_types} types, but env.heterogeneous "
+            f"{env.heterogeneous!r} has {observed}; give one entry per type of both"
+        )
+    return env.physics.num_types
 
 
 def algorithm_names() -> tuple[str, ...]:

@@ -73,6 +73,44 @@ def _env_names() -> list[str]:
     return envs.list_envs()
 
 
+def _env_name(path, v, ctx):
+    """An environment name; a Playground one without the extra says how to install it."""
+    from jaxnigt.envs import playground  # keeps `jaxnigt.config` importable without brax
+
+    if isinstance(v, str) and v.startswith(playground.PREFIX) and not playground.available():
+        raise ConfigError(f"{path}: {playground.missing_text(v)}")
+    return _choice(_env_names)(path, v, ctx)
+
+
+def _physics(path, v, ctx):
+    """``{mass: [...], friction: [...], goal: [[dx, dy], ...]}``: per-type physics."""
+    from jaxnigt.envs.physics import PhysicsTypes
+
+    if not isinstance(v, Mapping) or not v:
+        raise ConfigError(
+            f"{path}: got {v!r}; expected a mapping with any of mass, friction, goal "
+            "(one entry per worker type)"
+        )
+    unknown = sorted(set(v) - {"mass", "friction", "goal"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: mass, friction, goal")
+    scales = {
+        k: _list(_float(), what="scales per type")(f"{path}.{k}", v[k], ctx)
+        for k in ("mass", "friction")
+        if v.get(k) is not None
+    }
+    goal = v.get("goal")
+    if goal is not None:
+        pair = _list(_float(None), what="(dx, dy)")
+        goal = _list(pair, what="(dx, dy) offsets per type")(f"{path}.goal", goal, ctx)
+    if not scales and goal is None:
+        raise ConfigError(f"{path}: give at least one of mass, friction, goal")
+    try:
+        return PhysicsTypes.of(**scales, goal=goal)
+    except ValueError as e:
+        raise ConfigError(f"{path}{str(e).removeprefix('physics')}") from None
+
+
 def _profile(*, positive: bool) -> Check:
     def check(path, v, ctx):
         if isinstance(v, bool) or not isinstance(v, list | tuple | str | int | float):
@@ -174,15 +212,19 @@ class EnvConfig:
       lanes: rollout lanes per trajectory of a batch, in (0, 1]: below 1, lanes whose
         episode terminated take the batch's next trajectory (refill); the trajectories are
         the same.  Default: ``envs.DEFAULT_LANES`` for tasks that terminate, else 1.
+      physics: ``None``, or worker types whose MJX model differs:
+        ``{mass: [...], friction: [...], goal: [[dx, dy], ...]}``, one entry per type (mass
+        and inertia scales, sliding-friction scales, goal-body offsets; docs/getting_started.md).
     """
 
-    name: str = _opt(_choice(_env_names), "reacher")
+    name: str = _opt(_env_name, "reacher")
     horizon: int | None = _opt(_optional(_int(1)))
     heterogeneous: str | None = _opt(_optional(_choice(HETEROGENEOUS)))
     types: tuple[int, ...] | None = _opt(_optional(_list(_int(0), what="type ids")))
     solver_iterations: int | None = _opt(_optional(_int(1)))
     ls_iterations: int | None = _opt(_optional(_int(1)))
     lanes: float | None = _opt(_optional(_float(0.0, 1.0)))
+    physics: Any = _opt(_optional(_physics))
 
 
 @_with_choices

@@ -36,9 +36,11 @@ warnings.filterwarnings("ignore", message=r"Brax System, pip", category=UserWarn
 
 from brax.envs.base import State  # noqa: E402
 
-from jaxnigt.envs import toy  # noqa: E402
+from jaxnigt.envs import physics as physics_lib  # noqa: E402
+from jaxnigt.envs import playground, toy  # noqa: E402
 from jaxnigt.envs.hetero import SignFlip, make_heterogeneous, worker_types  # noqa: E402
 from jaxnigt.envs.mjx import brax_default_horizon, brax_env_names, make_brax_env  # noqa: E402
+from jaxnigt.envs.physics import PhysicsTypes  # noqa: E402
 
 
 def identity(obs: jax.Array) -> jax.Array:
@@ -84,6 +86,7 @@ class TaskEnv:
     raw_obs_size: int | None = None
     terminates: bool = True
     lanes: float = 1.0
+    physics: PhysicsTypes | None = None
 
     def __post_init__(self):
         if self.horizon < 1:
@@ -94,11 +97,30 @@ class TaskEnv:
             raise ValueError(f"lanes must be in (0, 1], got {self.lanes}")
         if self.raw_obs_size is None:
             object.__setattr__(self, "raw_obs_size", self.obs_size)
+        kinds = len(self.obs_transforms)
+        if self.physics is not None and kinds > 1 and self.physics.num_types != kinds:
+            raise ValueError(
+                f"{kinds} observation types but {self.physics.num_types} physics types: "
+                "both describe the same worker types"
+            )
 
     @property
     def num_types(self) -> int:
         """V, the number of worker types."""
+        if self.physics is not None:
+            return self.physics.num_types
         return len(self.obs_transforms)
+
+    def env_of_type(self, type_: jax.Array) -> Any:
+        """The environment worker type ``type_`` steps (``env`` unless ``physics`` is set).
+
+        Args:
+          type_: a scalar int32 type (traced: each rollout slot its own).
+
+        Returns:
+          ``env``, or a copy of it stepping the type's MJX model.
+        """
+        return physics_lib.env_of_type(self.env, self.physics, type_)
 
 
 #: Rollout lanes per trajectory for tasks that terminate (``TaskEnv.lanes``; config
@@ -146,7 +168,7 @@ def register_env(
     """
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
         raise ValueError(f"environment name {name!r}: expected a non-empty string, no spaces")
-    if name in toy.TOY_ENVS or name in brax_env_names():
+    if name in toy.TOY_ENVS or name in brax_env_names() or playground.is_playground(name):
         raise ValueError(f"environment {name!r} is one of the library's; choose another name")
     known = _USER_ENVS.get(name)
     if known is not None and getattr(known.make, "__qualname__", None) != getattr(
@@ -166,13 +188,15 @@ def list_envs() -> list[str]:
     """Names accepted by :func:`make_env`.
 
     Returns:
-      brax's environment names, then the toy environments', then the registered ones.
+      brax's environment names, then the toy environments', then Playground's (with the
+      ``playground`` extra: :mod:`jaxnigt.envs.playground`), then the registered ones.
     """
-    return brax_env_names() + sorted(toy.TOY_ENVS) + sorted(_USER_ENVS)
+    return brax_env_names() + sorted(toy.TOY_ENVS) + playground.names() + sorted(_USER_ENVS)
 
 
 def default_horizon(name: str) -> int:
-    """Reacher 50, other brax envs 1000 (locomotion), toy and registered envs their own.
+    """Reacher 50, other brax envs 1000 (locomotion), Playground's suite 1000, toy and
+    registered envs their own.
 
     Args:
       name: an environment's name.
@@ -189,6 +213,8 @@ def default_horizon(name: str) -> int:
         return toy.TOY_ENVS[name][1]
     if name in brax_env_names():
         return brax_default_horizon(name)
+    if playground.is_playground(name):
+        return playground.EPISODE_LENGTH
     raise ValueError(f"unknown environment {name!r}; available: {', '.join(list_envs())}")
 
 
@@ -203,8 +229,9 @@ def make_env(
     """Builds a homogeneous :class:`TaskEnv` by name.
 
     Args:
-      name: a brax env name (created with ``backend="mjx"``) or a toy env name
-        (``lqr1d``, ``point_mass``); see :func:`list_envs`.
+      name: a brax env name (created with ``backend="mjx"``), a toy env name (``lqr1d``,
+        ``point_mass``), a Playground suite name (``playground/ReacherEasy``) or a registered
+        one; see :func:`list_envs`.
       horizon: H; defaults to :func:`default_horizon`.
       solver_iterations: MJX constraint-solver iterations (``sys.opt.iterations``); ``None``
         keeps brax's default. Ignored-with-error for toy envs.
@@ -235,6 +262,13 @@ def make_env(
             action_scale=scale,
             terminates=name not in _NEVER_TERMINATE,
         )
+    if playground.is_playground(name):
+        if kwargs:
+            raise ValueError(f"environment {name!r} takes no arguments, got {sorted(kwargs)}")
+        env, obs_size, action_size = playground.make_playground_env(
+            name, solver_iterations=solver_iterations, ls_iterations=ls_iterations
+        )
+        return TaskEnv(name, env, int(horizon), obs_size, action_size, terminates=False)
     env, obs_size, action_size = make_brax_env(
         name, solver_iterations=solver_iterations, ls_iterations=ls_iterations, **kwargs
     )
@@ -247,6 +281,28 @@ def make_env(
         action_scale=1.0,
         terminates=name not in _NEVER_TERMINATE,
     )
+
+
+def with_physics(task: TaskEnv, physics: PhysicsTypes) -> TaskEnv:
+    """``task`` with worker types whose MJX model differs (:mod:`jaxnigt.envs.physics`).
+
+    Args:
+      task: an MJX task (brax or Playground); homogeneous, or with as many observation types
+        as ``physics`` has types.
+      physics: the types' mass and friction scales and goal offsets.
+
+    Returns:
+      The :class:`TaskEnv` with ``physics`` set.
+
+    Raises:
+      ValueError: an environment with no MJX model, a goal offset without a goal body, or a
+        type count that differs from the observation types'.
+    """
+    try:
+        physics_lib.check(task.env, physics)
+    except ValueError as e:
+        raise ValueError(f"environment {task.name!r}: {e}") from None
+    return dataclasses.replace(task, physics=physics)
 
 
 def _registered_task(name, horizon, solver_iterations, ls_iterations, kwargs) -> TaskEnv:
@@ -270,6 +326,7 @@ def _registered_task(name, horizon, solver_iterations, ls_iterations, kwargs) ->
 
 
 __all__ = [
+    "PhysicsTypes",
     "SignFlip",
     "State",
     "TaskEnv",
@@ -279,5 +336,6 @@ __all__ = [
     "make_env",
     "make_heterogeneous",
     "register_env",
+    "with_physics",
     "worker_types",
 ]

@@ -1,6 +1,7 @@
 """Heterogeneous environments: worker types as observation transforms (docs/getting_started.md).
 
-Worker type v ∈ {0, …, V−1} sees ``obs_transforms[v](s)``; rewards and dynamics are shared.
+Worker type v ∈ {0, …, V−1} sees ``obs_transforms[v](s)``; rewards and dynamics are shared
+(types whose dynamics differ: :mod:`jaxnigt.envs.physics`).
 The paper's construction (``"sign_flip"``, V = 2): type 0 sees ``(s, 0)``, type 1 sees
 ``(−s, 1)``. Worker i gets type ``i mod V`` unless an assignment is given.
 """

@@ -58,6 +58,13 @@ def _transform(task: Any, obs: jax.Array, type_: jax.Array) -> jax.Array:
     return jax.lax.switch(type_, transforms, obs)
 
 
+def _env_of_type(task: Any, type_: jax.Array) -> Any:
+    """The env a slot of type ``type_`` steps: the task's own unless its physics differ by
+    type (``TaskEnv.env_of_type``; a task without that method steps ``task.env``)."""
+    of_type = getattr(task, "env_of_type", None)
+    return task.env if of_type is None else of_type(type_)
+
+
 def _all_finite(x: jax.Array) -> jax.Array:
     return jnp.all(jnp.isfinite(x))
 
@@ -73,9 +80,9 @@ def _block_size(horizon: int, terminates: bool, target: int = 10) -> int:
 def _slot_step(task: Any, policy: GaussianPolicy, deterministic: bool):
     """One environment step of one slot: ``(params, state, alive, key, type) -> (state,
     alive, (obs, u, reward, mask))``; dead slots are frozen and record zeros."""
-    env = task.env
 
     def slot_step(p, state, alive, key, type_):
+        env = _env_of_type(task, type_)
         is_alive = alive > 0
         obs = jnp.where(is_alive, _transform(task, state.obs, type_), 0.0)
         if deterministic:
@@ -163,7 +170,7 @@ def rollout(
         raise ValueError(f"types must have shape ({num_slots},), got {types.shape}")
 
     reset_keys, step_keys = _split_keys(keys, horizon)  # [S], [S, H]
-    state0 = jax.vmap(task.env.reset)(reset_keys)
+    state0 = jax.vmap(lambda k, v: _env_of_type(task, v).reset(k))(reset_keys, types)
     params_at = _params_at(params, per_slot_params, versions, (num_slots, horizon))
     batched_step = jax.vmap(
         _slot_step(task, policy, deterministic),

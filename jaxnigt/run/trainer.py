@@ -38,7 +38,7 @@ from jaxnigt.rl.policy import make_policy, num_params
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations, lanes):
+def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations, lanes, physics):
     task = envs.make_env(
         name,
         horizon=horizon,
@@ -47,6 +47,8 @@ def _cached_task(name, horizon, heterogeneous, solver_iterations, ls_iterations,
     )
     if heterogeneous is not None:
         task = envs.make_heterogeneous(task, heterogeneous)
+    if physics is not None:
+        task = envs.with_physics(task, physics)
     if lanes is None:
         lanes = envs.DEFAULT_LANES if task.terminates else 1.0
     return dataclasses.replace(task, lanes=lanes)
@@ -56,7 +58,7 @@ def make_task(config: ExperimentConfig):
     """The config's environment (cached per process: MJX model loading is slow)."""
     e = config.env
     return _cached_task(
-        e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations, e.lanes
+        e.name, e.horizon, e.heterogeneous, e.solver_iterations, e.ls_iterations, e.lanes, e.physics
     )
 
 
