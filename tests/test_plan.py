@@ -346,3 +346,17 @@ def test_a_power_trace_that_cannot_fit_is_one_line_before_it_is_built(
     assert cli.main(["plan", str(path), "--no-memory"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"jaxnigt: error: {message}"]
+
+
+def test_a_noise_without_a_mean_is_named_under_the_table(tmp_path, capsys):
+    """pareto:ALPHA / loglogistic:BETA with a tail index <= 1 have no mean: the step time is an
+    average of drawn steps, and the plan says so; with a mean (index > 1) it says nothing."""
+    path = tmp_path / "c.yaml"
+    path.write_text(config_lib.dump(config_lib.from_dict(_raw("sync_nigt"))))
+    for noise, named in (("pareto:0.8", True), ("loglogistic:1", True), ("pareto:1.5", False)):
+        argv = ["plan", str(path), "--no-memory", "--set", f"cluster.noise={noise}"]
+        assert cli.main(argv) == 0
+        out = capsys.readouterr().out
+        line = f"cluster.noise = {noise} has no mean (a tail index <= 1: h is the median time)"
+        assert (line in out) == named, out
+        assert (f"average of {plan.CLOCK_STEPS} drawn steps" in out) == named

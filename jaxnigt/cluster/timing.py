@@ -1,8 +1,9 @@
 """The time model's ingredients (docs/cluster_model.md): compute-time profiles and noise kinds.
 
 Worker ``i`` needs ``tau_{i,k} = h_i * xi_{i,k}`` time units for its ``k``-th stochastic
-gradient, where ``h_i`` is a per-worker scale and ``xi`` is noise with mean 1 (except for the
-literal ``straggler`` reading below).  Exchanging one ``d``-dimensional vector costs worker
+gradient, where ``h_i`` is a per-worker scale and ``xi`` is noise with mean 1 (except for
+``uniform`` and the literal ``straggler`` reading below, and the heavy tails' median 1 where
+they have no mean).  Exchanging one ``d``-dimensional vector costs worker
 ``i`` the time ``kappa_i``.  The values live in the cluster model's record
 (:class:`jaxnigt.cluster.model.ClusterModel`); this module reads and checks the specs they
 come from and draws the noise.
@@ -24,6 +25,21 @@ Noise kinds (:data:`NOISE_KINDS`, the one table of their forms, checks and draws
 * ``straggler:P:FACTOR``  -- ``xi = factor`` with probability ``p``, else ``1``: the literal
   reading of "the gradient takes ``factor`` times longer", so the mean is
   ``1 + p (factor - 1)``, not 1.
+* ``pareto:ALPHA``        -- Pareto I of tail index ``alpha > 0``: ``P(xi > x) = (s / x)^alpha``
+  for ``x >= s``, drawn as ``xi = s v^(-1/alpha)``, ``v = 1 - u``, ``u ~ U[0, 1)``.  For
+  ``alpha > 1`` ``s = (alpha - 1) / alpha`` (mean 1); for ``alpha <= 1`` the mean is
+  infinite and ``s = 2^(-1/alpha)`` (median 1).
+* ``loglogistic:BETA``    -- log-logistic (Fisk) of tail index ``beta > 0``:
+  ``P(xi <= x) = 1 / (1 + (x / s)^(-beta))``, drawn as ``xi = s (u / (1 - u))^(1/beta)``.  For
+  ``beta > 1`` ``s = sin(b) / b``, ``b = pi / beta`` (mean 1); for ``beta <= 1`` the mean is
+  infinite and ``s = 1`` (median 1).
+
+So ``h_i`` is worker ``i``'s mean time under every kind but ``uniform`` and ``straggler``
+(whose means are as given) where that mean exists, and its median time under the two heavy
+tails with a tail index <= 1, whose mean is infinite (:func:`noise_mean`).  Both
+heavy tails are inverse-CDF transforms of one ``jax.random.uniform`` draw (exact up to
+float32's grid of ``2^-23`` in ``u``, one key's draws always the same), with ``xi`` capped at
+:data:`XI_MAX` (only a tail index below about 0.18 reaches past float32 at all).
 
 Noise parameters are a traced ``[3]`` array (:func:`padded_params`), so sweeping over them
 does not recompile; only the noise *kind* is static.
@@ -66,6 +82,41 @@ def _straggler(p: jax.Array, key: jax.Array, shape: tuple[int, ...]) -> jax.Arra
     return jnp.where(slow, p[1], jnp.float32(1.0))
 
 
+#: The largest heavy-tailed factor drawn (``pareto``, ``loglogistic``): a time past any budget
+#: that stays finite in float32 times any ``h_i`` below ``3e8`` (a larger draw would be ``inf``,
+#: which the engines read as "never completes").
+XI_MAX = 1e30
+_LOG_XI_MAX = math.log(XI_MAX)
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _capped(log_xi: jax.Array) -> jax.Array:
+    return jnp.exp(jnp.minimum(log_xi, _LOG_XI_MAX))
+
+
+def _pareto(p: jax.Array, key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    # log xi = log s - log(v) / alpha; with alpha <= 1, s = 2^(-1/alpha): -log(2 v) / alpha,
+    # one term, so no tail index (however small) makes inf - inf.
+    alpha = jnp.maximum(p[0], _TINY)  # > 0 as parsed; never 0 (a flushed subnormal)
+    v = 1.0 - jax.random.uniform(key, shape, jnp.float32)  # (0, 1]
+    a = jnp.where(alpha > 1, alpha, 2.0)
+    mean_one = jnp.log((a - 1) / a) - jnp.log(v) / a
+    return _capped(jnp.where(alpha > 1, mean_one, -jnp.log(2.0 * v) / alpha))
+
+
+def _loglogistic(p: jax.Array, key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    beta = jnp.maximum(p[0], _TINY)
+    u = jax.random.uniform(key, shape, jnp.float32)  # [0, 1): u = 0 draws 0
+    b = jnp.pi / jnp.where(beta > 1, beta, 2.0)
+    log_s = jnp.where(beta > 1, jnp.log(jnp.sin(b) / b), 0.0)
+    return _capped(log_s + (jnp.log(u) - jnp.log1p(-u)) / beta)
+
+
+def _infinite_below_one(p: Sequence[float]) -> float:
+    """The mean of a heavy tail scaled to mean 1 where it has one (tail index > 1)."""
+    return 1.0 if p[0] > 1 else math.inf
+
+
 class NoiseKind(NamedTuple):
     """One kind of noise.
 
@@ -74,12 +125,14 @@ class NoiseKind(NamedTuple):
       draw: ``(params [3], key, shape) -> xi`` (float32).
       valid: ``params -> bool``: whether the given values are allowed.
       need: what :attr:`valid` requires, in words (its error message).
+      mean: ``params -> float``: the mean of ``xi`` (``math.inf`` where it has none).
     """
 
     params: tuple[str, ...]
     draw: Callable[[jax.Array, jax.Array, tuple[int, ...]], jax.Array]
     valid: Callable[[tuple[float, ...]], bool] = lambda p: True
     need: str = ""
+    mean: Callable[[tuple[float, ...]], float] = lambda p: 1.0
 
 
 NOISE_KINDS = {
@@ -91,12 +144,30 @@ NOISE_KINDS = {
         _uniform,
         lambda p: 0 <= p[0] <= p[1] and p[1] > 0,
         "need 0 <= LOW <= HIGH and HIGH > 0",
+        lambda p: (p[0] + p[1]) / 2,
     ),
     "straggler": NoiseKind(
         ("P", "FACTOR"),
         _straggler,
         lambda p: 0 <= p[0] <= 1 and p[1] > 0,
         "need 0 <= P <= 1 and FACTOR > 0",
+        lambda p: 1 + p[0] * (p[1] - 1),
+    ),
+    "pareto": NoiseKind(
+        ("ALPHA",),
+        _pareto,
+        lambda p: p[0] > 0,
+        "need the tail index ALPHA > 0 (ALPHA > 1: h is the mean time; ALPHA <= 1, "
+        "infinite mean: h is the median time)",
+        _infinite_below_one,
+    ),
+    "loglogistic": NoiseKind(
+        ("BETA",),
+        _loglogistic,
+        lambda p: p[0] > 0,
+        "need the tail index BETA > 0 (BETA > 1: h is the mean time; BETA <= 1, "
+        "infinite mean: h is the median time)",
+        _infinite_below_one,
     ),
 }
 NOISES = tuple(NOISE_KINDS)
@@ -243,8 +314,27 @@ def parse_noise(spec: str) -> tuple[str, tuple[float, ...]]:
     if not all(math.isfinite(p) for p in params):
         raise ValueError(f"noise {spec!r} has a non-finite parameter; {allowed}")
     if not NOISE_KINDS[kind].valid(params):
-        raise ValueError(f"noise {spec!r}: {NOISE_KINDS[kind].need}")
+        form = NOISE_FORMS[NOISES.index(kind)]
+        raise ValueError(f"noise {spec!r} ({form}): {NOISE_KINDS[kind].need}; {allowed}")
     return kind, params
+
+
+def noise_mean(spec: str) -> float:
+    """The mean of a noise spec's ``xi`` (:func:`parse_noise`): 1 for every kind but
+    ``uniform`` and ``straggler``; ``math.inf`` for ``pareto:ALPHA`` / ``loglogistic:BETA``
+    with a tail index <= 1 (``h_i`` is then the median time).
+
+    Args:
+      spec: a noise spec (one of :data:`NOISE_FORMS` with numbers for its parameters).
+
+    Returns:
+      The mean of ``xi`` (a float; ``math.inf`` where it has none).
+
+    Raises:
+      ValueError: as :func:`parse_noise`.
+    """
+    kind, params = parse_noise(spec)
+    return float(NOISE_KINDS[kind].mean(params))
 
 
 def padded_params(params: Sequence[float]) -> np.ndarray:

@@ -22,6 +22,10 @@ A config with a computation-power trace (``cluster.power``) has its trace sized 
 alone (:func:`power_trace`: K stretches per worker, n × K × 8 float32 arrays, one copy per run
 for outages drawn per run) in the first stage, before it is built; one that does not fit is
 refused, and the plan prints its memory.
+
+Compute-time noise without a mean (``pareto:ALPHA`` / ``loglogistic:BETA`` with a tail index
+<= 1, :func:`jaxnigt.cluster.timing.noise_mean`) gets a line under the table: its step time
+is an average of drawn steps, not an expectation.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxnigt.cluster import timing
 from jaxnigt.config import ExperimentConfig
 from jaxnigt.run import sizing
 from jaxnigt.run.batch import batch_size, grid_points
@@ -419,6 +424,13 @@ def table(rows: list[dict], config: ExperimentConfig) -> str:
             f"power trace (cluster.power = {trace.spec}): {config.cluster.n:,} workers × "
             f"{trace.stretches:,} stretches × {sizing.TRACE_ARRAYS} float32 arrays = "
             f"{sizing.size_text(trace.bytes(config.cluster.n, 1))}, {copies}"
+        )
+    noise = config.cluster.noise
+    if math.isinf(timing.noise_mean(noise)):
+        lines.append(
+            f"cluster.noise = {noise} has no mean (a tail index <= 1: h is the median time): "
+            f"sim time/step is the average of {CLOCK_STEPS} drawn steps, not an expected time, "
+            "and another draw's steps may differ by orders of magnitude"
         )
     note = figures().get(config.env.name, {}).get("source")
     tail = (
