@@ -54,10 +54,36 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         text = text.replace("{{OUTAGE_TABLE}}", table)
         settings = fourth_page.settings(docs, rows, fourth_page.OUTAGE_HEADERS)
         text = text.replace("{{OUTAGE_SETTINGS}}", settings)
+    if "{{PHYSICS_ROW}}" in text:
+        text = text.replace("{{PHYSICS_ROW}}", physics_row(docs))
     left = re.findall(r"\{\{[^}]*\}\}", text)
     if left:
         raise SystemExit(f"results: unknown placeholders in {template}: {left}")
     return text
+
+
+PHYSICS = "physics/compare.json"  # `jaxnigt compare`'s JSON of the physics row
+
+
+def physics_row(docs: Path) -> str:
+    """The heterogeneous-physics row (docs/results/physics.md) from its comparison's JSON:
+    the effect with its interval, p beside the smallest p its seeds allow, the verdict."""
+    path = docs / PHYSICS
+    if not path.is_file():
+        return "*Not run yet.*"
+    a = json.loads(path.read_text())
+    (name, c), *_ = a["comparisons"].items()
+    e = c["effect"]
+    seeds = next(int(m["seeds"]) for m in a["algorithms"].values())
+    head = (
+        "| comparison | second-half return: difference [90 % CI] | p (smallest) | seeds | verdict |"
+    )
+    return "\n".join([
+        head,
+        "|---|---|---|---:|---|",
+        f"| {a['reference']} − {name} | {e['estimate']:.2f} [{e['low']:.2f}, {e['high']:.2f}] "
+        f"| {c['p']:.3g} ({c['p_min']:.2g}) | {seeds} | {a['verdict']} |",
+    ])  # fmt: skip
 
 
 def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
