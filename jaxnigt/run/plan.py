@@ -436,6 +436,6 @@ def table(rows: list[dict], config: ExperimentConfig) -> str:
     tail = (
         f"wall time from {note}"
         if note
-        else f"no benchmark figures for {backend}: wall not estimated"
+        else f"no benchmark figures for {config.env.name} on {backend}: wall not estimated"
     )
     return "\n".join([head, *lines, tail])
