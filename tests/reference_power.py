@@ -15,9 +15,14 @@ link and the AllReduce -- not from the jax code.  The model, in the words of the
 * Round rules (Rennala, Malenia, sync, m-sync) keep their logic in work and read completions
   in simulated time: every worker computes its gradients back to back from ``max(t0,
   busy_until_i)``; the AllReduce (over all workers or the contributors, the others receiving
-  the point over their own link) ends the round; a gradient that began strictly before ``T``
-  and is not used is in flight (cancelled: the work done on it is wasted; discarded: it runs
-  to its end, all of it wasted, and the worker is busy until then).
+  the point over their own link) ends the round.  A gradient that is not used is *in flight*
+  at ``T`` iff the worker has done a positive amount of work on it by ``T``, on the work clock:
+  ``W_i(T) > W_i(its start)`` ("In-flight work" and "Computation power": a gradient that has
+  done no work is not in flight).  In flight, it is cancelled (the work done on it is wasted)
+  or discarded (it runs to its end, all of it wasted, and the worker is busy until then).  One
+  on which no work was done -- it would begin at ``T``, or the worker has been down from its
+  start until ``T`` -- wastes nothing and keeps nobody busy: the worker takes the new point
+  when it has it and starts afresh there.
 * The per-arrival engine: a worker computes, then exchanges with the server (one FIFO link in
   compute-completion order, or a link of its own) and is re-dispatched at its arrival.
 * Central inference's per-step clock (SEED RL): every step's compute share is work on the work
@@ -72,8 +77,12 @@ class Power:
         return out
 
     def integral(self, t: float, rate) -> float:
-        """``int_0^t rate(v(u)) du``."""
-        return sum(rate(v) * (min(b, t) - a) for a, b, v in self.pieces(0.0) if a < t)
+        """``int_0^t rate(v(u)) du`` (a stretch of rate 0 adds nothing, also up to ``t = inf``)."""
+        return sum(rate(v) * (min(b, t) - a) for a, b, v in self.pieces(0.0) if a < t and rate(v))
+
+    def next_up(self, t: float) -> float:
+        """The first time ``>= t`` at which the speed is positive (inf: never again)."""
+        return next((a for a, _, v in self.pieces(t) if v > 0), INF)
 
     def next_change(self, t: float) -> float:
         """The first start strictly after ``t`` (inf: none)."""
@@ -206,7 +215,9 @@ def simulate_round(
     Returns:
       ``counts``, ``t_collect_end``, ``t_end``, ``comm_time``, ``busy_until``,
       ``time_wasted``, ``traj_wasted`` (work and trajectories of in-flight gradients),
-      ``time_used`` (work of the used gradients) and ``overflow`` (Malenia).
+      ``time_used`` (work of the used gradients), ``overflow`` (Malenia) and ``stalled``
+      (``[n]`` bool: the worker went on to a next gradient before ``T`` but did no work on it
+      by ``T``, down since it began: not in flight).
     """
     n = cl.n
     tau = [[float(x) for x in row] for row in tau]
@@ -282,7 +293,7 @@ def simulate_round(
     ready = [end if i in members else max(end, cl.exchange(i, T, kappa[i])) for i in range(n)]
     # --- in-flight work
     wasted = traj = used = 0.0
-    busy = []
+    busy, stalled = [], []
     for i in range(n):
         used += sum(tau[i][: counts[i]])
         last = done[i][-1] if done[i] else begin[i]  # where its next gradient began
@@ -291,13 +302,20 @@ def simulate_round(
             cl.near(begin[i] - T)
         if last != T:
             cl.near(last - T)
-        in_flight = rule != "sync" and began and last < T
-        if rule == "msync":
-            in_flight = in_flight and counts[i] == 0  # one that delivered waits
+        # the worker goes on with a next gradient (sync: none; msync: one that delivered waits)
+        goes_on = rule != "sync" and began and (rule != "msync" or counts[i] == 0)
+        # In flight: the work done on that gradient by T, on the work clock, is positive.
+        # Down from its start until T, the worker has done none: not in flight.
+        w = cl.work(i, T) - cl.work(i, last) if goes_on and last < T else 0.0
+        in_flight = w > 0
+        stalled.append(goes_on and last < T and not in_flight)
+        if goes_on and last < T:
+            up = cl.power[i].next_up(last)
+            if up != last:  # down at its start: it comes back before T (in flight) or not
+                cl.near(up - T)
         tau_next = tau[i][counts[i]] if counts[i] < len(tau[i]) else 0.0
         if inflight == "cancel":
             if in_flight:
-                w = cl.work(i, T) - cl.work(i, last)
                 wasted += w
                 traj += min(max(w / tau_next, 0.0), 1.0) if tau_next > 0 else 0.0
             busy.append(ready[i])
@@ -321,6 +339,7 @@ def simulate_round(
         "traj_wasted": traj,
         "time_used": used,
         "overflow": overflow,
+        "stalled": np.array(stalled),
     }
 
 

@@ -462,6 +462,52 @@ def test_a_power_trace_stalls_the_sync_round_and_rennala_goes_on_without_the_dow
     np.testing.assert_allclose(ends["rennala"], [2.0, 4.0, 6.0])
 
 
+# Worker 2 (column b_1) down from 0, back at speed 1 from 1.2.
+DOWN_FROM_0 = "worker,start,speed\n2,0,0\n2,1.2,1\n"
+
+
+def test_discard_a_gradient_begun_while_down_with_no_work_done_is_not_in_flight(tmp_path, capsys):
+    """docs/cluster_model.md ("In-flight work", "Computation power"): a gradient is in flight
+    at a round's end T iff its worker has done a positive amount of work on it by T, on its
+    work clock W(t) = int_0^t v.  n = 2, h = (1, 0.5), M = 1, kappa = 0, deterministic;
+    worker 1 (b_0) at speed 1 throughout, worker 2 (b_1) down on [0, 1.2), speed 1 after.
+
+    By hand, ``--inflight discard``:
+
+    * round 0 (t0 = 0): worker 1 completes at 1; worker 2's gradient (work 0.5) would end at
+      1.2 + 0.5 = 1.7.  T = 1, b = (1, 0).  Worker 2 has done W(1) - W(0) = 0 on its
+      gradient: not in flight (no waste, not busy).  Ends at 1, wasted 0.
+    * round 1 (t0 = 1): worker 2 starts afresh at the new point (down until 1.2) and ends at
+      1.7; worker 1's gradient would end at 2.  T = 1.7, b = (0, 1).  Worker 1 has done 0.7:
+      in flight, discarded: it runs to 2, its whole work 1 wasted.  Ends at 1.7, wasted 1.
+    * round 2 (t0 = 1.7): worker 2 ends at 2.2; worker 1, busy until 2, would end at 3.
+      T = 2.2, b = (0, 1).  Worker 1 has done 0.2: discarded, 1 wasted.  Ends at 2.2,
+      wasted 1.
+
+    Round ends 1, 1.7, 2.2; wasted 0, 1, 1.  (The reading "began before T" counted worker 2's
+    untouched gradient in flight in round 0 -- wasted 0.5, worker 2 busy on the stale point
+    until 1.7 -- and gave 1, 2, 2.7 with wasted 0.5, 0.5, 1.)  ``cancel`` ends the rounds at
+    the same times and wastes the work done by T: 0, 0.7 (worker 1 from 1 to 1.7), 0.5
+    (worker 1 from 1.7 to 2.2)."""
+    trace = _trace(tmp_path / "in", DOWN_FROM_0)
+    argv = ["--n", "2", "--h", "1,0.5", "--M", "1", "--rounds", "3", "--rule", "rennala"]
+    want_wasted = {"discard": [0.0, 1.0, 1.0], "cancel": [0.0, 0.7, 0.5]}
+    for inflight, wasted in want_wasted.items():
+        out = tmp_path / f"{inflight}.csv"
+        extra = ["--inflight", inflight, "--power", f"trace:{trace}", "--out", str(out)]
+        status, _, err = _run([*argv, *extra], capsys)
+        assert status == 0 and err == "", err
+        header, rows = _read(out)
+        a = np.array(rows)
+        col = lambda name, a=a: a[:, header.index(name)]
+        np.testing.assert_allclose(col("t_end"), [1.0, 1.7, 2.2], rtol=1e-6, err_msg=inflight)
+        np.testing.assert_allclose(col("t_start"), [0.0, 1.0, 1.7], rtol=1e-6, err_msg=inflight)
+        np.testing.assert_allclose(col("time_wasted"), wasted, rtol=1e-6, atol=1e-6,
+                                   err_msg=inflight)  # fmt: skip
+        np.testing.assert_array_equal(col("b_0"), [1, 0, 0], err_msg=inflight)
+        np.testing.assert_array_equal(col("b_1"), [0, 1, 1], err_msg=inflight)
+
+
 def test_drawn_outages_come_from_the_seed_key(tmp_path, capsys):
     """``--power outages:UP:DOWN`` draws each run's outages from ``--seed``'s key, as every
     clock does (``model.realize``): the same seed gives the same rows, another seed others,

@@ -1,8 +1,10 @@
 """Tests for jaxnigt.cluster.power: the work and up clocks against closed forms on hand traces,
 constant power c scaling every time by 1/c (the clocks, every round rule, the per-arrival
 engine and the per-step clock), a worker down for good, the docs' worked example
-(docs/cluster_model.md, "Computation power"), the drawn and periodic sources and every error
-of a trace file or spec.  The rules and engines under random traces are checked against the
+(docs/cluster_model.md, "Computation power"), in-flight work read on the work clock (a
+gradient untouched by a round's end is not in flight: the reproducer, and the registry's rules
+under long outages against the reference), the drawn and periodic sources and every error of
+a trace file or spec.  The rules and engines under random traces are checked against the
 plain-Python reference (tests/reference_power.py) in test_schedules.py, test_events.py and
 test_step_clock.py."""
 
@@ -20,7 +22,15 @@ import numpy as np
 import pytest
 import reference_power as ref
 
-from jaxnigt.cluster import events, power, power_sources, schedules, step_clock
+from jaxnigt.cluster import (
+    events,
+    power,
+    power_sources,
+    schedules,
+    simulation,
+    step_clock,
+    timeline,
+)
 from jaxnigt.cluster.model import make_cluster_model, realize
 
 F32 = {"rtol": 1e-5, "atol": 1e-6}  # float32 tolerance of the comparisons below
@@ -290,6 +300,136 @@ def test_docs_worked_example(docs_example):
     want = ref.simulate_rounds(cl, "rennala", taus, kappa, M=4)
     assert [r["t_end"] for r in want] == [2, 4, 6]
     np.testing.assert_array_equal([r["counts"] for r in want], rennala.counts)
+
+
+# --------------------------------------------------------------------- in flight: work done
+#
+# docs/cluster_model.md: a gradient is in flight at a round's end T iff its worker has done a
+# positive amount of work on it by T (work clock); one begun while its worker is down, on
+# which nothing was done by T, is not: no waste, and the worker is not kept busy.
+
+
+@pytest.fixture
+def down_from_0(tmp_path):
+    """n = 2, h = (1, 0.5), kappa = 0, deterministic; worker 2 (1-based) down on [0, 1.2)."""
+    spec = "trace:" + _write(tmp_path / "z.csv", "worker,start,speed\n2,0,0\n2,1.2,1\n")
+    return make_cluster_model(2, h=[1.0, 0.5], power=spec)
+
+
+def test_a_gradient_with_no_work_done_by_t_is_not_in_flight(down_from_0):
+    """Rennala, M = 1 (the hand derivation is tests/test_clock.py's
+    test_discard_a_gradient_begun_while_down_with_no_work_done_is_not_in_flight): round 0
+    ends at 1 with worker 2's gradient untouched (down since 0): not in flight.  Discard:
+    rounds end at 1, 1.7, 2.2, wasted 0, 1, 1; worker 2 is free at 1, worker 1 busy until
+    2 then 3 with its discarded gradients.  The registry's rule, the reference and the
+    timeline agree; cancel ends the rounds at the same times."""
+    key = jax.random.key(0)
+    want_wasted = {"discard": [0.0, 1.0, 1.0], "cancel": [0.0, 0.7, 0.5]}
+    want_busy = {"discard": [[1.0, 1.0], [2.0, 1.7], [3.0, 2.2]],
+                 "cancel": [[1.0, 1.0], [1.7, 1.7], [2.2, 2.2]]}  # fmt: skip
+    want_bars = {"discard": [(0, 1.0, 2.0, 1), (0, 2.0, 3.0, 2)],
+                 "cancel": [(0, 1.0, 1.7, 1), (0, 1.7, 2.2, 2)]}  # fmt: skip
+    for inflight in ("discard", "cancel"):
+        tm = dataclasses.replace(down_from_0, inflight=inflight)
+        res = simulation.simulate_rule_rounds(tm, key, rule="rennala", M=1, rounds=3)
+        chex.assert_trees_all_close(
+            [res["t_end"], res["time_wasted"], res["busy_until"]],
+            [jnp.array([1.0, 1.7, 2.2]), jnp.array(want_wasted[inflight]),
+             jnp.array(want_busy[inflight])],
+            **F32,
+        )  # fmt: skip
+        np.testing.assert_array_equal(res["counts"], [[1, 0], [0, 1], [0, 1]])
+        cl = ref.Cluster(np.asarray(tm.power.start), np.asarray(tm.power.speed))
+        taus = [np.array([[1.0, 1.0], [0.5, 0.5]])] * 3
+        want = ref.simulate_rounds(cl, "rennala", taus, np.zeros(2), M=1, inflight=inflight)
+        chex.assert_trees_all_close(
+            [np.array([r[k] for r in want]) for k in ("t_end", "time_wasted", "busy_until")],
+            [np.asarray(res[k], np.float64) for k in ("t_end", "time_wasted", "busy_until")],
+            **F32,
+        )
+        np.testing.assert_array_equal(
+            [r["stalled"] for r in want], [[False, True], [False, False], [False, False]]
+        )
+        bars = timeline.clock_timeline(tm, key, rule="rennala", M=1, rounds=3).bars("wasted")
+        got = list(zip(bars["worker"], bars["start"], bars["end"], bars["group"], strict=True))
+        assert len(got) == 2 and all(w == 0 for w, *_ in got), (inflight, got)
+        chex.assert_trees_all_close(
+            np.array(got, np.float64), np.array(want_bars[inflight], np.float64), **F32
+        )
+
+
+DN, DK, D_ROUNDS, D_DRAWS, D_MIN = 4, 10, 5, 24, 16  # workers, stretches, rounds, draws, compared
+D_CLOSE = 5e-4  # compare a draw only when no discrete choice is this close to flipping
+D_MODES = (
+    ("discard", "all", "wait"),
+    ("discard", "contributors", "wait"),
+    ("discard", "all", "free"),
+    ("discard", "contributors", "free"),
+    ("cancel", "contributors", "wait"),
+)
+# (rule, M): M < n, M > n (Rennala), the fastest two (m-synchronous)
+D_CASES = {"rennala": ("rennala", 2), "rennala_M_above_n": ("rennala", 6), "msync": ("msync", 2)}
+D_FIELDS = ("t_collect_end", "t_end", "busy_until", "time_wasted", "traj_wasted", "time_used")
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "M"))
+def _registry_rounds(h, kappa, start, speed, *, rule, M):
+    """Every mode of ``D_MODES`` of one registered rule over the draws, through
+    :func:`simulation.simulate_rule_rounds` (the clock's path), deterministic compute times
+    ``h``: ``{mode: {field: [draws, rounds, ...]}}``."""
+
+    def one(h, kappa, start, speed):
+        tm = make_cluster_model(DN)
+        tm = dataclasses.replace(tm, h=h, kappa=kappa, power=power.make_trace(start, speed))
+        out = {}
+        for inflight, allreduce, down in D_MODES:
+            m = dataclasses.replace(tm, inflight=inflight, allreduce=allreduce,
+                                    down_exchange=down)  # fmt: skip
+            out[inflight, allreduce, down] = simulation.simulate_rule_rounds(
+                m, jax.random.key(0), rule=rule, M=M, rounds=D_ROUNDS
+            )
+        return out
+
+    return jax.vmap(one)(h, kappa, start, speed)
+
+
+@pytest.mark.parametrize("case", D_CASES)
+def test_rules_with_workers_down_at_the_round_end_match_the_reference(case):
+    """Long outages (a worker often down through a whole round, its gradient untouched at
+    T): the registry's rules under ``discard`` (and ``cancel``), round by round, against the
+    float64 reference; the compared draws hold such untouched gradients."""
+    rule, M = D_CASES[case]
+    rng = np.random.default_rng(sum(map(ord, case)) + 11)
+    traces = [ref.random_trace(rng, DN, DK, mean_length=2.5) for _ in range(D_DRAWS)]
+    start = np.stack([t[0] for t in traces])
+    speed = np.stack([t[1] for t in traces])
+    kappa = np.stack([ref.random_kappa(rng, DN) for _ in range(D_DRAWS)])
+    h = rng.uniform(0.2, 2.0, (D_DRAWS, DN)).astype(np.float32)
+    got = jax.tree.map(np.asarray, _registry_rounds(h, kappa, start, speed, rule=rule, M=M))
+    for (inflight, allreduce, down), res in got.items():
+        where = f"{case} {inflight}/{allreduce}/{down}"
+        compared = stalled = 0
+        for d in range(D_DRAWS):
+            cl = ref.Cluster(start[d], speed[d], down_exchange=down)
+            taus = [np.broadcast_to(h[d].astype(np.float64)[:, None], (DN, M + 2))] * D_ROUNDS
+            modes = {"inflight": inflight, "allreduce": allreduce}
+            want = ref.simulate_rounds(cl, rule, taus, kappa[d].astype(np.float64), M=M, m=M,
+                                       **modes)  # fmt: skip
+            if cl.margin < D_CLOSE:
+                continue
+            compared += 1
+            stalled += sum(int(np.sum(r["stalled"])) for r in want)
+            scale = max(max(abs(r["t_end"]), abs(r["t_collect_end"])) for r in want)
+            for r, e in enumerate(want):
+                msg = f"{where} draw {d} round {r}"
+                np.testing.assert_array_equal(res["counts"][d, r], e["counts"], err_msg=msg)
+                chex.assert_trees_all_close(
+                    {k: np.asarray(res[k][d, r], np.float64) for k in D_FIELDS},
+                    {k: np.asarray(e[k], np.float64) for k in D_FIELDS},
+                    rtol=1e-5, atol=2e-5 * (1.0 + scale), custom_message=msg,
+                )  # fmt: skip
+        assert compared >= D_MIN, (where, compared)
+        assert stalled >= 10, (where, stalled)  # untouched gradients at T were compared
 
 
 # --------------------------------------------------------------------- sources

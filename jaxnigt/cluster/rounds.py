@@ -25,7 +25,10 @@ The conventions, shared by every rule:
 * **In flight at T** is the gradient a worker *began before* ``T`` and had not completed by
   ``T`` (or completed exactly at ``T`` without being used, a Rennala tie).  A gradient that
   would begin at or after ``T`` has done no work: the worker whose completion ends the
-  collection, and any worker completing exactly at ``T``, is free at ``T``.
+  collection, and any worker completing exactly at ``T``, is free at ``T``.  In work-clock
+  terms (a power trace): a gradient is in flight iff its worker has done a positive amount
+  of work on it by ``T``; one begun while its worker is down, untouched by ``T``, is not
+  (no waste; the worker takes the new point when it has it).
   ``cancel`` -- the partial gradient is stopped: wasted worker-time ``T - last completion``
   (or ``T - s_i``), wasted trajectories = the completed fraction of that gradient.
   ``discard`` -- the in-flight gradient runs to completion and is thrown away: wasted time =
@@ -435,19 +438,30 @@ def _in_flight(
 ):
     """``(wasted time, wasted trajectories, busy_until)`` of each worker, its gradient in
     flight at ``T`` cancelled or discarded (``model.inflight``; see :func:`finish_round`).
-    With a power trace, a cancelled gradient wastes the work done on it by ``T``."""
+    With a power trace, a cancelled gradient wastes the work done on it by ``T``, and a
+    gradient on which no work was done by ``T`` (its worker down since it began) is not in
+    flight."""
     inflight = model.inflight
     started = work.off < t_rel
     last = ends(model, t0, work.off, work.done)  # its last used completion (or its start)
-    # In flight: its next gradient began strictly before T (a worker whose completion is
-    # exactly at T would only begin one at T: it has done no work and is free at T).
+    # In flight: work was done on its next gradient by T.  Under constant power: it began
+    # strictly before T (a worker whose completion is exactly at T would only begin one at
+    # T: it has done no work and is free at T).
     busy = started & (last < t_rel) if has_inflight else jnp.zeros_like(started)
+    done_by_t = None  # the work done on it by T (with a power trace)
+    if has_inflight and model.trace is not None:
+        # With a trace, a worker down from then until T has done none: it is not in flight
+        # (no waste, not kept busy); it takes the new point when it has it.
+        done_by_t = worked(model, t0, last, t_rel)
+        busy = busy & (done_by_t > 0)
     if may_continue is not None:
         busy = busy & may_continue
     if model.workers is not None:  # a padded worker never computes (jaxnigt.cluster.padding)
         busy = busy & model.active
     if inflight == "cancel":
-        wasted = jnp.where(busy, worked(model, t0, last, t_rel), 0.0)
+        if done_by_t is None:
+            done_by_t = worked(model, t0, last, t_rel)
+        wasted = jnp.where(busy, done_by_t, 0.0)
         safe_tau = jnp.where(work.tau_next > 0, work.tau_next, 1.0)
         frac = jnp.where(busy & (work.tau_next > 0), jnp.clip(wasted / safe_tau, 0.0, 1.0), 0.0)
         return wasted, frac, ready

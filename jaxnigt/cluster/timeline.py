@@ -33,9 +33,10 @@ import dataclasses
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxnigt.cluster import simulation
+from jaxnigt.cluster import power, simulation
 from jaxnigt.cluster.model import ClusterModel, realize
 
 #: What a bar is: a counted gradient, wasted work (cancelled, discarded or refused), a wait
@@ -118,12 +119,17 @@ def _table(parts: list[tuple]) -> dict[str, np.ndarray]:
     return out
 
 
-def _in_flight(rule: str, model: ClusterModel, res: dict, used_end: np.ndarray):
+def _in_flight(rule: str, model: ClusterModel, key, res: dict, used_end: np.ndarray):
     """Each round's and worker's gradient in flight at ``T``: ``(busy, start, end)`` ``[R, n]``
-    (its end: ``T`` when cancelled, its completion when discarded)."""
+    (its end: ``T`` when cancelled, its completion when discarded).  In flight: work was done
+    on it by ``T`` (under a power trace, a worker down from its start until ``T`` has none)."""
     counts, done = res["counts"], res["grad_end"]
     T = res["t_collect_end"][:, None]
     busy = (res["grad_start"] < T) & (used_end < T) & (counts < done.shape[2])
+    trace = realize(model, key)[0].trace
+    if trace is not None:  # the work clock between its start and T, as the round measured it
+        at = lambda t: np.asarray(power.work_at(trace, jnp.asarray(t.T, jnp.float32))).T
+        busy &= at(np.broadcast_to(T, busy.shape)) > at(used_end)
     mode = IN_FLIGHT.get(rule, "all")
     if mode == "none":
         busy = np.zeros_like(busy)
@@ -189,7 +195,7 @@ def from_rounds(model: ClusterModel, key: jax.Array, res: dict[str, Any], *, rul
     used = np.arange(K)[None, None, :] < counts[..., None]
     begin = np.concatenate([res["grad_start"][..., None], done[..., :-1]], axis=2)
     used_end = np.where(counts > 0, _column(done, counts - 1), res["grad_start"])
-    busy, w_start, w_end = _in_flight(rule, model, res, used_end)
+    busy, w_start, w_end = _in_flight(rule, model, key, res, used_end)
     exact = _consistent(model, res, used, busy, w_start, w_end)
     rounds, workers = np.arange(R)[:, None], np.arange(n)[None, :]
     parts = [(workers, res["t_collect_end"][:, None], res["ready"], "exchange", rounds)]
