@@ -7,6 +7,7 @@
     python scripts/paper gpu OUT SECONDS [--tiny]     # the Humanoid scenarios on a GPU node
     python scripts/paper adastop                      # retired: where its output and code are
     python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
+    python scripts/paper physics store|analyze        # the heterogeneous-physics row
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
 options of each.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
-from paper import fifth, fourth, fourth_page, gpu, outages, page, third, third_scenarios
+from paper import fifth, fourth, fourth_page, gpu, outages, page, physics, third, third_scenarios
 from paper import store as paper_store
 from paper.claims import GROWTH
 from paper.scenarios import parse_models
@@ -289,6 +290,20 @@ def _outages(argv) -> int:
     return 0
 
 
+def _physics(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper physics", description=physics.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["store", "analyze"])
+    args = p.parse_args(argv)
+    if args.command == "store":
+        for path in physics.store():
+            print(f"[physics] stored {paper_store.relative(path)}")
+        return 0
+    found = physics.analyze()
+    medians = {m: {t: round(v["median"], 3) for t, v in per.items()} for m, per in found.items()}
+    print(f"[physics] wrote docs/results/physics/compare.json, types.json; medians {medians}")
+    return 0
+
+
 def _adastop(argv) -> int:
     """The AdaStop cross-check of the fourth edition ran once: its output is kept, its code is
     in the git history (docs/results/fourth.md, "An external cross-check")."""
@@ -302,7 +317,7 @@ def _adastop(argv) -> int:
 
 
 COMMANDS = {"page": _page, "third": _third, "fourth": _fourth, "fifth": _fifth, "gpu": _gpu}
-COMMANDS.update(adastop=_adastop, outages=_outages)
+COMMANDS.update(adastop=_adastop, outages=_outages, physics=_physics)
 
 
 def main(argv=None) -> int:

@@ -67,7 +67,8 @@ PHYSICS = "physics/compare.json"  # `jaxnigt compare`'s JSON of the physics row
 
 def physics_row(docs: Path) -> str:
     """The heterogeneous-physics row (docs/results/physics.md) from its comparison's JSON:
-    the effect with its interval, p beside the smallest p its seeds allow, the verdict."""
+    the effect with its interval, p beside the smallest p its seeds allow, the verdict, and
+    each method's median second-half return per worker type (``types.json``)."""
     path = docs / PHYSICS
     if not path.is_file():
         return "*Not run yet.*"
@@ -75,6 +76,10 @@ def physics_row(docs: Path) -> str:
     (name, c), *_ = a["comparisons"].items()
     e = c["effect"]
     seeds = next(int(m["seeds"]) for m in a["algorithms"].values())
+    typed = json.loads((path.parent / "types.json").read_text())
+    per_type = "; ".join(
+        f"{m} " + " / ".join(f"{v['median']:.2f}" for v in per.values()) for m, per in typed.items()
+    )
     head = (
         "| comparison | second-half return: difference [90 % CI] | p (smallest) | seeds | verdict |"
     )
@@ -83,6 +88,8 @@ def physics_row(docs: Path) -> str:
         "|---|---|---|---:|---|",
         f"| {a['reference']} − {name} | {e['estimate']:.2f} [{e['low']:.2f}, {e['high']:.2f}] "
         f"| {c['p']:.3g} ({c['p_min']:.2g}) | {seeds} | {a['verdict']} |",
+        "",
+        f"Median second-half return of type 0 / type 1 (not decided on): {per_type}.",
     ])  # fmt: skip
 
 
