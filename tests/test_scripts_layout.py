@@ -19,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
-PAPER_LINES = 3600  # `cat scripts/paper/*.py | wc -l`
+# `cat scripts/paper/*.py | wc -l`: 3,600 once the store became a library module, and 100
+# more for the heterogeneous-physics row (paper/physics.py, 7 Dec 2026), a row of its own.
+PAPER_LINES = 3700
 
 
 def _module_name(path: Path) -> str:
@@ -162,7 +164,8 @@ def test_the_second_editions_report_configs_are_kept_and_load():
 
     kept = sorted((SCRIPTS / "paper" / "configs").glob("*.yaml"))
     second = [p for p in kept if "scripts/paper second run" in p.read_text().splitlines()[0]]
-    assert len(second) == 21 and len(kept) == 22
+    others = {"point_mass_sqrt_dim_eta_probe", "reacher_physics"}  # not the second edition's
+    assert len(second) == 21 and {p.stem for p in kept} - {p.stem for p in second} == others
     for path in second:
         cfg = config_lib.load(path)
         assert cfg.name == path.stem and cfg.seed == 0
