@@ -1,6 +1,9 @@
 """The open registry of round rules (jaxnigt.cluster.rules): registration, the building
 blocks a user's rule is written with, and the padding check."""
 
+import dataclasses
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -8,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxnigt.cluster import model as model_lib
-from jaxnigt.cluster import rules, schedules, simulation
+from jaxnigt.cluster import rules, schedules, simulation, timing
 
 
 def test_the_librarys_rules_are_registered_and_unknown_names_list_them():
@@ -111,3 +114,247 @@ def test_a_rule_that_counts_the_padded_rows_is_caught(own_rules):
     rules.check_padding("test_right_half")  # no error
     for name in ("rennala", "malenia", "sync", "msync"):
         rules.check_padding(name)
+
+
+# ---------------------------------------------------------------------------- MindFlayer
+# The rule against the float64 reference written from docs/cluster_model.md ("MindFlayer:
+# attempts under a time limit"; tests/reference_mindflayer.py) on random draws: heavy tails
+# (lognormal with a large sigma, Pareto and log-logistic with a tail index below 1), every
+# kind of time limit and of attempts, power traces with outages, both in-flight and both
+# AllReduce modes, exchanges that wait for a down worker or not.
+
+MF_N, MF_ROUNDS, MF_DRAWS, MF_MIN = 4, 3, 6, 4  # workers, rounds, draws, compared per case
+# the least distance to a flip compared (reference_mindflayer.Close): relative, and absolute
+# for two workers' successful completions; the power trace's own as test_schedules' P_CLOSE
+MF_CLOSE = {"success": 1e-5, "expected": 3e-6, "multiple": 1e-5, "order": 5e-5}
+MF_NEAR = 5e-4
+_MF_A = (("cancel", "all", "wait"), ("discard", "contributors", "wait"))
+_MF_B = (("cancel", "contributors", "wait"), ("discard", "all", "free"))
+# (noise, time limit, attempts, M, modes, power trace)
+MF_CASES = {
+    "lognormal_median": ("lognormal:2.5", "median", "prescribed", 5, _MF_A, False),
+    "lognormal_quantile_power": ("lognormal:3", "quantile:0.7", "prescribed", 4, _MF_B, True),
+    "exponential_multiple": ("exponential", 0.8, "prescribed", 6, _MF_A, False),
+    "pareto_attempts_power": ("pareto:0.7", "median", 3, 4, _MF_B, True),
+    "uniform_listed_limits": (
+        "uniform:0.5:1.5",
+        (0.9, 1.6, 2.0, 2.6),
+        "prescribed",
+        4,
+        _MF_A,
+        False,
+    ),
+    "loglogistic_listed_attempts": (
+        "loglogistic:0.9",
+        "quantile:0.6",
+        (3, 1, 0, 2),
+        4,
+        _MF_A,
+        False,
+    ),
+    "straggler_power": ("straggler:0.3:5", "median", "prescribed", 5, _MF_B, True),
+    "deterministic_power": ("deterministic", "median", "prescribed", 6, _MF_B, True),
+}
+
+
+def _mf_options(noise, limit, attempts, hs):
+    """The case's options, their bound's floor the least over its draws' h."""
+    from jaxnigt.cluster.rules import mindflayer
+
+    options = mindflayer.Options(limit, attempts)
+    floors = [
+        options.resolve(model_lib.make_cluster_model(MF_N, h=list(map(float, h)), noise=noise))
+        for h in hs
+    ]
+    least = [o.floor for o in floors if o.floor is not None]
+    return dataclasses.replace(options, floor=min(least)) if least else options
+
+
+@functools.partial(jax.jit, static_argnames=("noise", "options", "M", "modes", "traced"))
+def _mf_rounds(h, kappa, taus, start, speed, *, noise, options, M, modes, traced):
+    from jaxnigt.cluster import power
+    from jaxnigt.cluster.rules import mindflayer
+
+    base = model_lib.make_cluster_model(MF_N, noise=noise)
+
+    def one(h, kappa, taus, start, speed):
+        trace = power.make_trace(start, speed) if traced else None
+        out = {}
+        for inflight, allreduce, down in modes:
+            tm = dataclasses.replace(
+                base, h=h, kappa=kappa, power=trace, inflight=inflight, allreduce=allreduce,
+                down_exchange=down,
+            )  # fmt: skip
+
+            def step(carry, tau, tm=tm):
+                s = mindflayer.mindflayer_from_times(tm, tau, *carry, M=M, options=options)
+                return (s.t_end, s.busy_until), s
+
+            init = (jnp.float32(0.0), jnp.zeros((MF_N,), jnp.float32))
+            out[inflight, allreduce, down] = jax.lax.scan(step, init, taus)[1]
+        return out
+
+    return jax.vmap(one)(h, kappa, taus, start, speed)
+
+
+def _mf_reference(case, d, draws, mode, options):
+    """The reference's rounds of draw ``d`` and its closeness to a flip (None: too close)."""
+    import reference_mindflayer as ref
+    import reference_power
+
+    noise, limit, attempts, M, _, traced = MF_CASES[case]
+    h, kappa, taus, start, speed = (x[d] for x in draws)
+    kind, params = timing.parse_noise(noise)
+    inflight, allreduce, down = mode
+    if not traced:
+        start, speed = np.zeros((MF_N, 1)), np.ones((MF_N, 1))
+    cl = reference_power.Cluster(start, speed, down_exchange=down)
+    close = ref.Close()
+    t = ref.time_limits(limit, h, kind, params)
+    if attempts == "prescribed":
+        B = ref.prescribe(close, t, ref.probabilities(limit, h, t, kind, params), M)
+    else:
+        B = list(attempts) if isinstance(attempts, tuple) else [attempts] * MF_N
+    want = ref.simulate_rounds(
+        cl, close, taus.astype(np.float64), kappa.astype(np.float64), t=t, B=B,
+        allreduce=allreduce, inflight=inflight,
+    )  # fmt: skip
+    far = cl.margin >= MF_NEAR and all(getattr(close, k) >= v for k, v in MF_CLOSE.items())
+    return want if far else None
+
+
+@pytest.mark.parametrize("case", MF_CASES)
+def test_mindflayer_matches_the_reference(case):
+    """Round by round, the reference's counts, successful slots in order, times, busy_until
+    and waste: on the draws where no discrete choice is within float32 rounding of flipping."""
+    import reference_mindflayer as ref
+    import reference_power
+
+    from jaxnigt.cluster.rules import mindflayer
+
+    noise, limit, attempts, M, modes, traced = MF_CASES[case]
+    rng = np.random.default_rng(sum(map(ord, case)))
+    kind, params = timing.parse_noise(noise)
+    h = rng.uniform(0.5, 2.5, (MF_DRAWS, MF_N)).astype(np.float32)
+    options = _mf_options(noise, limit, attempts, h)
+    K = mindflayer.columns(options, M)
+    xi = ref.draw(rng, kind, params, (MF_DRAWS, MF_ROUNDS, MF_N, K))
+    taus = (h[:, None, :, None] * xi).astype(np.float32)
+    kappa = np.stack([reference_power.random_kappa(rng, MF_N) for _ in range(MF_DRAWS)])
+    traces = [reference_power.random_trace(rng, MF_N, 6) for _ in range(MF_DRAWS)]
+    start, speed = (np.stack([tr[j] for tr in traces]) for j in (0, 1))
+    draws = (h, kappa, taus, start, speed)
+    got = _mf_rounds(*draws, noise=noise, options=options, M=M, modes=modes, traced=traced)
+    for mode, sched in got.items():
+        compared = 0
+        for d in range(MF_DRAWS):
+            want = _mf_reference(case, d, draws, mode, options)
+            if want is None:
+                continue
+            compared += 1
+            for r, e in enumerate(want):
+                where = f"{case} {mode} draw {d} round {r}"
+                g = jax.tree.map(lambda x, d=d, r=r: np.asarray(x[d, r], np.float64), sched)
+                np.testing.assert_array_equal(g.counts, e["counts"], err_msg=where)
+                valid = g.slot_valid.astype(bool)
+                slots = list(zip(g.slot_worker[valid].astype(int), g.slot_rank[valid].astype(int),
+                                 strict=True))  # fmt: skip
+                assert slots == e["slots"], where
+                assert valid[: len(slots)].all(), where  # the successful slots first
+                scale = max(abs(e["t_end"]), 1.0)
+                for field in ("t_collect_end", "t_end", "comm_time", "busy_until", "time_used",
+                              "time_wasted", "traj_wasted"):  # fmt: skip
+                    np.testing.assert_allclose(
+                        getattr(g, field), e[field], rtol=1e-5, atol=2e-5 * scale,
+                        err_msg=f"{where} {field}",
+                    )  # fmt: skip
+        assert compared >= MF_MIN, (case, mode, compared)
+
+
+def test_mindflayer_noise_laws_are_the_references():
+    """The quantiles and distribution functions MindFlayer reads (jaxnigt.cluster.noise_laws:
+    float32, traced parameters) against the reference's (float64) for every noise kind, and
+    the host CDF; every noise kind has them."""
+    import reference_mindflayer as ref
+
+    from jaxnigt.cluster import noise_laws
+
+    specs = ["deterministic", "exponential", "lognormal:2.5", "uniform:0.5:1.5",
+             "straggler:0.3:5", "straggler:0.6:0.5", "pareto:0.7", "pareto:2.5",
+             "loglogistic:0.9", "loglogistic:3"]  # fmt: skip
+    xs = [0.05, 0.3, 0.7, 1.0, 1.3, 4.0, 60.0]
+    for spec in specs:
+        kind, params = timing.parse_noise(spec)
+        m = model_lib.make_cluster_model(2, noise=spec)
+        for U in (0.2, 0.5, 0.7, 0.95):
+            want = ref.quantile(kind, params, U)
+            np.testing.assert_allclose(float(noise_laws.quantile(m, U)), want, rtol=2e-6,
+                                       err_msg=f"{spec} q_{U}")  # fmt: skip
+        got = np.asarray(noise_laws.cdf(m, jnp.asarray(xs)))
+        want = [ref.cdf(kind, params, x) for x in xs]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=spec)
+        host = [noise_laws.host_cdf(kind, params, x) for x in xs]
+        np.testing.assert_allclose(host, want, rtol=1e-12, atol=1e-15, err_msg=spec)
+    assert all(noise_laws.known(kind) for kind in timing.NOISES)
+
+
+@pytest.mark.parametrize(
+    "limit, attempts",
+    [("median", "prescribed"), ("quantile:0.8", "prescribed"), (1.3, "prescribed"), (1.1, 3)],
+)
+def test_mindflayer_padded_runs_are_their_unpadded_runs(limit, attempts):
+    """Runs of M = 2 and 5 on 3 workers, padded to M = 5 and 5 rows (as a padded program gives
+    them: their sizes as values), have their unpadded rounds: the same draws, counts, slots
+    and times; the registered rule passes the registry's padding check."""
+    from jaxnigt.cluster import padding
+    from jaxnigt.cluster.rules import mindflayer
+
+    rules.check_padding("mindflayer")
+    m = model_lib.make_cluster_model(3, h=(1.0, 2.0, 3.0), noise="lognormal:1.5", kappa=0.3)
+    options = mindflayer.Options(limit, attempts).resolve(m)
+    rule = mindflayer.round_with(options)
+    key = jax.random.key(3)
+    for M in (2, 5):
+        plain = schedules.run_rounds(
+            lambda mm, k, t, b, M=M: rule(mm, k, t, b, rules.RoundSize(M=M)), m, key, 4
+        )
+        size = rules.RoundSize(M=5, run={"M": jnp.int32(M)})
+        padded = schedules.run_rounds(
+            lambda mm, k, t, b: rule(mm, k, t, b, size), padding.pad(m, 5), key, 4
+        )
+        np.testing.assert_array_equal(padded.counts[:, :3], plain.counts)
+        assert not np.asarray(padded.counts[:, 3:]).any()
+        np.testing.assert_allclose(padded.t_end, plain.t_end, rtol=1e-6)
+        np.testing.assert_allclose(padded.busy_until[:, :3], plain.busy_until, rtol=1e-6)
+        for r in range(4):
+            n_ok = int(plain.num_slots[r])
+            assert int(padded.num_slots[r]) == n_ok
+            np.testing.assert_array_equal(padded.slot_worker[r, :n_ok], plain.slot_worker[r, :n_ok])
+            np.testing.assert_array_equal(padded.slot_rank[r, :n_ok], plain.slot_rank[r, :n_ok])
+
+
+def test_mindflayer_is_registered_and_its_options_are_checked():
+    from jaxnigt.cluster.rules import mindflayer
+
+    assert rules.rule_names()[4] == "mindflayer" and not rules.builtin("mindflayer")
+    spec = rules.get_rule("mindflayer")
+    assert spec.pads and spec.cluster_options == ("allreduce", "down_exchange")
+    assert mindflayer.parse_time_limit("quantile:0.25") == "quantile:0.25"
+    assert mindflayer.parse_time_limit("1,2.5") == (1.0, 2.5)
+    assert mindflayer.parse_time_limit(2) == 2.0
+    assert mindflayer.parse_attempts("3,0,1") == (3, 0, 1)
+    assert mindflayer.parse_attempts("prescribed") == "prescribed"
+    for bad, parse in (("quantile:1", mindflayer.parse_time_limit),
+                       (0, mindflayer.parse_time_limit), ("fast", mindflayer.parse_time_limit),
+                       (0, mindflayer.parse_attempts), ((0, 0), mindflayer.parse_attempts),
+                       (1.5, mindflayer.parse_attempts)):  # fmt: skip
+        with pytest.raises(ValueError, match="got"):
+            parse(bad)
+    m = model_lib.make_cluster_model(3, noise="deterministic")
+    with pytest.raises(ValueError, match="never succeeds"):
+        mindflayer.Options(0.5).resolve(m)
+    with pytest.raises(ValueError, match="one per worker"):
+        mindflayer.Options((1.0, 2.0)).resolve(m)
+    # the default: median limits, 2M + 1 attempts' draws at most (p >= 1/2)
+    assert mindflayer.columns(mindflayer.DEFAULT, 4) == 9
+    assert mindflayer.Options(0.5, 3).resolve(m).floor is None  # given attempts: no bound

@@ -1,7 +1,9 @@
 """``jaxnigt clock``: simulate the simulated cluster's clock alone, no training.
 
 Round rules (``rennala``, ``malenia``, ``sync``, ``msync``: ``--M`` is then m, the workers a
-round waits for; and every rule a plugin registers, :mod:`jaxnigt.plugins`) run ``--rounds``
+round waits for; ``mindflayer``: ``--M`` is the expected successes its attempts are
+prescribed for, ``--time-limit`` and ``--attempts`` its options; and every rule a plugin
+registers, :mod:`jaxnigt.plugins`) run ``--rounds``
 rounds (``lax.scan`` inside one ``jax.jit``; round ``r`` uses ``fold_in(key(seed), r)``) and
 write one CSV row per round::
 
@@ -80,10 +82,12 @@ import os
 import sys
 from typing import Any
 
+import jax
 import numpy as np
 
 from jaxnigt.cli import clock_output, clock_plot, clock_power
-from jaxnigt.cluster import model, power_sources, schedules, simulation, timing
+from jaxnigt.cluster import model, power_sources, rules, schedules, simulation, timeline, timing
+from jaxnigt.cluster.rules import mindflayer
 from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import run_dir, sizing
 
@@ -121,7 +125,11 @@ HPARAM_FLAGS = {
     "seed_batch": "--batch",
     "seed_learner_time": "--learner-time",
     "seed_inference_time": "--inference-time",
+    "mindflayer_time_limit": "--time-limit",
+    "mindflayer_attempts": "--attempts",
 }
+#: The flags of ``--rule mindflayer`` alone.
+MINDFLAYER_FLAGS = ("time_limit", "attempts")
 
 
 class FlagError(ValueError):
@@ -195,6 +203,9 @@ def _hparams(args: argparse.Namespace) -> Any:
         "seed_learner_time": args.learner_time,
         "seed_inference_time": args.inference_time,
     }
+    for name in MINDFLAYER_FLAGS:  # given only: their defaults are the config's
+        if getattr(args, name) is not None:
+            values[f"mindflayer_{name}"] = getattr(args, name)
     return _section(schema.HParams, HPARAM_FLAGS, values)
 
 
@@ -270,6 +281,13 @@ def _settings(args: argparse.Namespace, n: int, hp: Any) -> argparse.Namespace:
         raise FlagError("--horizon", "required with --rule seed: an integer >= 1")
     if args.stops and args.rule != "ringmaster":
         raise FlagError("--stops", "only with --rule ringmaster")
+    for name in MINDFLAYER_FLAGS:
+        if getattr(args, name) is not None and args.rule != "mindflayer":
+            raise FlagError("--" + name.replace("_", "-"), "only with --rule mindflayer")
+    options = mindflayer.Options(hp.mindflayer_time_limit, hp.mindflayer_attempts)
+    for flag, value in (("--time-limit", options.time_limit), ("--attempts", options.attempts)):
+        if isinstance(value, tuple) and len(value) != n:
+            raise FlagError(flag, f"got {len(value)} values; expected one per worker (n = {n})")
     return argparse.Namespace(
         rule=args.rule,
         M=hp.M,
@@ -281,6 +299,7 @@ def _settings(args: argparse.Namespace, n: int, hp: Any) -> argparse.Namespace:
         batch=hp.seed_batch or n,
         inference_time=hp.seed_inference_time,
         learner_time=hp.seed_learner_time,
+        mindflayer=options,
     )
 
 
@@ -313,7 +332,39 @@ def validate(args: argparse.Namespace) -> tuple[argparse.Namespace, model.Cluste
     except ValueError as e:
         raise FlagError("--plot", str(e)) from None
     built = _build(cluster, dim=dim, horizon=settings.horizon, message=message)
+    if settings.rule == "mindflayer":
+        try:
+            settings.mindflayer = settings.mindflayer.resolve(built)
+        except ValueError as e:
+            raise FlagError("--time-limit", str(e).split(": ", 1)[-1]) from None
     return settings, built
+
+
+def _mindflayer(settings: argparse.Namespace, cluster: model.ClusterModel) -> int:
+    """``--rule mindflayer``: its rounds under the flags' options
+    (:func:`jaxnigt.cluster.rules.mindflayer.simulate_rounds`), written and summed up as every
+    round rule's (:mod:`jaxnigt.cli.clock_output`), its options in the summary."""
+    key = jax.random.key(settings.seed)
+    options = settings.mindflayer
+    res = mindflayer.simulate_rounds(
+        cluster, key, M=settings.M, rounds=settings.rounds, options=options
+    )
+    if getattr(settings, "plot", None):
+        size = rules.RoundSize(M=settings.M)
+        res |= simulation.round_gradients(cluster, key, res, rule="mindflayer", size=size)
+    res = jax.tree.map(np.asarray, res)
+
+    def write_rounds(r):
+        clock_output.write_csv(settings.out, r, cluster.n)
+
+        def line():
+            head, out = clock_output.summary(settings, cluster, r).rsplit(" -> ", 1)
+            return f"{head} {options.spec} -> {out}"
+
+        return line
+
+    picture = lambda r: timeline.from_rounds(cluster, key, r, rule="mindflayer")
+    return clock_output._emit(settings, cluster, "round", res["t_end"], res, write_rounds, picture)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -331,7 +382,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"jaxnigt clock: error: {e}", file=sys.stderr)
         return 2
     try:
-        status = clock_output.simulate(settings, cluster)
+        simulate = _mindflayer if settings.rule == "mindflayer" else clock_output.simulate
+        status = simulate(settings, cluster)
     except OSError as e:  # the CSV is written atomically: nothing is left behind
         if e.filename != settings.out:  # not the CSV's write (it names its file)
             raise
@@ -363,7 +415,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise", default="deterministic", help="|".join(timing.NOISE_FORMS))
     p.add_argument("--kappa", default="0", help="communication-time profile or n values")
     p.add_argument("--dim", default=None, help="if given, kappa is multiplied by dim^(1/4)")
-    p.add_argument("--M", default="50", help="batch size (>= 1; msync: m <= n)")
+    p.add_argument(
+        "--M", default="50", help="batch size (>= 1; msync: m <= n; mindflayer: expected successes)"
+    )
     p.add_argument("--rule", default="rennala", help="|".join(known_rules()))
     for choice in model.CHOICES:
         help_text = f"{'|'.join(choice.values)}: {choice.help}"
@@ -402,6 +456,18 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="seed: the default step exchange costs kappa * SIZE^(1/4) (o + a)",
     )
     p.add_argument("--inference-time", default="0", help="seed: learner inference per step")
+    p.add_argument(
+        "--time-limit",
+        default=None,
+        help="mindflayer: an attempt's time limit t_i: median (default), quantile:U, a "
+        "number c (t_i = c h_i) or n values",
+    )
+    p.add_argument(
+        "--attempts",
+        default=None,
+        help="mindflayer: attempts per worker and round: prescribed (default, for M expected "
+        "successes), an integer or n values",
+    )
     p.add_argument("--learner-time", default="0", help="seed: time of one learner update")
     p.error = _one_line_error(p)  # type: ignore[method-assign]
     p.set_defaults(func=run)

@@ -45,6 +45,7 @@ from typing import Any
 
 from jaxnigt import algorithms
 from jaxnigt.cluster import model, power_sources, timing
+from jaxnigt.cluster.rules import mindflayer
 from jaxnigt.cluster.schedules import MATCH_M
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
@@ -157,6 +158,18 @@ def _batch(path, v, ctx):
     if isinstance(v, str):
         raise ConfigError(f"{path}: got {v!r}; expected an integer >= 1 or {MATCH_M!r}")
     return _int(1)(path, v, ctx)
+
+
+def _rule_option(parse) -> Check:
+    """A round rule's option, checked and normalized by the rule's own ``parse``."""
+
+    def check(path, v, ctx):
+        try:
+            return parse(v)
+        except ValueError as e:
+            raise ConfigError(f"{path}: {e}") from None
+
+    return check
 
 
 def _algorithms(path, v, ctx):
@@ -281,6 +294,16 @@ class HParams:
       malenia_capacity: max gradients per worker per Malenia round (overflow stops the run).
       msync_m: ``msync_nigt``'s round waits for the fastest m workers' one gradient each
         (default ceil(n/2); at most n; m = n is ``sync_nigt`` with one per worker).
+      mindflayer_time_limit: ``mindflayer_nigt``'s and ``mindflayer_pg``'s time limit t_i of
+        an attempt (docs/cluster_model.md, "MindFlayer"): ``median`` (t_i = h_i times the
+        noise's median, the paper's choice), ``quantile:U``, a number c (t_i = c h_i) or a
+        list of n times.
+      mindflayer_attempts: their attempts B_i per worker and round: ``prescribed`` (the
+        paper's prescription for M expected successes from the noise's distribution), an
+        integer (every worker) or a list of n.
+      mindflayer_empty: what their update does after a round in which no attempt succeeded:
+        ``skip`` (the point and the optimizer's state stay; the clock goes on) or ``zero``
+        (the update is applied to a zero gradient).
       ringmaster_R: ``ringmaster_pg``'s delay threshold R (default n): a gradient whose delay
         (server updates since its worker was dispatched) is at least R is not applied.
       ringmaster_stops: ``ringmaster_pg`` cancels a gradient as soon as its delay reaches R
@@ -324,6 +347,13 @@ class HParams:
     per_worker_batch: int | str = _opt(_batch, 1)
     malenia_capacity: int | None = _opt(_optional(_int(1)))
     msync_m: int | None = _opt(_optional(_int(1)))
+    mindflayer_time_limit: str | float | tuple[float, ...] = _opt(
+        _rule_option(mindflayer.parse_time_limit), "median"
+    )
+    mindflayer_attempts: str | int | tuple[int, ...] = _opt(
+        _rule_option(mindflayer.parse_attempts), "prescribed"
+    )
+    mindflayer_empty: str = _opt(_choice(mindflayer.EMPTY), "skip")
     ringmaster_R: int | None = _opt(_optional(_int(1)))
     ringmaster_stops: bool = _opt(_bool, False)
     async_block: int | None = _opt(_optional(_int(1)))

@@ -3,13 +3,15 @@
 A round rule is one function ``rule(model, key, t0, busy_until, size) -> RoundSchedule``
 registered by name (:mod:`~jaxnigt.cluster.rules.registry`, :func:`register_rule`); the
 round engine, ``jaxnigt clock --rule``, the simulation and padded programs look it up there.
-The library's four each read in one module, its draws, its rule and its weights together:
+The library's own each read in one module, its draws, its rule and its weights together:
 
 * :mod:`~jaxnigt.cluster.rules.rennala` -- the first M gradients in total;
 * :mod:`~jaxnigt.cluster.rules.malenia` -- every worker delivers, until the harmonic mean of
   the counts reaches M / n;
 * :mod:`~jaxnigt.cluster.rules.sync` -- every worker's b gradients;
-* :mod:`~jaxnigt.cluster.rules.msync` -- one gradient per worker, the fastest m count.
+* :mod:`~jaxnigt.cluster.rules.msync` -- one gradient per worker, the fastest m count;
+* :mod:`~jaxnigt.cluster.rules.mindflayer` -- B_i attempts per worker, each abandoned past
+  its time limit t_i; the successful ones count.
 
 A rule of one's own (docs/development.md, "Adding a round rule"; ``examples/my_rule.py``) is
 written with :mod:`~jaxnigt.cluster.rules.blocks` (:func:`draw_times`,
@@ -19,7 +21,7 @@ reaches a rule: :mod:`jaxnigt.cluster.rounds`), and is registered from the user'
 """
 
 from jaxnigt.cluster.rounds import RoundSize, worker_count
-from jaxnigt.cluster.rules import malenia, msync, rennala, sync  # noqa: F401 (registers)
+from jaxnigt.cluster.rules import malenia, mindflayer, msync, rennala, sync  # noqa: F401 (registers)
 from jaxnigt.cluster.rules.blocks import collect_until, draw_times, kth_smallest
 from jaxnigt.cluster.rules.checks import check_padding
 from jaxnigt.cluster.rules.registry import (
