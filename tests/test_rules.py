@@ -358,3 +358,225 @@ def test_mindflayer_is_registered_and_its_options_are_checked():
     # the default: median limits, 2M + 1 attempts' draws at most (p >= 1/2)
     assert mindflayer.columns(mindflayer.DEFAULT, 4) == 9
     assert mindflayer.Options(0.5, 3).resolve(m).floor is None  # given attempts: no bound
+
+
+# ---------------------------------------------------------------------------- Ringleader
+# docs/cluster_model.md, "Ringleader: a round per cycle": its worked example through `jaxnigt
+# clock`, the rule against the float64 reference written from the page
+# (tests/reference_ringleader.py) on random draws (heavy tails, power traces, both in-flight
+# and both AllReduce modes, exchanges that wait for a down worker or not, every option), its
+# padded rounds, and the default rule as Malenia's at M = n.
+
+
+def test_ringleader_worked_example_is_the_clocks(tmp_path, capsys):
+    """The page's command and rows, by hand: completions 1, 2, 3, 4 (worker 0), 1.5, 3, 4.5
+    (worker 1), 4 (worker 2): the table is full at T = 4 with b = (4, 2, 1) (worker 0's fourth
+    at the same instant counts); worker 1's third, begun at 3, is cancelled after 1 of work;
+    the AllReduce ends the round at 4.5; the second round is the first from 4.5.  Malenia at
+    M = 3 prints the same rows.  The paper's whole cycle: T = 5 (worker 1 again at 4.5,
+    worker 0 at 5), b = (5, 3, 1), 1.5 wasted (worker 1's fourth from 4.5, worker 2's second
+    from 4), the round ends at 5.5."""
+    import csv
+
+    from jaxnigt.cli import clock
+    from jaxnigt.cluster.rules import ringleader
+
+    argv = "--n 3 --h 1,1.5,4 --kappa 0.5 --rule ringleader --rounds 2".split()
+    want = [[0, 0, 4, 4.5, 7, 1, 1, 4, 2, 1], [1, 4.5, 8.5, 9, 7, 1, 1, 4, 2, 1]]
+    for extra in ([], ["--rule", "malenia", "--M", "3"]):
+        out = tmp_path / "g.csv"
+        assert clock.main([*argv, *extra, "--out", str(out)]) == 0
+        assert capsys.readouterr().err == ""
+        with open(out, newline="") as f:
+            rows = list(csv.reader(f))
+        assert rows[0] == ["round", "t_start", "t_collect_end", "t_end", "grads_used",
+                           "time_wasted", "comms", "b_0", "b_1", "b_2"]  # fmt: skip
+        np.testing.assert_allclose([[float(x) for x in r] for r in rows[1:]], want, rtol=1e-6)
+    m = model_lib.make_cluster_model(3, h=(1.0, 1.5, 4.0), kappa=0.5)
+    rule = ringleader.round_with(ringleader.Options(end="cycle"))
+    size = rules.RoundSize(M=1, capacity=12)
+    s = schedules.run_rounds(lambda mm, k, t, b: rule(mm, k, t, b, size), m, jax.random.key(0), 2)
+    np.testing.assert_allclose(s.t_collect_end, [5.0, 10.5], rtol=1e-6)
+    np.testing.assert_allclose(s.t_end, [5.5, 11.0], rtol=1e-6)
+    np.testing.assert_array_equal(s.counts, [[5, 3, 1]] * 2)
+    np.testing.assert_allclose(s.time_wasted, [1.5, 1.5], rtol=1e-6)
+    np.testing.assert_allclose(s.traj_wasted, [0.5 / 1.5 + 1 / 4] * 2, rtol=1e-6)
+
+
+RL_N, RL_ROUNDS, RL_DRAWS, RL_CAP, RL_MIN = 4, 3, 8, 40, 6  # workers, rounds, draws,
+# capacity, least draws compared per case and mode (7 or 8 of 8 with these seeds)
+# the least distance to a flip compared: the rule's own (relative) and the trace's (absolute,
+# as test_schedules' P_CLOSE)
+RL_CLOSE, RL_TRACE_CLOSE = 5e-5, 5e-4
+_RL_A = (("cancel", "all", "wait"), ("discard", "contributors", "free"))
+_RL_B = (("cancel", "contributors", "free"), ("discard", "all", "wait"))
+# (end, table, noise of the compute times, power trace, modes)
+RL_CASES = {
+    "every_exponential": ("every", "mean", "exponential", False, _RL_A),
+    "every_pareto_power": ("every", "mean", "pareto:1.5", True, _RL_B),
+    "cycle_loglogistic": ("cycle", "mean", "loglogistic:1.3", False, _RL_A),
+    "cycle_pareto_heavy_power": ("cycle", "mean", "pareto:0.8", True, _RL_B),
+    "latest_lognormal_power": ("every", "latest", "lognormal:1.5", True, _RL_A),
+    "cycle_latest_uniform": ("cycle", "latest", "uniform:0.5:1.5", False, _RL_B),
+}
+RL_FIELDS = ("t_collect_end", "t_end", "comm_time", "busy_until", "time_used", "time_wasted",
+             "traj_wasted")  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames=("options", "modes", "traced"))
+def _rl_rounds(kappa, taus, start, speed, *, options, modes, traced):
+    from jaxnigt.cluster import power
+    from jaxnigt.cluster.rules import ringleader
+
+    base = model_lib.make_cluster_model(RL_N)
+
+    def one(kappa, taus, start, speed):
+        trace = power.make_trace(start, speed) if traced else None
+        out = {}
+        for inflight, allreduce, down in modes:
+            tm = dataclasses.replace(
+                base, kappa=kappa, power=trace, inflight=inflight, allreduce=allreduce,
+                down_exchange=down,
+            )  # fmt: skip
+
+            def step(carry, tau, tm=tm):
+                s = ringleader.ringleader_from_times(
+                    tm, tau, *carry, capacity=RL_CAP, options=options
+                )
+                return (s.t_end, s.busy_until), s
+
+            init = (jnp.float32(0.0), jnp.zeros((RL_N,), jnp.float32))
+            out[inflight, allreduce, down] = jax.lax.scan(step, init, taus)[1]
+        return out
+
+    return jax.vmap(one)(kappa, taus, start, speed)
+
+
+@pytest.mark.parametrize("case", RL_CASES)
+def test_ringleader_matches_the_reference(case):
+    """Round by round, the reference's counts, slots in order, times, busy_until and waste
+    (an overflowing round: its flag, and the run stops there), on the draws where no discrete
+    choice is within float32 rounding of flipping: over the cases, 6 x 2 x 8 = 96 runs of 3
+    rounds, at least 72 of them compared (94 with these seeds)."""
+    import reference_power
+    import reference_ringleader as ref
+
+    from jaxnigt.cluster.rules import ringleader
+
+    end, table, noise, traced, modes = RL_CASES[case]
+    options = ringleader.Options(end=end, table=table)
+    rng = np.random.default_rng(sum(map(ord, case)))
+    h = rng.uniform(0.5, 2.5, (RL_DRAWS, 1, RL_N, 1))
+    xi = ref.draw_noise(rng, noise, (RL_DRAWS, RL_ROUNDS, RL_N, RL_CAP + 1))
+    taus = (h * xi).astype(np.float32)
+    kappa = np.stack([reference_power.random_kappa(rng, RL_N) for _ in range(RL_DRAWS)])
+    traces = [reference_power.random_trace(rng, RL_N, 6) for _ in range(RL_DRAWS)]
+    start, speed = (np.stack([tr[j] for tr in traces]) for j in (0, 1))
+    got = _rl_rounds(kappa, taus, start, speed, options=options, modes=modes, traced=traced)
+    overflowed = 0
+    for (inflight, allreduce, down), sched in got.items():
+        compared = 0
+        for d in range(RL_DRAWS):
+            power = (start[d], speed[d]) if traced else (np.zeros((RL_N, 1)), np.ones((RL_N, 1)))
+            cl = reference_power.Cluster(*power, down_exchange=down)
+            close = ref.Close()
+            want = ref.simulate_rounds(
+                cl, close, taus[d].astype(np.float64), kappa[d].astype(np.float64),
+                capacity=RL_CAP, end=end, table=table, inflight=inflight, allreduce=allreduce,
+            )  # fmt: skip
+            if cl.margin < RL_TRACE_CLOSE or close.margin < RL_CLOSE:
+                continue
+            compared += 1
+            for r, e in enumerate(want):
+                where = f"{case} {inflight}/{allreduce}/{down} draw {d} round {r}"
+                g = jax.tree.map(lambda x, d=d, r=r: np.asarray(x[d, r], np.float64), sched)
+                assert bool(g.overflow) == e["overflow"], where
+                if e["overflow"]:
+                    overflowed += 1
+                    break
+                np.testing.assert_array_equal(g.counts, e["counts"], err_msg=where)
+                valid = g.slot_valid.astype(bool)
+                slots = list(zip(g.slot_worker[valid].astype(int), g.slot_rank[valid].astype(int),
+                                 strict=True))  # fmt: skip
+                assert slots == e["slots"], where
+                assert valid[: len(slots)].all(), where  # the table's slots first
+                scale = max(abs(e["t_end"]), 1.0)
+                for field in RL_FIELDS:
+                    np.testing.assert_allclose(
+                        getattr(g, field), e[field], rtol=1e-5, atol=2e-5 * scale,
+                        err_msg=f"{where} {field}",
+                    )  # fmt: skip
+        assert compared >= RL_MIN, (case, inflight, allreduce, down, compared)
+    if case == "cycle_pareto_heavy_power":  # a tail index below 1 overflows 40 gradients
+        assert overflowed >= 1, overflowed
+
+
+def test_ringleader_is_malenia_at_M_equal_n_and_pads():
+    """The registered rule's drawn rounds are Malenia's at M = n with the same capacity and
+    key (times, counts, slots, busy_until); it passes the registry's padding check, and runs of
+    capacity 6 and 20 on 3 workers padded to 5 rows and capacity 20 have their unpadded rounds
+    under every option."""
+    from jaxnigt.cluster import padding
+    from jaxnigt.cluster.rules import ringleader
+
+    m = model_lib.make_cluster_model(4, h="sqrt", noise="lognormal:1", kappa=0.3)
+    key = jax.random.key(5)
+    size = rules.RoundSize(M=4, capacity=24)
+    got, want = (
+        schedules.run_rounds(lambda mm, k, t, b, r=r: rules.get_rule(r).round(mm, k, t, b, size),
+                             m, key, 5)
+        for r in ("ringleader", "malenia")
+    )  # fmt: skip
+    for field in ("t_end", "counts", "slot_worker", "slot_rank", "slot_valid", "busy_until",
+                  "time_wasted", "overflow"):  # fmt: skip
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    rules.check_padding("ringleader")
+    m3 = model_lib.make_cluster_model(3, h=(1.0, 2.0, 3.0), noise="exponential", kappa=0.3)
+    for end, table in (("every", "latest"), ("cycle", "mean"), ("cycle", "latest")):
+        rule = ringleader.round_with(ringleader.Options(end=end, table=table))
+        for cap in (6, 20):
+            plain = schedules.run_rounds(
+                lambda mm, k, t, b, cap=cap: rule(mm, k, t, b, rules.RoundSize(M=1, capacity=cap)),
+                m3, key, 4,
+            )  # fmt: skip
+            padded_size = rules.RoundSize(M=1, capacity=20, run={"capacity": jnp.int32(cap)})
+            padded = schedules.run_rounds(
+                lambda mm, k, t, b: rule(mm, k, t, b, padded_size), padding.pad(m3, 5), key, 4
+            )
+            where = f"{end}/{table} capacity {cap}"
+            np.testing.assert_array_equal(padded.counts[:, :3], plain.counts, err_msg=where)
+            assert not np.asarray(padded.counts[:, 3:]).any(), where
+            np.testing.assert_array_equal(padded.overflow, plain.overflow, err_msg=where)
+            for field in ("t_end", "time_used", "time_wasted", "traj_wasted"):
+                np.testing.assert_allclose(getattr(padded, field), getattr(plain, field),
+                                           rtol=1e-6, err_msg=f"{where} {field}")  # fmt: skip
+            np.testing.assert_allclose(padded.busy_until[:, :3], plain.busy_until, rtol=1e-6)
+            for r in range(4):
+                k = int(plain.num_slots[r])
+                assert int(padded.num_slots[r]) == k, where
+                np.testing.assert_array_equal(padded.slot_worker[r, :k], plain.slot_worker[r, :k])
+                np.testing.assert_array_equal(padded.slot_rank[r, :k], plain.slot_rank[r, :k])
+
+
+def test_ringleader_is_registered_with_its_methods_and_its_options_are_checked():
+    from jaxnigt import algorithms
+    from jaxnigt.cluster.rules import ringleader
+
+    assert "ringleader" in rules.rule_names() and not rules.builtin("ringleader")
+    spec = rules.get_rule("ringleader")
+    assert spec.pads and spec.cluster_options == ("inflight", "down_exchange")
+    assert spec.overflow == ringleader.OVERFLOW and spec.doc.startswith("Ringleader:")
+    for name in ("ringleader_nigt", "ringleader_pg"):
+        assert name in algorithms.NAMES
+        traits = algorithms.traits(name)
+        assert traits.rule == "ringleader" and traits.tuned_shapes == ()
+        assert traits.options == ("malenia_capacity",) and traits.pads
+    assert algorithms.traits("ringleader_nigt").step_sizes == ("learning_rate", "eta")
+    assert algorithms.traits("ringleader_pg").step_sizes == ("learning_rate",)
+    for bad in ({"end": "first"}, {"table": "sum"}):
+        with pytest.raises(ValueError, match=r"ringleader (end|table): got .*expected one of"):
+            ringleader.Options(**bad)
+    with pytest.raises(ValueError, match="needs 5 compute times"):
+        ringleader.ringleader_from_times(
+            model_lib.make_cluster_model(2), jnp.ones((2, 3)), 0.0, jnp.zeros(2), capacity=4
+        )

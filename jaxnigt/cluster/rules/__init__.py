@@ -12,6 +12,8 @@ The library's own each read in one module, its draws, its rule and its weights t
 * :mod:`~jaxnigt.cluster.rules.msync` -- one gradient per worker, the fastest m count;
 * :mod:`~jaxnigt.cluster.rules.mindflayer` -- B_i attempts per worker, each abandoned past
   its time limit t_i; the successful ones count.
+* :mod:`~jaxnigt.cluster.rules.ringleader` -- every worker delivers once (the paper's
+  cycle, optionally), then one update on the mean of per-worker means.
 
 A rule of one's own (docs/development.md, "Adding a round rule"; ``examples/my_rule.py``) is
 written with :mod:`~jaxnigt.cluster.rules.blocks` (:func:`draw_times`,
@@ -21,7 +23,14 @@ reaches a rule: :mod:`jaxnigt.cluster.rounds`), and is registered from the user'
 """
 
 from jaxnigt.cluster.rounds import RoundSize, worker_count
-from jaxnigt.cluster.rules import malenia, mindflayer, msync, rennala, sync  # noqa: F401 (registers)
+from jaxnigt.cluster.rules import (  # noqa: F401 (registers)
+    malenia,
+    mindflayer,
+    msync,
+    rennala,
+    ringleader,
+    sync,
+)
 from jaxnigt.cluster.rules.blocks import collect_until, draw_times, kth_smallest
 from jaxnigt.cluster.rules.checks import check_padding
 from jaxnigt.cluster.rules.registry import (
