@@ -232,6 +232,29 @@ def test_malenia_targets_average_objective_and_rennala_the_fast_worker():
     assert np.min(rennala) > np.max(malenia), (rennala, malenia)
 
 
+def test_ringleader_nigt_is_malenia_nigt_at_m_equal_n_on_the_heterogeneous_task():
+    """Ringleader NIGT on the same task (h = 1, 10, deterministic): every round ends at the
+    slow worker's first gradient (T = 10 whatever M: the round reads none) with b = (10, 1),
+    and its run is Malenia NIGT's at M = n = 2, whose rule holds once every b_i >= 1: the same
+    rounds, weights and steps (two programs: floats to rounding).  With one slow trajectory
+    a round, NIGT's normalized step drifts toward the fast worker's objective on this task
+    (docs/algorithms.md, "Ringleader NIGT and Ringleader PG")."""
+    hp = {"learning_rate": 0.02, "eta": 0.2, "gamma": 1.0, "malenia_capacity": 80}
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(1), s))(jnp.arange(3))
+    runs = {}
+    for name, M in (("ringleader_nigt", 20), ("malenia_nigt", 2)):
+        tr = build_trainer(_bias_setup(M), name, config_lib.HParams(M=M, **hp))
+        state = jax.vmap(tr.init)(keys, tr.hyper(batch=3))
+        runs[name] = jax.jit(jax.vmap(lambda s, tr=tr: tr.run_chunk(s, 30)))(state)
+    (a, ma), (b, mb) = runs["ringleader_nigt"], runs["malenia_nigt"]
+    np.testing.assert_array_equal(ma["worker_counts"], np.broadcast_to([10, 1], (3, 30, 2)))
+    np.testing.assert_allclose(ma["round_time"], 10.0)
+    assert not np.asarray(ma["overflow"]).any() and np.isfinite(ma["train_return"]).all()
+    for k in ("sim_time", "worker_counts", "grads", "env_steps", "comms"):
+        np.testing.assert_array_equal(ma[k], mb[k], k)
+    chex.assert_trees_all_close(a.params, b.params, rtol=1e-4, atol=1e-5)
+
+
 # --- afedpg_vanilla: AFedPG without its lookahead point --------------------------------------
 
 
