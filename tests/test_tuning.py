@@ -181,11 +181,15 @@ def test_traits_live_with_the_algorithms():
         "rennala_nigt",
         "rennala_pg",
         "msync_nigt",
+        "mindflayer_nigt",
+        "mindflayer_pg",
     }
     assert {a for a, x in t.items() if "M" in x.tuned_shapes} == {
         "rennala_nigt",
         "rennala_pg",
         "malenia_nigt",
+        "mindflayer_nigt",  # M: the expected successful gradients a round (its attempts)
+        "mindflayer_pg",
     }
     shapes = {
         a: x.tuned_shapes for a, x in t.items() if x.tuned_shapes and "M" not in x.tuned_shapes
@@ -196,11 +200,13 @@ def test_traits_live_with_the_algorithms():
         "malenia_nigt",
         "sync_nigt",
         "msync_nigt",
+        "mindflayer_nigt",
+        "ringleader_nigt",
         "afedpg",
         "afedpg_vanilla",
     }
     overflow = {a for a, x in t.items() if x.overflow}
-    assert overflow == {"malenia_nigt", "impala", "seed_rl"}
+    assert overflow == {"malenia_nigt", "ringleader_nigt", "ringleader_pg", "impala", "seed_rl"}
     assert "malenia_capacity" in t["malenia_nigt"].overflow
     # the built algorithm carries the same traits
     from tasks import match_setup
