@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from jaxnigt.cli import clock_plot
-from jaxnigt.cluster import events, simulation, theory, timeline
+from jaxnigt.cluster import events, rules, simulation, theory, timeline
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.run.run_dir import atomic_write_text
 
@@ -147,7 +147,7 @@ def summary(settings: Any, cluster: ClusterModel, res: dict[str, np.ndarray]) ->
         f"utilisation={util:.4f}",
         f"comms={int(np.sum(res['comms']))}",
     ]
-    if settings.rule == "malenia":
+    if rules.get_rule(settings.rule).overflow is not None:  # a rule whose buffer can overflow
         parts.append(f"overflow_rounds={int(np.sum(res['overflow']))}")
     if settings.rule == "rennala" and cluster.noise == "deterministic" and cluster.power is None:
         collect = theory.rennala_theory_time(np.asarray(cluster.h), settings.M)

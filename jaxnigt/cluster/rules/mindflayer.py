@@ -280,7 +280,18 @@ DEFAULT = Options()
 
 
 def time_limits(model: ClusterModel, options: Options) -> jax.Array:
-    """``[n]`` float32 each worker's time limit ``t_i`` (a padded row's: its ``h``'s)."""
+    """Each worker's time limit ``t_i`` (a padded row's: its ``h``'s).
+
+    Args:
+      model: the cluster model (its ``h`` and noise).
+      options: the rule's options (a quantile level, a multiple of ``h_i``, or n values).
+
+    Returns:
+      ``[n]`` float32 time limits.
+
+    Raises:
+      ValueError: a list of time limits whose length is not the model's n.
+    """
     h = jnp.asarray(model.h, jnp.float32)
     if options.level is not None:
         return h * quantile(model, options.level)
@@ -294,9 +305,18 @@ def time_limits(model: ClusterModel, options: Options) -> jax.Array:
 
 
 def success_probabilities(model: ClusterModel, options: Options, t: jax.Array) -> jax.Array:
-    """``[n]`` float32 ``p_i``, the probability that an attempt of worker ``i`` succeeds
-    (module docstring: read at ``q_U`` or ``c`` itself, so a jump of a discrete noise is not
-    missed by the rounding of ``t_i / h_i``)."""
+    """The probability ``p_i`` that an attempt of worker ``i`` succeeds (module docstring:
+    read at ``q_U`` or ``c`` itself, so a jump of a discrete noise is not missed by the
+    rounding of ``t_i / h_i``).
+
+    Args:
+      model: the cluster model (its noise's distribution function).
+      options: the rule's options.
+      t: ``[n]`` the time limits (:func:`time_limits`).
+
+    Returns:
+      ``[n]`` float32 success probabilities.
+    """
     if options.level is not None:
         return jnp.broadcast_to(cdf(model, quantile(model, options.level)), t.shape)
     if isinstance(options.time_limit, tuple):
@@ -381,7 +401,20 @@ def prescribed_attempts(
 
 
 def attempts(model: ClusterModel, options: Options, t: jax.Array, size: RoundSize):
-    """``([n] int32 B_i, the run's columns, the static columns)`` of a round."""
+    """Each worker's attempts ``B_i`` of a round, and the columns of its draw.
+
+    Args:
+      model: the cluster model.
+      options: the rule's options (``prescribed``, one count, or n counts).
+      t: ``[n]`` the time limits.
+      size: the round's sizes (``M``: the expected successes the prescription aims at).
+
+    Returns:
+      ``([n] int32 B_i, the run's columns, the static columns)``.
+
+    Raises:
+      ValueError: a list of attempts whose length is not the model's n.
+    """
     if options.prescribed:
         K, cols = columns(options, size.M), columns(options, size.value("M"))
         p = success_probabilities(model, options, t)
