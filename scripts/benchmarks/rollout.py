@@ -119,7 +119,8 @@ def bench_one(
         alive = float(jax.block_until_ready(exit_c(params, key))[1]["sum_length"])
         exit_t = _time(exit_c, params, key, reps=reps)
     steps = batch * horizon
-    opt = task.env.sys.opt if hasattr(task.env, "sys") else None
+    mjx_model = getattr(task.env, "sys", None) or getattr(task.env, "mjx_model", None)
+    opt = getattr(mjx_model, "opt", None)  # brax's System or Playground's mjx.Model
     return {
         "env": name,
         "batch": batch,
