@@ -172,7 +172,11 @@ def test_options_read_by_a_listed_algorithm_or_left_at_default_are_accepted():
     for raw in ok:
         config_lib.from_dict(raw)
     assert config_lib.readers("M") == config_lib.algorithm_names()
-    assert config_lib.readers("malenia_capacity") == ("malenia_nigt",)
+    assert config_lib.readers("malenia_capacity") == (
+        "malenia_nigt",
+        "ringleader_nigt",
+        "ringleader_pg",
+    )
 
 
 def test_synchronous_batch_default_named_variant_and_legacy_null():

@@ -28,7 +28,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "cluster_model.md"
 
 def _section() -> str:
     text = DOCS.read_text()
-    return text.split("### MindFlayer: attempts under a time limit")[1].split("\n## ")[0]
+    section = text.split("### MindFlayer: attempts under a time limit")[1]
+    return re.split(r"\n##+ ", section)[0]  # up to the next heading of any level
 
 
 def _examples() -> list[tuple[list[str], list[str]]]:
