@@ -22,6 +22,7 @@ function is given (:func:`~jaxnigt.cluster.model.realize`).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,6 +53,32 @@ def _rule(rule: str, model: ClusterModel, M: int, capacity, per_worker):
     spec = rules.get_rule(rule)
     size = _size(model, M, capacity, per_worker)
     return lambda m, k, t0, busy: spec.round(m, k, t0, busy, size)
+
+
+def rounds_record(s: Any) -> dict[str, jax.Array]:
+    """The per-round arrays the clock writes, from the stacked schedules of ``run_rounds``.
+
+    Args:
+      s: the rounds' stacked :class:`~jaxnigt.cluster.rounds.RoundSchedule` (leading axis
+        ``[rounds]``).
+
+    Returns:
+      dict: ``t_start``, ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``,
+      ``traj_wasted``, ``time_used``, ``comms``, ``overflow``, ``counts`` and ``busy_until``.
+    """
+    return {
+        "t_start": s.t_start,
+        "t_collect_end": s.t_collect_end,
+        "t_end": s.t_end,
+        "grads_used": s.num_slots,
+        "time_wasted": s.time_wasted,
+        "traj_wasted": s.traj_wasted,
+        "time_used": s.time_used,
+        "comms": s.comms,
+        "overflow": s.overflow,
+        "counts": s.counts,
+        "busy_until": s.busy_until,
+    }
 
 
 @functools.partial(
@@ -95,20 +122,7 @@ def simulate_rule_rounds(
       ValueError: ``rule`` is not a registered round rule.
     """
     fn = _rule(rule, model, M, capacity, per_worker)
-    s = schedules.run_rounds(fn, model, key, rounds)
-    out = {
-        "t_start": s.t_start,
-        "t_collect_end": s.t_collect_end,
-        "t_end": s.t_end,
-        "grads_used": s.num_slots,
-        "time_wasted": s.time_wasted,
-        "traj_wasted": s.traj_wasted,
-        "time_used": s.time_used,
-        "comms": s.comms,
-        "overflow": s.overflow,
-        "counts": s.counts,
-        "busy_until": s.busy_until,
-    }
+    out = rounds_record(schedules.run_rounds(fn, model, key, rounds))
     if gradients:
         size = _size(model, M, capacity, per_worker)
         out |= round_gradients(model, key, out, rule=rule, size=size)

@@ -590,16 +590,6 @@ def simulate_rounds(
     rule = round_with(options)
     size = RoundSize(M=M)
     s = run_rounds(lambda m, k, t0, busy: rule(m, k, t0, busy, size), model, key, rounds)
-    return {
-        "t_start": s.t_start,
-        "t_collect_end": s.t_collect_end,
-        "t_end": s.t_end,
-        "grads_used": s.num_slots,
-        "time_wasted": s.time_wasted,
-        "traj_wasted": s.traj_wasted,
-        "time_used": s.time_used,
-        "comms": s.comms,
-        "overflow": s.overflow,
-        "counts": s.counts,
-        "busy_until": s.busy_until,
-    }
+    from jaxnigt.cluster import simulation  # the clock's record (simulation imports rules)
+
+    return simulation.rounds_record(s)
