@@ -547,3 +547,28 @@ def run_rounds(schedule, model: ClusterModel, key: jax.Array, rounds: int) -> Ro
 
     init = (jnp.float32(0.0), jnp.zeros((model.n,), jnp.float32))
     return jax.lax.scan(one, init, jnp.arange(rounds))[1]
+
+
+def rounds_record(s: RoundSchedule) -> dict[str, jax.Array]:
+    """The per-round arrays the clock writes, from :func:`run_rounds`'s stacked schedules.
+
+    Args:
+      s: the rounds' stacked :class:`RoundSchedule` (leading axis ``[rounds]``).
+
+    Returns:
+      dict: ``t_start``, ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``,
+      ``traj_wasted``, ``time_used``, ``comms``, ``overflow``, ``counts`` and ``busy_until``.
+    """
+    return {
+        "t_start": s.t_start,
+        "t_collect_end": s.t_collect_end,
+        "t_end": s.t_end,
+        "grads_used": s.num_slots,
+        "time_wasted": s.time_wasted,
+        "traj_wasted": s.traj_wasted,
+        "time_used": s.time_used,
+        "comms": s.comms,
+        "overflow": s.overflow,
+        "counts": s.counts,
+        "busy_until": s.busy_until,
+    }

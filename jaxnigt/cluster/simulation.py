@@ -22,14 +22,19 @@ function is given (:func:`~jaxnigt.cluster.model.realize`).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from jaxnigt.cluster import events, rules, schedules, step_clock
 from jaxnigt.cluster.model import ClusterModel, realize, sample_compute_times
-from jaxnigt.cluster.rounds import allreduce_times, ends, sequential_cumsum, start_offsets
+from jaxnigt.cluster.rounds import (
+    allreduce_times,
+    ends,
+    rounds_record,
+    sequential_cumsum,
+    start_offsets,
+)
 
 
 def round_rules() -> tuple[str, ...]:
@@ -53,32 +58,6 @@ def _rule(rule: str, model: ClusterModel, M: int, capacity, per_worker):
     spec = rules.get_rule(rule)
     size = _size(model, M, capacity, per_worker)
     return lambda m, k, t0, busy: spec.round(m, k, t0, busy, size)
-
-
-def rounds_record(s: Any) -> dict[str, jax.Array]:
-    """The per-round arrays the clock writes, from the stacked schedules of ``run_rounds``.
-
-    Args:
-      s: the rounds' stacked :class:`~jaxnigt.cluster.rounds.RoundSchedule` (leading axis
-        ``[rounds]``).
-
-    Returns:
-      dict: ``t_start``, ``t_collect_end``, ``t_end``, ``grads_used``, ``time_wasted``,
-      ``traj_wasted``, ``time_used``, ``comms``, ``overflow``, ``counts`` and ``busy_until``.
-    """
-    return {
-        "t_start": s.t_start,
-        "t_collect_end": s.t_collect_end,
-        "t_end": s.t_end,
-        "grads_used": s.num_slots,
-        "time_wasted": s.time_wasted,
-        "traj_wasted": s.traj_wasted,
-        "time_used": s.time_used,
-        "comms": s.comms,
-        "overflow": s.overflow,
-        "counts": s.counts,
-        "busy_until": s.busy_until,
-    }
 
 
 @functools.partial(

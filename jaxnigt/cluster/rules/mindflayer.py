@@ -65,6 +65,7 @@ from jaxnigt.cluster.rounds import (
     keep,
     leading,
     live_rows,
+    rounds_record,
     run_rounds,
     sequential_cumsum,
     start_offsets,
@@ -590,6 +591,4 @@ def simulate_rounds(
     rule = round_with(options)
     size = RoundSize(M=M)
     s = run_rounds(lambda m, k, t0, busy: rule(m, k, t0, busy, size), model, key, rounds)
-    from jaxnigt.cluster import simulation  # the clock's record (simulation imports rules)
-
-    return simulation.rounds_record(s)
+    return rounds_record(s)
