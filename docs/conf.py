@@ -22,6 +22,7 @@ exclude_patterns = [
     "_build",
     "benchmarks_gpu/**",  # raw benchmark output, quoted by benchmarks.md
     "results/fourth/**",
+    "results/physics/**",  # the physics row's comparison and store, quoted by results/physics.md
     "results/tuning.md",
     "results/verdicts.md",
 ]
