@@ -55,6 +55,7 @@ def test_run_writes_run_directory(tiny_run):
         assert col in rows[0]
     assert {r["algorithm"] for r in rows} == {"rennala_nigt", "afedpg"}
     assert {r["seed"] for r in rows} == {"0", "1"}
+    finals = {}
     for algo in ("rennala_nigt", "afedpg"):
         for seed in ("0", "1"):
             mine = [r for r in rows if r["algorithm"] == algo and r["seed"] == seed]
@@ -62,7 +63,14 @@ def test_run_writes_run_directory(tiny_run):
             assert times == sorted(times) and times[0] == 0.0
             assert times[-2] < 40.0 <= times[-1]  # stops at the first round past the budget
             assert mine[-1]["eval_return"] != ""  # the final state is evaluated
+            # the total worker time: 0 at time 0, growing, at most n = 3 workers all the time
+            worker = np.array([float(r["worker_time"]) for r in mine])
+            assert worker[0] == 0.0 and np.all(np.diff(worker) > 0)
+            assert np.all(worker <= 3 * np.array(times) * (1 + 1e-6))
+            finals.setdefault(algo, []).append(worker[-1])
     summary = json.loads((out / "summary.json").read_text())
+    for algo, last in finals.items():  # the median over seeds of the final total worker time
+        assert summary[algo]["final_worker_time"] == pytest.approx(np.median(last), rel=1e-5)
     assert set(summary) == {"rennala_nigt", "afedpg"}
     for algo in ("rennala_nigt", "afedpg"):  # the median over seeds of the last evaluation
         last = [

@@ -38,6 +38,21 @@ def test_summarize_final_best_and_time_to_target():
     assert metrics.summarize(_rows(), target=100.0)["a"]["time_to_target"] is None
 
 
+def test_summarize_reports_the_total_worker_time_where_the_rows_have_it():
+    rows = _rows()
+    for r in rows:  # three workers always busy, seed 1 slower to spend it (a different cost)
+        r["round"] = int(float(r["sim_time"]) // 10)
+        r["worker_time"] = f"{float(r['sim_time']) * (3.0 if r['seed'] == 0 else 2.0)}"
+    s = metrics.summarize(rows, target=5.0)["a"]
+    # final: 60 and 40; to 5.0: seed 0 at t = 10 (30), seed 1 at t = 20 (40): upper median 40
+    assert s["final_worker_time"] == 50.0 and s["worker_time_to_target"] == 40.0
+    assert metrics.summarize(rows, target=100.0)["a"]["worker_time_to_target"] is None
+    assert "worker_time_to_target" not in metrics.summarize(rows, target=None)["a"]
+    # a run written before the column: nothing of it
+    old = metrics.summarize(_rows(), target=5.0)["a"]
+    assert "final_worker_time" not in old and "worker_time_to_target" not in old
+
+
 def test_median_curve_is_a_step_function_of_the_seeds():
     seeds = {
         0: (np.array([0.0, 10.0]), np.array([1.0, 3.0])),

@@ -16,7 +16,7 @@ import reference_natural as natural
 import reference_power
 import reference_sim as ref
 
-from jaxnigt.cluster import power, schedules, simulation
+from jaxnigt.cluster import events, power, schedules, simulation
 from jaxnigt.cluster.model import ALLREDUCE, INFLIGHT, make_cluster_model, sample_compute_times
 
 ROUNDS, SEEDS = 3, 4
@@ -143,11 +143,17 @@ def test_rennala_hand_computed_cancel_and_discard():
     assert float(s.t_collect_end) == 3.0 and float(s.t_end) == 3.5
     assert float(s.time_wasted) == 1.0 and float(s.traj_wasted) == 0.5
     np.testing.assert_array_equal(s.busy_until, [3.5, 3.5, 3.5])
+    # worker time: each computes on [0, 3] (w1's cancelled half included) = used 8 + wasted 1
+    assert float(s.worker_time) == 9.0 and float(s.time_used) == 8.0
+    np.testing.assert_array_equal(s.compute_end, [3.0, 3.0, 3.0])
     d = _rennala(_on(tm, inflight="discard"), key, 0.0, busy, M=5)
     # w0 and w2 complete exactly at T = 3: nothing of theirs is in flight, they are free at
     # once (and take the new point at 3.5); only w1's 2nd gradient (2 -> 4) is discarded.
     np.testing.assert_array_equal(d.busy_until, [3.5, 4.0, 3.5])
     assert float(d.time_wasted) == 2.0 and float(d.traj_wasted) == 1.0
+    # w1 computes its discarded gradient to 4 (past the round's end 3.5): 3 + 4 + 3
+    assert float(d.worker_time) == 10.0
+    np.testing.assert_array_equal(d.compute_end, [3.0, 4.0, 3.0])
     # next round from 3.5: w0 at 4.5, 5.5, 6.5, ...; w1 (free at 4) at 6, 8; w2 at 6.5:
     # T = 6.5, the tie at 6.5 going to w0 first, then w2 (both used); w1 is in flight to 8.
     d2 = _rennala(_on(tm, inflight="discard"), key, d.t_end, d.busy_until, M=5)
@@ -155,12 +161,43 @@ def test_rennala_hand_computed_cancel_and_discard():
     np.testing.assert_array_equal(d2.counts, [3, 1, 1])
     np.testing.assert_array_equal(d2.busy_until, [7.0, 8.0, 7.0])
     assert float(d2.time_wasted) == 2.0
+    # w0 on [3.5, 6.5], w1 on [4, 8] (6 used, 6 -> 8 discarded), w2 on [3.5, 6.5]
+    assert float(d2.worker_time) == 10.0
+    np.testing.assert_array_equal(d2.compute_end, [6.5, 8.0, 6.5])
     # a worker still busy past T (9.5 > 6.5) never starts: no waste, busy_until unchanged.
     d3 = _rennala(_on(tm, inflight="discard"), key, d.t_end, jnp.array([3.5, 4.0, 9.5]), M=5)
     np.testing.assert_array_equal(d3.counts, [4, 1, 0])  # w0: 4.5 .. 7.5, w1: 6
     assert float(d3.t_collect_end) == 7.5
     np.testing.assert_array_equal(d3.busy_until, [8.0, 8.0, 9.5])
     assert float(d3.time_wasted) == 2.0 and int(d3.comms) == 1
+    # w0 on [3.5, 7.5], w1 on [4, 8]; w2 computes nothing this round: its end is t0
+    assert float(d3.worker_time) == 8.0
+    np.testing.assert_array_equal(d3.compute_end, [7.5, 8.0, 3.5])
+
+
+def test_worker_time_under_a_trace_is_the_time_up_while_computing():
+    """n = 2, h = (1, 4), kappa = 0, M = 2; worker 1 (0-based) at speed 1 on [0, 0.5), down
+    on [0.5, 1), at 0.5 from 1.  Worker 0 completes at 1 and 2: T = 2.  Worker 1 has done
+    0.5 + 0.5 = 1 of its 4 by T, in 1.5 of time up: its worker time is its wall time up
+    (a reduced speed counts, the outage does not), not its work."""
+    trace = power.make_trace(
+        np.array([[0.0, 0.0, 0.0], [0.0, 0.5, 1.0]], np.float32),
+        np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.5]], np.float32),
+    )
+    tm = dataclasses.replace(make_cluster_model(2, h=[1.0, 4.0], kappa=0.0), power=trace)
+    key, busy = jax.random.key(0), jnp.zeros(2)
+    c = _rennala(tm, key, 0.0, busy, M=2)
+    np.testing.assert_array_equal(c.counts, [2, 0])
+    assert float(c.t_end) == 2.0 and float(c.time_used) == 2.0
+    np.testing.assert_allclose([c.time_wasted, c.worker_time], [1.0, 2.0 + 1.5], rtol=1e-6)
+    np.testing.assert_allclose(c.compute_end, [2.0, 2.0])
+    # discarded: worker 1's last 3 of work at speed 0.5 end at 8, 7.5 of time up from 0
+    d = _rennala(_on(tm, inflight="discard"), key, 0.0, busy, M=2)
+    np.testing.assert_allclose(d.compute_end, [2.0, 8.0], rtol=1e-6)
+    np.testing.assert_allclose(d.worker_time, 2.0 + 7.5, rtol=1e-6)
+    # of which 6 are still ahead at the round's end: 3.5 spent by then, as cancelled
+    ahead = events.computing_ahead(tm, d.compute_end, d.t_end)
+    np.testing.assert_allclose([ahead, d.worker_time - ahead], [6.0, 3.5], rtol=1e-6)
 
 
 def test_rennala_unused_tie_at_T_is_wasted_but_free():

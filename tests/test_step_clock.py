@@ -14,7 +14,7 @@ import pytest
 import reference_power
 import reference_sim as ref
 
-from jaxnigt.cluster import model, power, step_clock
+from jaxnigt.cluster import events, model, power, step_clock
 
 
 def compute_times(tm, key, trajectories: int) -> np.ndarray:
@@ -121,7 +121,7 @@ def test_shared_link_serializes_the_step_exchanges():
     overlap."""
     tm = model.make_cluster_model(2, h=[1.0, 1.0])  # H = 2: each step computes 0.5
     message = jnp.full((2,), 0.5, jnp.float32)
-    ends = {}
+    ends, worker_time = {}, {}
     for link in ("shared", "independent"):
         key = jax.random.key(0)
         state, b, _ = simulate(
@@ -129,11 +129,18 @@ def test_shared_link_serializes_the_step_exchanges():
         )
         ends[link] = np.asarray(b.time)[0]
         chex.assert_trees_all_close(float(state.link_busy), 2.0)
+        ahead = events.computing_ahead(tm, state.request, state.time)
+        worker_time[link] = float(state.computing - ahead)
     # independent: 0.5 + 0.5, then 0.5 + 0.5 -> both end at 2.0
     np.testing.assert_allclose(ends["independent"], [2.0, 2.0])
     # shared: actor 0 served [0.5, 1.0], actor 1 [1.0, 1.5]; actor 0's second step asks at
     # 1.5 and is served [1.5, 2.0]; actor 1's asks at 2.0: [2.0, 2.5]
     np.testing.assert_allclose(ends["shared"], [2.0, 2.5])
+    # the total worker time by the clock's time, computing only: independent, by 2.0 each
+    # actor computed [0, 0.5], [1, 1.5] and its next trajectory's first step from 2.0 (its
+    # 0.5 still ahead); shared, by 2.5: actor 0 [0, 0.5], [1, 1.5], [2, 2.5] and actor 1
+    # [0, 0.5], [1.5, 2] (its next step, begun at 2.5, all ahead)
+    np.testing.assert_allclose([worker_time["independent"], worker_time["shared"]], [2.0, 2.5])
 
 
 def test_served_version_counts_updates_done_by_then():

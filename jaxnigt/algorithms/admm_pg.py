@@ -211,6 +211,7 @@ def admm_step(setup: Setup, opts: AdmmOptions, state: TrainState, budget: jax.Ar
             time=sched.t_end,
             env_steps=jnp.sum(out["sum_length"]),
             comms=sched.comms,
+            worker_time=sched.worker_time,  # its workers' local steps (no work in flight)
         ),
         busy_until=sched.busy_until,
         extra=AdmmExtra(theta, lam),

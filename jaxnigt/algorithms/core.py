@@ -115,12 +115,18 @@ class Setup:
 
 
 class Counters(NamedTuple):
-    """Cumulative simulated-cluster counters (float32 scalars; per seed under vmap)."""
+    """Cumulative simulated-cluster counters (float32 scalars; per seed under vmap).
+
+    ``worker_time`` is the total worker time by ``time``: the sum over workers of the time
+    each spent computing (docs/howto/metrics.md), gradients that entered no update and the
+    work in flight at ``time`` (up to ``time``) included.
+    """
 
     time: jax.Array
     env_steps: jax.Array
     env_steps_wasted: jax.Array
     comms: jax.Array
+    worker_time: jax.Array
 
 
 class TrainState(NamedTuple):
@@ -160,7 +166,7 @@ class TrainState(NamedTuple):
 class StepMetrics(NamedTuple):
     """What one step reports (all ``[]``; stacked along a leading axis by ``lax.scan``).
 
-    The fields up to ``messages`` are ``metrics.csv`` columns, in order (the runner adds
+    The fields up to ``worker_time`` are ``metrics.csv`` columns, in order (the runner adds
     the evaluation returns); ``overflow`` and ``nonfinite`` are health flags;
     ``worker_counts`` feeds ``worker_counts.csv``.
 
@@ -177,6 +183,7 @@ class StepMetrics(NamedTuple):
       messages: small exchanges so far (central inference's observation up, action down,
         one per environment step: ``seed_rl``); ``comms`` counts the vector exchanges
         (gradients, parameters), so 0 for methods that send no small messages.
+      worker_time: the :class:`Counters`' total worker time by ``sim_time``.
       overflow: Malenia's capacity was too small.
       nonfinite: a parameter, gradient or return was not finite.
       worker_counts: ``[n]`` float32 gradients of each worker that entered the step's update.
@@ -198,6 +205,7 @@ class StepMetrics(NamedTuple):
     staleness_max: jax.Array
     link_util: jax.Array
     messages: jax.Array
+    worker_time: jax.Array
     overflow: jax.Array
     nonfinite: jax.Array
     worker_counts: jax.Array
@@ -343,7 +351,7 @@ def initial_state(
         opt_state=opt_state,
         key=key,
         steps=jnp.int32(0),
-        counters=Counters(zero, zero, zero, zero),
+        counters=Counters(zero, zero, zero, zero, zero),
         busy_until=jnp.zeros((setup.n,), jnp.float32),
         hyper=hyper,
         extra=extra,
@@ -376,14 +384,17 @@ def advance(
     env_steps: jax.Array,
     comms: jax.Array,
     env_steps_wasted: jax.Array = 0.0,
+    worker_time: jax.Array = 0.0,
 ) -> Counters:
-    """The counters after a step that ends at ``time`` and used the given amounts."""
+    """The counters after a step that ends at ``time`` and used the given amounts
+    (``worker_time``: the total worker time's growth from the step's start to ``time``)."""
     f32 = lambda x: jnp.asarray(x, jnp.float32)
     return Counters(
         time=f32(time),
         env_steps=counters.env_steps + f32(env_steps),
         env_steps_wasted=counters.env_steps_wasted + f32(env_steps_wasted),
         comms=counters.comms + f32(comms),
+        worker_time=counters.worker_time + f32(worker_time),
     )
 
 
@@ -428,6 +439,7 @@ def step_metrics(
         staleness_max=staleness[2],
         link_util=nan if link_util is None else link_util,
         messages=jnp.asarray(messages, jnp.float32),
+        worker_time=c.worker_time,
         overflow=jnp.asarray(overflow, bool),
         nonfinite=~(finite & jnp.isfinite(train_return)),
         worker_counts=counts,

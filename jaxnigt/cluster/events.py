@@ -126,6 +126,84 @@ class Arrival(NamedTuple):
     link_wait: jax.Array
 
 
+def computing_time(model: ClusterModel, start: jax.Array, end: jax.Array, worker=None) -> jax.Array:
+    """The time a worker that computes from ``start`` to ``end`` spends computing (its share
+    of the *worker time*, docs/howto/metrics.md): ``end - start``, or with a power trace the
+    time it is up (speed > 0) in between (:func:`jaxnigt.cluster.power.up_at`): a worker that
+    is down while it holds unfinished work is not computing, one at a reduced speed is.
+
+    Args:
+      model: the cluster model.
+      start: when the computing begins, ``[n]`` (``worker`` None) or ``worker``'s shape.
+      end: when it ends (``>= start``), as ``start``.
+      worker: the workers of ``start``, ``[]`` or ``[m]`` (None: every worker).
+
+    Returns:
+      ``start``'s shape.
+    """
+    trace = model.trace
+    if trace is None:
+        return end - start
+    trace = trace if worker is None else trace.take(worker)
+    return power.up_at(trace, end) - power.up_at(trace, start)
+
+
+def computing_by(model: ClusterModel, state: AsyncState, t: jax.Array) -> jax.Array:
+    """``[]`` the time the workers have spent by ``t`` computing the gradients they hold:
+    each from its dispatch to ``t`` or its compute end if earlier (a cancelled gradient's
+    end is its cancel); ``t`` is at or after every dispatch (the clock's time or later).  A
+    padded record's other rows (:mod:`jaxnigt.cluster.padding`) hold nothing.
+
+    Args:
+      model: the cluster model.
+      state: the engine's state.
+      t: ``[]`` the time.
+
+    Returns:
+      ``[]`` float32.
+    """
+    end = jnp.minimum(jnp.asarray(t, jnp.float32), state.compute_end)
+    spent = computing_time(model, state.dispatch_time, end)
+    if model.active is not None:
+        spent = jnp.where(model.active, spent, 0.0)
+    return jnp.sum(spent)
+
+
+def computing_ahead(model: ClusterModel, compute_end: jax.Array, t: jax.Array) -> jax.Array:
+    """``[]`` the computing time the workers have ahead of ``t`` on work begun by then, each
+    computing until ``compute_end`` (a round's discarded gradient that runs past its end:
+    :attr:`~jaxnigt.cluster.rounds.RoundSchedule.compute_end`; an actor's step share,
+    :mod:`jaxnigt.cluster.step_clock`); 0 for a worker whose computing ends by ``t``.
+
+    Args:
+      model: the cluster model.
+      compute_end: ``[n]`` when each worker's computing ends.
+      t: ``[]`` the time.
+
+    Returns:
+      ``[]`` float32.
+    """
+    t = jnp.full(compute_end.shape, t, jnp.float32)
+    ahead = computing_time(model, t, jnp.maximum(compute_end, t))
+    if model.workers is not None:
+        ahead = jnp.where(model.active, ahead, 0.0)
+    return jnp.sum(ahead)
+
+
+def arrivals_computing(model: ClusterModel, arrivals: Arrival) -> jax.Array:
+    """The computing time of each arrival's gradient: from its dispatch to its compute end
+    (a cancelled one's: its cancel).
+
+    Args:
+      model: the cluster model.
+      arrivals: one :class:`Arrival` or several stacked.
+
+    Returns:
+      ``arrivals.worker``'s shape.
+    """
+    return computing_time(model, arrivals.dispatch_time, arrivals.compute_end, arrivals.worker)
+
+
 def async_init(model: ClusterModel, key: jax.Array, t0: jax.typing.ArrayLike) -> AsyncState:
     """Dispatches every worker at ``t0`` with version 0 (for free).
 

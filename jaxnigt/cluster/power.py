@@ -192,6 +192,19 @@ def work_at(trace: PowerTrace, t: jax.Array) -> jax.Array:
     return _rows(lambda r, x: _clock_at(r.work, r.speed, r, x), trace, t)
 
 
+def up_at(trace: PowerTrace, t: jax.Array) -> jax.Array:
+    """``U_i(t)``: each worker's time up (speed > 0) by time ``t``.
+
+    Args:
+      trace: ``[n, K]`` (or one row ``[K]``).
+      t: ``[n, ...]`` times (any shape for one row).
+
+    Returns:
+      ``t``'s shape.
+    """
+    return _rows(lambda r, x: _clock_at(r.up, (r.speed > 0).astype(jnp.float32), r, x), trace, t)
+
+
 def finish(trace: PowerTrace, s: jax.Array, tau: jax.Array) -> jax.Array:
     """When work ``tau`` begun at ``s`` is done: the first ``T >= s`` with ``W(T) = W(s) +
     tau`` (``s`` itself for ``tau = 0``; inf if the worker never does it).

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxnigt.cluster import power
+from jaxnigt.cluster.events import computing_time
 from jaxnigt.cluster.model import ClusterModel, realize
 
 
@@ -232,6 +233,14 @@ class RoundSchedule(NamedTuple):
       overflow: ``[]`` bool Malenia needed more than ``capacity`` gradients from a worker
         (always False for Rennala and sync).
       time_used: ``[]`` float32 worker-time spent on the gradients that count.
+      worker_time: ``[]`` float32 the round's share of the total worker time: the time its
+        workers spend computing its gradients, counted or not (an in-flight one to its
+        cancel at ``T``, or, discarded, to its completion): ``time_used + time_wasted`` under
+        constant power, the time up (speed > 0) while computing under a power trace
+        (:func:`~jaxnigt.cluster.events.computing_time`; docs/howto/metrics.md).
+      compute_end: ``[n]`` float32 when each worker's computing of the round ends (a
+        discarded gradient's completion, which may be past ``t_end``); ``t0`` for a worker
+        that computes nothing in the round.
     """
 
     slot_worker: jax.Array
@@ -249,6 +258,8 @@ class RoundSchedule(NamedTuple):
     busy_until: jax.Array
     overflow: jax.Array
     time_used: jax.Array
+    worker_time: jax.Array
+    compute_end: jax.Array
 
 
 class Collection(NamedTuple):
@@ -506,6 +517,13 @@ def finish_round(
     wasted, frac, new_busy = _in_flight(
         model, t0, busy_until, work, t_rel, ready, has_inflight, may_continue
     )
+    time_wasted = jnp.sum(wasted).astype(jnp.float32)
+    time_used = jnp.sum(work.done).astype(jnp.float32)
+    goes_on = jnp.full(work.off.shape, has_inflight)  # after its counted gradients
+    goes_on = goes_on if may_continue is None else goes_on & may_continue
+    spent, compute_end = _computing(model, t0, work, t_rel, frac, goes_on)
+    if spent is None:  # under constant power computing time is work: counted or wasted
+        spent = time_used + time_wasted
     return RoundSchedule(
         slot_worker=coll.slot_worker.astype(jnp.int32),
         slot_rank=coll.slot_rank.astype(jnp.int32),
@@ -516,13 +534,39 @@ def finish_round(
         t_collect_end=t_collect_end,
         t_end=t_collect_end + comm_time,
         comm_time=comm_time,
-        time_wasted=jnp.sum(wasted).astype(jnp.float32),
+        time_wasted=time_wasted,
         traj_wasted=jnp.sum(frac).astype(jnp.float32),
         comms=jnp.int32(1),
         busy_until=new_busy.astype(jnp.float32),
         overflow=jnp.asarray(coll.overflow, bool),
-        time_used=jnp.sum(work.done).astype(jnp.float32),
+        time_used=time_used,
+        worker_time=spent,
+        compute_end=compute_end,
     )
+
+
+def _computing(model: ClusterModel, t0, work: WorkerTimes, t_rel, frac, goes_on):
+    """``(worker time, compute_end)`` of a round (:class:`RoundSchedule`): each worker that
+    starts before ``T`` computes from its start to its last counted completion, then, if it
+    goes on (``goes_on``), to ``T`` (its in-flight gradient cancelled there; a worker down
+    since its last completion has no time up then either) or, discarded (:func:`_in_flight`'s
+    ``frac``), to that gradient's completion.  The worker time is None under constant power
+    (it is the work there: the caller adds the counted and the wasted).  Only the in-flight
+    flags are read of :func:`_in_flight`'s results: the round's own sums are computed as they
+    always were."""
+    started = work.off < t_rel
+    if model.workers is not None:  # a padded worker never computes (jaxnigt.cluster.padding)
+        started = started & model.active
+    end = ends(model, t0, work.off, work.done)  # its last counted completion (or its start)
+    if model.inflight == "cancel":
+        end = jnp.where(goes_on, jnp.maximum(end, t_rel), end)
+    else:
+        end = jnp.where(frac > 0, ends(model, t0, work.off, work.cum_next), end)
+    compute_end = jnp.where(started, t0 + end, t0).astype(jnp.float32)
+    if model.trace is None:
+        return None, compute_end
+    computing = computing_time(model, t0 + work.off, jnp.maximum(compute_end, t0 + work.off))
+    return jnp.sum(jnp.where(started, computing, 0.0)).astype(jnp.float32), compute_end
 
 
 def run_rounds(schedule, model: ClusterModel, key: jax.Array, rounds: int) -> RoundSchedule:

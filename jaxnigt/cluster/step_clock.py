@@ -45,7 +45,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster.events import compute_end, exchange_end
+from jaxnigt.cluster.events import compute_end, computing_time, exchange_end
 from jaxnigt.cluster.model import ClusterModel, realize, sample_worker_compute_time
 
 
@@ -62,6 +62,11 @@ class ClockState(NamedTuple):
       link_busy: ``[]`` float32 total exchange time served so far.
       messages: ``[]`` float32 exchanges served so far.
       time: ``[]`` float32 when the last served step ended.
+      computing: ``[]`` float32 the actors' computing of every step share begun so far,
+        whole (:func:`~jaxnigt.cluster.events.computing_time`; each share from the end of
+        its previous step to ``request``): the total worker time by a time ``t >=`` every
+        share's start is this less what is ahead of ``t``
+        (:func:`~jaxnigt.cluster.events.computing_ahead` of ``request``).
     """
 
     request: jax.Array
@@ -73,6 +78,7 @@ class ClockState(NamedTuple):
     link_busy: jax.Array
     messages: jax.Array
     time: jax.Array
+    computing: jax.Array
 
 
 class Batch(NamedTuple):
@@ -111,8 +117,9 @@ def init(model: ClusterModel, time_key: jax.Array, horizon: int) -> ClockState:
     workers = jnp.arange(n, dtype=jnp.int32)
     share = jax.vmap(lambda w: _share(model, time_key, w, 0, horizon))(workers)
     zero = jnp.float32(0.0)
+    request = share if model.trace is None else compute_end(model, jnp.zeros((n,)), share)
     return ClockState(
-        request=share if model.trace is None else compute_end(model, jnp.zeros((n,)), share),
+        request=request,
         step=jnp.zeros((n,), jnp.int32),
         traj=jnp.zeros((n,), jnp.int32),
         share=share,
@@ -121,6 +128,7 @@ def init(model: ClusterModel, time_key: jax.Array, horizon: int) -> ClockState:
         link_busy=zero,
         messages=zero,
         time=zero,
+        computing=jnp.sum(computing_time(model, jnp.zeros((n,)), request)),
     )
 
 
@@ -193,8 +201,9 @@ def _serve(model, message, inference, time_key, version, done_at, batch, horizon
     )
     traj = s.traj[w] + last.astype(jnp.int32)
     share = jnp.where(last, _share(model, time_key, w, traj, horizon), s.share[w])
+    request = compute_end(model, end, share, w)
     s = ClockState(
-        request=s.request.at[w].set(compute_end(model, end, share, w)),
+        request=s.request.at[w].set(request),
         step=s.step.at[w].set(jnp.where(last, 0, j + 1)),
         traj=s.traj.at[w].set(traj),
         share=s.share.at[w].set(share),
@@ -203,6 +212,7 @@ def _serve(model, message, inference, time_key, version, done_at, batch, horizon
         link_busy=s.link_busy + message[w],
         messages=s.messages + 1.0,
         time=end,
+        computing=s.computing + computing_time(model, end, request, w),
     )
     return s, out, count + last.astype(jnp.int32)
 

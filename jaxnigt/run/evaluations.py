@@ -49,7 +49,8 @@ def initial_metrics(batch: int, n: int) -> dict[str, np.ndarray]:
     nan = np.full((batch, 1), np.nan, np.float32)
     zero = np.zeros((batch, 1), np.float32)
     row: dict[str, np.ndarray] = {c: nan for c in LOGGED}
-    row.update({c: zero for c in ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads")})
+    counters = ("sim_time", "env_steps", "env_steps_wasted", "comms", "grads", "worker_time")
+    row.update({c: zero for c in counters})
     row.update({c: np.zeros((batch, 1), bool) for c in HEALTH_FLAGS})
     row.update(round=np.zeros((batch, 1), np.int32), active=np.ones((batch, 1), bool))
     row["worker_counts"] = np.zeros((batch, 1, n), np.float32)

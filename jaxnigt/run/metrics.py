@@ -267,7 +267,10 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
     Returns:
       ``{name: entry}`` with ``name`` the algorithm, or ``algorithm[grid=g]`` past grid
       point 0, and ``entry`` its seeds, final and best median returns, learning rate, eta,
-      largest evaluation gap and, with a target, ``target_return`` and ``time_to_target``.
+      largest evaluation gap and, with a target, ``target_return`` and ``time_to_target``;
+      where the rows have the total worker time (``worker_time``), also
+      ``final_worker_time`` and, with a target, ``worker_time_to_target``
+      (:func:`worker_time_entry`).
     """
     summary: dict[str, Any] = {}
     for (algorithm, grid), seeds in group_curves(rows, x="sim_time", y="eval_return").items():
@@ -291,5 +294,41 @@ def summarize(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
             t = float(median_time(np.array(times)))
             entry["target_return"] = target
             entry["time_to_target"] = t if math.isfinite(t) else None
+        mine = [r for r in rows if r["algorithm"] == algorithm and int(r["grid"]) == grid]
+        entry.update(worker_time_entry(mine, target))
         summary[algorithm if grid == 0 else f"{algorithm}[grid={grid}]"] = entry
     return summary
+
+
+def worker_time_entry(rows: Sequence[dict], target: float | None) -> dict[str, Any]:
+    """A summary entry's total worker time, from one method's rows: ``final_worker_time``,
+    the median over its seeds of each one's total worker time at its last step, and with a
+    target ``worker_time_to_target``, the upper median (:func:`jaxnigt.run.curves.
+    median_time`) of the seeds' total worker times at their first evaluation at or above it
+    (None when no majority reached it); nothing for rows without ``worker_time`` (a run
+    written before it was recorded).
+
+    Args:
+      rows: one algorithm's and grid point's metrics rows (every seed).
+      target: the evaluation return to reach, or None.
+
+    Returns:
+      The entry's fields.
+    """
+    last: dict[int, tuple[int, float]] = {}
+    for r in rows:
+        value = r.get("worker_time", "")
+        if value in ("", None) or math.isnan(float(value)):
+            return {}
+        seed, step = int(r["seed"]), int(r["round"])
+        if seed not in last or step >= last[seed][0]:
+            last[seed] = (step, float(value))
+    if not last:
+        return {}
+    out: dict[str, Any] = {"final_worker_time": float(np.median([w for _, w in last.values()]))}
+    if target is not None:
+        seeds = group_curves(rows, x="worker_time", y="eval_return").values()
+        times = [first_time(w, y, target) for curves in seeds for w, y in curves.values()]
+        t = float(median_time(np.array(times)))
+        out["worker_time_to_target"] = t if math.isfinite(t) else None
+    return out

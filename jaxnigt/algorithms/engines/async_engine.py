@@ -241,6 +241,7 @@ class _Plan(NamedTuple):
     staleness: jax.Array
     accepted: jax.Array  # a server update (else only the worker's restart)
     wasted: jax.Array  # trajectories' worth of discarded or cancelled work
+    computing: jax.Array  # its gradient's computing time (worker time; 0 if not processed)
     live: jax.Array  # processed: the previous exchange came before the budget
     num_live: jax.Array  # [] the processed exchanges are a prefix of this length
 
@@ -260,9 +261,10 @@ def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array,
         if run_block is not None:
             live = live & (i < run_block)
         nxt, ev = rule.next(model, ex.time_key, s)
-        return core.select(live, nxt, s), (ev, live)
+        spent = jnp.where(live, events.arrivals_computing(model, ev.arrival), 0.0)
+        return core.select(live, nxt, s), (ev, live, spent)
 
-    final, (ev, live) = jax.lax.scan(step, ex.event_state, jnp.arange(block))
+    final, (ev, live, spent) = jax.lax.scan(step, ex.event_state, jnp.arange(block))
     num_live = jnp.sum(live.astype(jnp.int32))
     arr = ev.arrival
     plan = _Plan(
@@ -272,6 +274,7 @@ def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array,
         staleness=arr.staleness,
         accepted=ev.accepted,
         wasted=ev.wasted,
+        computing=spent,
         live=live,
         num_live=num_live,
     )
@@ -377,11 +380,31 @@ def _block(
         worker_params=ex.worker_params,
     )
     carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
-    return _finish_block(setup, rule, state, event_state, plan, carry, model.active)
+    return _finish_block(setup, rule, state, event_state, plan, carry, model)
+
+
+def worker_time(model, before: events.AsyncState, after: events.AsyncState, computed):
+    """The total worker time's growth from the clock ``before`` to ``after`` (at their
+    times): the computing of the gradients whose exchanges came in between, and that of the
+    gradients the workers hold, by ``after``'s time less by ``before``'s
+    (:func:`~jaxnigt.cluster.events.computing_by`).
+
+    Args:
+      model: the run's cluster record.
+      before: the clock at the step's start.
+      after: the clock at its end.
+      computed: ``[]`` the computing time of the gradients whose exchanges came in between
+        (:func:`~jaxnigt.cluster.events.arrivals_computing`).
+
+    Returns:
+      ``[]`` float32.
+    """
+    held = events.computing_by(model, after, after.time)
+    return computed + held - events.computing_by(model, before, before.time)
 
 
 def _finish_block(
-    setup, rule: EventRule, state: TrainState, event_state, plan: _Plan, carry: _Carry, active
+    setup, rule: EventRule, state: TrainState, event_state, plan: _Plan, carry: _Carry, model
 ):
     """The new state and the step's metrics after a block's processed exchanges."""
     ex: AsyncExtra = state.extra
@@ -390,6 +413,7 @@ def _finish_block(
     used = live * plan.accepted.astype(jnp.float32)
     grads = jnp.sum(used) if rule.refuses else exchanges
     before, after = rule.clock(ex.event_state), rule.clock(event_state)
+    computed = jnp.sum(plan.computing)
     new = state._replace(
         params=carry.params,
         opt_state=carry.opt_state,
@@ -400,6 +424,7 @@ def _finish_block(
             env_steps=jnp.sum(live * carry.lengths),
             env_steps_wasted=jnp.sum(live * plan.wasted) * setup.horizon,
             comms=exchanges,
+            worker_time=worker_time(model, before, after, computed),
         ),
         extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
     )
@@ -415,7 +440,7 @@ def _finish_block(
         grads=grads,
         train_return=core.mean_return(jnp.sum(live * carry.returns), grads),
         counts=counts,
-        active=active,
+        active=model.active,
         finite=jnp.all(grads_finite) & core.all_finite(carry.params),
         staleness=(jnp.nanmin(stale), jnp.nanmean(stale), jnp.nanmax(stale)),
         link_util=events.link_utilisation(before, after),

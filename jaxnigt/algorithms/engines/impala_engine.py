@@ -229,6 +229,7 @@ def _batch(setup, opt, estimator, B, learner_time, hyper, budget, carry, k):
         "lag": lag,
         "finite": core.all_finite(grads),
         "lost": lost_before | lost_after,
+        "computing": jnp.sum(events.arrivals_computing(model, arr)),  # the batch's gradients
     }
     return (state, ex, stats), out
 
@@ -244,13 +245,21 @@ def _step(setup, options: ImpalaOptions, optimizer, estimator, state: TrainState
     live = out["live"].astype(jnp.float32)
     applied = jnp.sum(live) * B
     before = ex.event_state
+    time = jnp.maximum(new_ex.event_state.time, new_ex.done_at[0])
+    model = core.cluster_of(setup, state)
+    # the gradients that came in, and those the actors hold, by the step's end (a gradient
+    # begun after the last arrival and before a later update's end counts in the next step)
+    held = lambda clock, t: events.computing_by(model, clock, t)
+    computed = jnp.sum(jnp.where(out["live"], out["computing"], 0.0))
+    spent = computed + held(new_ex.event_state, time) - held(before, state.counters.time)
     new = new._replace(
         steps=state.steps + 1,
         counters=core.advance(
             state.counters,
-            time=jnp.maximum(new_ex.event_state.time, new_ex.done_at[0]),
+            time=time,
             env_steps=jnp.sum(live * out["len"]),
             comms=applied,
+            worker_time=spent,
         ),
         extra=new_ex,
     )

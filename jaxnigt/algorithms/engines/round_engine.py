@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup, TrainState
-from jaxnigt.cluster import rules, schedules
+from jaxnigt.cluster import events, rounds, rules, schedules
 from jaxnigt.rl.collect import gradient_from_schedule
 
 # (model, key, t0, busy_until[, sizes]) -> schedule; ``sizes`` (the state's) holds a padded
@@ -214,13 +215,51 @@ def _schedule(setup: Setup, schedule: ScheduleFn, state: TrainState):
     return (key, k_roll), sched, k_sched
 
 
+class RoundExtra(NamedTuple):
+    """Engine state kept in ``TrainState.extra``.
+
+    Attributes:
+      compute_end: ``[n]`` when each worker's computing of its latest round ends
+        (:attr:`~jaxnigt.cluster.rounds.RoundSchedule.compute_end`): past the state's time
+        only for a discarded gradient still being computed (``inflight: discard``), whose
+        rest of the worker time comes later.
+    """
+
+    compute_end: jax.Array
+
+
 def _init(setup: Setup, optimizer, key: jax.Array, hyper: core.TracedHParams) -> TrainState:
     """x_0 at time 0, nothing collected yet."""
     k_init, k_run = jax.random.split(key)
     params = setup.policy.init(k_init)
     opt_state = optimizer(hyper).init(params)
     cluster = core.run_cluster(setup, key)
-    return core.initial_state(setup, params, opt_state, k_run, hyper, cluster=cluster)
+    extra = RoundExtra(jnp.zeros((setup.n,), jnp.float32))
+    return core.initial_state(setup, params, opt_state, k_run, hyper, extra, cluster=cluster)
+
+
+def worker_time(model, state: TrainState, sched: rounds.RoundSchedule, extra: RoundExtra):
+    """``(growth, extra)``: the total worker time's growth over a round that starts at
+    ``state`` (its workers' computing, :attr:`~jaxnigt.cluster.rounds.RoundSchedule.
+    worker_time`, counted by its end: a discarded gradient's computing past it counts when
+    it is done, in later rounds) and the engine state after it.
+
+    Args:
+      model: the run's cluster record.
+      state: the state the round starts from (its ``extra`` a :class:`RoundExtra`).
+      sched: the round.
+      extra: ``state.extra``.
+
+    Returns:
+      ``([] float32, RoundExtra)``.
+    """
+    growth = sched.worker_time
+    compute_end = jnp.maximum(extra.compute_end, sched.compute_end)
+    if model.inflight == "discard":  # the part of the computing still ahead of each end
+        before = events.computing_ahead(model, extra.compute_end, state.counters.time)
+        after = events.computing_ahead(model, compute_end, sched.t_end)
+        growth = growth + before - after
+    return growth, RoundExtra(compute_end)
 
 
 def _round(
@@ -253,6 +292,7 @@ def _round(
         estimator=functools.partial(estimator, setup.policy, hyper=state.hyper),
     )
     params, opt_state = core.descend(optimizer(state.hyper), grads, state.opt_state, state.params)
+    spent, extra = worker_time(model, state, sched, state.extra)
     new = state._replace(
         params=params,
         opt_state=opt_state,
@@ -264,8 +304,10 @@ def _round(
             env_steps=stats["sum_length"],
             env_steps_wasted=sched.traj_wasted * setup.horizon,
             comms=sched.comms,
+            worker_time=spent,
         ),
         busy_until=sched.busy_until,
+        extra=extra,
     )
     return new, core.step_metrics(
         new,

@@ -258,13 +258,15 @@ def _step(setup, options: SeedOptions, optimizer, estimator, state: TrainState, 
     applied = jnp.sum(live) * B
     counts = jnp.zeros((setup.n,), jnp.float32).at[out["worker"]].add(live[:, None])
     lag = jnp.where(out["live"][:, None, None], out["lag"], jnp.nan)
+    time = jnp.maximum(new_ex.clock.time, new_ex.done_at[0])
     new = new._replace(
         steps=state.steps + 1,
         counters=core.advance(
             state.counters,
-            time=jnp.maximum(new_ex.clock.time, new_ex.done_at[0]),
+            time=time,
             env_steps=jnp.sum(live * out["len"]),
             comms=0.0,  # no vector exchanges: the parameters stay on the learner
+            worker_time=worker_time(setup, state, ex.clock, new_ex.clock, time),
         ),
         extra=new_ex,
     )
@@ -280,6 +282,27 @@ def _step(setup, options: SeedOptions, optimizer, estimator, state: TrainState, 
         link_util=events.link_utilisation(ex.clock, new_ex.clock),
         messages=new_ex.clock.messages,
     )
+
+
+def worker_time(setup: Setup, state: TrainState, before, after, time: jax.Array) -> jax.Array:
+    """The total worker time's growth over a step: the actors' computing of their step
+    shares by ``time`` less by the step's start
+    (:attr:`~jaxnigt.cluster.step_clock.ClockState.computing` less what is still ahead,
+    :func:`~jaxnigt.cluster.events.computing_ahead`).
+
+    Args:
+      setup: the run's setup.
+      state: the state the step starts from.
+      before: its clock.
+      after: the clock at the step's end.
+      time: ``[]`` the step's end (its last step served, or a later update's end).
+
+    Returns:
+      ``[]`` float32.
+    """
+    model = core.cluster_of(setup, state)
+    by = lambda clock, t: clock.computing - events.computing_ahead(model, clock.request, t)
+    return by(after, time) - by(before, state.counters.time)
 
 
 def _simulate_clock(setup: Setup, options: SeedOptions, key: jax.Array, steps: int):
