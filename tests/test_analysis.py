@@ -323,10 +323,11 @@ CONFIG = {
 }
 
 
-def _write_run(path, curves, *, done=True, per_update=None, **config):
+def _write_run(path, curves, *, done=True, per_update=None, worker=None, **config):
     """A run directory by hand: ``curves`` is ``{algorithm: [(times, returns), ...]}``;
-    ``config``: top-level config values over :data:`CONFIG` (``first_seed`` numbers the
-    seeds)."""
+    ``worker``: ``{algorithm: rate}``, a total worker time of ``rate × sim_time`` in every
+    row (None: no ``worker_time`` column, as a run written before it); ``config``: top-level
+    config values over :data:`CONFIG` (``first_seed`` numbers the seeds)."""
     path.mkdir(parents=True)
     cfg = config_lib.from_dict({**CONFIG, "algorithms": list(curves), **config})
     (path / "config.yaml").write_text(config_lib.dump(cfg))
@@ -347,6 +348,8 @@ def _write_run(path, curves, *, done=True, per_update=None, **config):
                         "grads": 4.0 if r else float("nan"),
                     }
                 )
+                if worker is not None:
+                    rows[-1]["worker_time"] = worker[algorithm] * x
         summary[algorithm] = {"seeds": len(seeds)}
         if per_update and algorithm in per_update:
             summary[algorithm]["trajectories_per_update"] = per_update[algorithm]
@@ -468,6 +471,68 @@ def test_compare_pairs_methods_that_ran_the_same_seeds_and_says_so(tmp_path, cap
     result = analysis.compare(run, "rennala_nigt", reps=200)
     assert result["paired"] == {"afedpg": False}
     assert "Not paired: afedpg ran other seeds" in analysis.compare_markdown(result)
+
+
+def test_compare_decides_on_the_total_worker_time_to_a_target(tmp_path, capsys):
+    """rennala_nigt (FAST) reaches the 80 % target (-3.76) sooner, at 4, 4 and 6, but with
+    every worker busy at a rate of 4 (worker time 16, 16, 24); afedpg (SLOW) never reaches
+    it by the budget 10 and is censored at its final total worker time, 1 × 11 (its last
+    step, past the budget): the cheaper one, though the slower, on six paired seeds."""
+    fast, slow = FAST * 2, SLOW * 2
+    rates = {"rennala_nigt": 4.0, "afedpg": 1.0}
+    d = _write_run(tmp_path / "r", {"rennala_nigt": fast, "afedpg": slow}, worker=rates)
+    run = analysis.load_run(d)
+    rennala, afedpg = run.algorithms()["rennala_nigt"], run.algorithms()["afedpg"]
+    np.testing.assert_array_equal(rennala.final_worker_time, [44.0] * 6)
+    target = -3.76
+    np.testing.assert_allclose(rennala.statistic("worker_time", 10.0, target), [16, 16, 24] * 2)
+    assert np.all(np.isinf(afedpg.statistic("worker_time", 10.0, target)))
+    np.testing.assert_array_equal(afedpg.censoring("worker_time", 10.0), [11.0] * 6)
+    np.testing.assert_array_equal(afedpg.censoring("time", 10.0), [10.0] * 6)
+    result = analysis.compare(run, "rennala_nigt", statistic="worker_time_to_80", reps=300)
+    row = result["comparisons"]["afedpg"]
+    # the ratio of geometric-mean restricted worker times, baseline / reference
+    assert row["effect"]["estimate"] == pytest.approx(11 / (16 * 16 * 24) ** (1 / 3))
+    assert row["p"] == pytest.approx(2 / 2**6) and row["outcome"] == verdicts.BASELINE_AHEAD
+    assert row["reached"] == {"reference": 6, "baseline": 0, "seeds": 6}
+    assert row["rmst"] == {"reference": pytest.approx(56 / 3), "baseline": 11.0}
+    assert result["verdict"].startswith("refuted")
+    summary = result["algorithms"]
+    assert summary["rennala_nigt"]["worker_time_to_target"]["0.8"] == 16.0  # upper median
+    assert summary["afedpg"]["worker_time_to_target"]["0.8"] is None
+    assert summary["afedpg"]["final_worker_time_median"] == 11.0
+    # by simulated time the same seeds put the reference ahead
+    timed = analysis.compare(run, "rennala_nigt", statistic="time_to_80", reps=300)
+    assert timed["comparisons"]["afedpg"]["outcome"] == verdicts.REFERENCE_AHEAD
+    # seeds added in stages take it too: each look tests the restricted worker times
+    staged = analysis.sequential.compare_sequential(
+        run, "rennala_nigt", statistic="worker_time_to_80", stages=(6,), reps=300
+    )
+    look = staged["comparisons"]["afedpg"]["looks"][-1]
+    assert look["values"]["baseline"] == [11.0] * 6
+    assert look["values"]["reference"] == [16.0, 16.0, 24.0] * 2
+    # the command line: the statistic, its words, the JSON
+    assert cli.main(["compare", str(d), "--statistic", "worker_time_to_80"]) == 0
+    out = capsys.readouterr().out
+    assert "restricted total worker times min(W, W_final) to 80 %" in out
+    assert "at its final total worker time" in out and "afedpg ahead" in out
+    written = json.loads((d / "compare.json").read_text())
+    assert written["statistic"] == "worker_time_to_80"
+
+
+def test_a_run_without_worker_times_is_refused_for_a_worker_time_statistic(tmp_path, capsys):
+    d = _write_run(tmp_path / "r", {"rennala_nigt": FAST, "afedpg": SLOW})
+    run = analysis.load_run(d)
+    assert run.algorithms()["afedpg"].worker_times is None
+    with pytest.raises(analysis.AnalysisError, match="no worker_time column") as e:
+        analysis.compare(run, "rennala_nigt", statistic="worker_time_to_50")
+    assert e.value.param == "statistic"
+    summary = analysis.compare(run, "rennala_nigt", reps=200)["algorithms"]["afedpg"]
+    assert "worker_time_to_target" not in summary
+    assert cli.main(["compare", str(d), "--statistic", "worker_time_to_50"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and not (d / "compare.json").exists()
+    assert err[0].startswith("jaxnigt: error: --statistic: rennala_nigt: its metrics.csv has no ")
 
 
 def test_compare_reports_each_methods_largest_evaluation_gap_and_warns(tmp_path):

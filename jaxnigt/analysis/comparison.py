@@ -19,7 +19,10 @@ reference minus baseline) or a time to 50 % / 80 % of the improvement, compared 
 seed's *restricted time* ``min(T, B)`` (a seed that never reaches the target counts at the
 budget B), on the log scale: the ratio of geometric-mean restricted times, baseline over
 reference (restricted times are heavy-tailed; the log scale finds a true speed-up more
-often, :mod:`jaxnigt.analysis.looks`).  **The decision** is
+often, :mod:`jaxnigt.analysis.looks`); or the total worker time to that target
+(``worker_time_to_50`` / ``worker_time_to_80``: what reaching it cost in computing), each
+seed's restricted worker time ``min(W, W_final)`` compared in the same way (a seed that never
+reaches the target counts at its final total worker time).  **The decision** is
 an exact randomization test of a tie (:mod:`jaxnigt.analysis.randomization`): the paired
 sign-flip test when both methods ran the same seeds (:func:`paired`), the permutation test
 otherwise; a side is ahead when ``p <= 1 − level``, and the effect's interval is the test
@@ -48,6 +51,7 @@ from jaxnigt.analysis import looks, survival
 from jaxnigt.analysis.report_text import compare_markdown
 from jaxnigt.analysis.run_data import AnalysisError, Method, Run, UnfinishedRunError, load_run
 from jaxnigt.analysis.stats import (
+    COMPARE_STATISTICS,
     FRACTIONS,
     RETURN_STATISTICS,
     STATISTICS,
@@ -58,6 +62,7 @@ from jaxnigt.analysis.stats import (
     median_time,
     second_half,
     targets,
+    time_axis,
 )
 from jaxnigt.analysis.verdicts import (
     BASELINE_AHEAD,
@@ -78,6 +83,7 @@ from jaxnigt.analysis.verdicts import (
 
 __all__ = [
     "CLAIMS",
+    "COMPARE_STATISTICS",
     "FRACTIONS",
     "RETURN_STATISTICS",
     "STATISTICS",
@@ -99,7 +105,7 @@ __all__ = [
 def _statistic_values(m: Method, statistic: str, budget: float, tg: dict) -> np.ndarray:
     if statistic in RETURN_STATISTICS:
         return m.statistic(statistic, budget)
-    return m.statistic("time", budget, tg[fraction(statistic)])
+    return m.statistic(time_axis(statistic), budget, tg[fraction(statistic)])
 
 
 def paired(ref: Method, other: Method) -> bool:
@@ -126,9 +132,12 @@ def _comparison(ref: Method, other: Method, budget: float, tg: dict, statistic: 
     ratio = statistic not in RETURN_STATISTICS
     kw = {**kw, "paired": paired(ref, other)}
     x, y = (_statistic_values(m, statistic, budget, tg) for m in (ref, other))
+    censor = None
+    if ratio:  # where each side's seeds are censored: the budget, or their final worker time
+        censor = tuple(m.censoring(time_axis(statistic), budget) for m in (ref, other))
     one = looks.look(
         looks.TIME if ratio else looks.RETURN, x, y,
-        paired=kw["paired"], level=kw["level"], budget=budget,
+        paired=kw["paired"], level=kw["level"], budget=budget, censor=censor,
     )  # fmt: skip
     effect = one["interval"]
     identical = ref.identical_to(other)
@@ -164,11 +173,10 @@ def _gap_warnings(methods, reference, statistic, budget, tg) -> list[str]:
     if statistic in RETURN_STATISTICS:
         scale = budget if statistic == "average" else budget / 2
         what = f"the window of {statistic} ({scale:g})"
-    else:
-        scale = float(
-            median_time(methods[reference].statistic("time", budget, tg[fraction(statistic)]))
-        )
-        what = f"{reference}'s median {statistic} ({scale:.4g})"
+    else:  # a worker-time statistic's evaluations too are apart in simulated time
+        f = fraction(statistic)
+        scale = float(median_time(methods[reference].statistic("time", budget, tg[f])))
+        what = f"{reference}'s median time_to_{round(100 * f)} ({scale:.4g})"
     if not math.isfinite(scale):
         return []
     out = []
@@ -214,14 +222,22 @@ def _method_summary(m: Method, budget: float, tg: dict) -> dict[str, Any]:
         },
         "diverged_seeds": list(m.diverged),
     }
+    if m.worker_times is not None:  # the total worker time, where the run recorded it
+        out["final_worker_time_median"] = float(np.median(m.final_worker_time))
+        out["worker_time_to_target"] = {  # None: no majority reached it (as time_to_target)
+            str(f): _finite(median_time(m.statistic("worker_time", budget, t)))
+            for f, t in tg.items()
+        }
     for t, cs in m.per_type.items():
         out[t] = float(np.median([second_half(x, y, budget) for x, y in cs]))
     return out
 
 
 def _check_compare(run: Run, reference: str, statistic: str, baselines) -> tuple[dict, list]:
-    if statistic not in STATISTICS:
-        raise AnalysisError(f"got {statistic!r}; expected one of {STATISTICS}", param="statistic")
+    if statistic not in COMPARE_STATISTICS:
+        raise AnalysisError(
+            f"got {statistic!r}; expected one of {COMPARE_STATISTICS}", param="statistic"
+        )
     methods = run.algorithms()
     if reference not in methods:
         raise AnalysisError(
@@ -292,7 +308,8 @@ def compare(
 
     Args:
       run, reference: a finished run (:func:`load_run`), the claim's method; statistic: one
-        of :data:`STATISTICS`; baselines: default every other method.
+        of :data:`~jaxnigt.analysis.stats.COMPARE_STATISTICS` (a worker-time one needs a
+        run that recorded ``worker_time``); baselines: default every other method.
       claim: ``ahead`` or ``tie``; fractions: of the improvement, the times reported;
       level: a side is ahead when p <= 1 − level; reps, seed: the second views' bootstrap.
       target: a time statistic's target fixed in advance (e.g. from tuning seeds).

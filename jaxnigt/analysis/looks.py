@@ -14,7 +14,10 @@ fixed before any data:
   project's simulation: 0.345 against 0.321 on differences at 30 % censored).  Beside it:
   the RMST ratio with a paired bootstrap interval, the RMST difference with its inverted
   interval, and the ratio of median times (descriptive).  A seed reaching the target at
-  time 0 counts at :data:`FLOOR` × B;
+  time 0 counts at :data:`FLOOR` × B.  A time on another axis (``worker_time_to_50``,
+  ``worker_time_to_80``: the total worker time at that first evaluation) is looked at in the
+  same way, each seed censored at its own point (``censor``: its final total worker time)
+  instead of B;
 * **return claims** (``average``, ``second_half``): each seed's return statistic; the effect
   is the mean difference, reference minus baseline.
 
@@ -46,9 +49,10 @@ BOOTSTRAP_REPS = 2000
 FLOOR = 1e-6  # a restricted time of 0 counts at FLOOR × B on the log scale
 
 
-def restricted(times: np.ndarray, budget: float) -> np.ndarray:
-    """``min(T, B)`` per seed (``inf``: never reached, counts as the budget)."""
-    return np.minimum(np.asarray(times, np.float64), float(budget))
+def restricted(times: np.ndarray, budget) -> np.ndarray:
+    """``min(T, B)`` per seed (``inf``: never reached, counts as the budget); ``budget`` a
+    number, or per seed the point where each is censored."""
+    return np.minimum(np.asarray(times, np.float64), np.asarray(budget, np.float64))
 
 
 def median_ratio(reference: np.ndarray, baseline: np.ndarray) -> float:
@@ -107,6 +111,7 @@ def look(
     level: float,
     margin: tuple[float, float] | None = None,
     budget: float | None = None,
+    censor: tuple[np.ndarray, np.ndarray] | None = None,
     intervals: bool = True,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -120,6 +125,8 @@ def look(
       level: the interval's level (``1 − alpha / K`` in the staged rule).
       margin: an equivalence margin (a ratio range for times, a difference range for
         returns), or None for no equivalence test.
+      censor: times only: ``(reference, baseline)`` per-seed points where each side's seeds
+        are censored (a time on another axis: the total worker time); None: the budget.
       intervals: False skips the inverted intervals (a simulation's looks need only p).
       seed: of the bootstrap second view and of a Monte Carlo p (beyond 40 paired seeds);
         an exact test draws nothing.
@@ -136,23 +143,24 @@ def look(
     if kind == TIME and budget is None:
         raise ValueError("a time look needs the budget")
     args = (reference, baseline, paired, level, budget, intervals, seed)
-    out, test_at = _time_look(*args) if kind == TIME else _return_look(*args)
+    out, test_at = _time_look(*args, censor) if kind == TIME else _return_look(*args)
     out["interval"]["p"] = out["p"]
     out["tost_p"] = None if margin is None else randomization.tost(test_at, margin)["p"]
     out["margin"] = None if margin is None else list(margin)
     return out
 
 
-def _time_look(reference, baseline, paired, level, budget, intervals, seed):
+def _time_look(reference, baseline, paired, level, budget, intervals, seed, censor=None):
     """:func:`look` of restricted times: its fields and the test of a ratio, for TOST."""
-    x, y = restricted(reference, budget), restricted(baseline, budget)
-    lx, ly = log_restricted(x, budget), log_restricted(y, budget)
+    cx, cy = (budget, budget) if censor is None else censor
+    x, y = restricted(reference, cx), restricted(baseline, cy)
+    lx, ly = log_restricted(x, cx), log_restricted(y, cy)
     test = randomization.difference_test(ly, lx, paired=paired, level=1.0 - level, seed=seed)
     out: dict[str, Any] = {"kind": TIME, **_test_fields(test)}
     out["rmst"] = {"reference": float(x.mean()), "baseline": float(y.mean())}
     out["reached"] = {
-        "reference": int(np.sum(np.asarray(reference) <= budget)),
-        "baseline": int(np.sum(np.asarray(baseline) <= budget)),
+        "reference": int(np.sum(np.asarray(reference) <= cx)),
+        "baseline": int(np.sum(np.asarray(baseline) <= cy)),
         "seeds": int(x.size),
     }
     out["median_ratio"] = median_ratio(np.asarray(reference), np.asarray(baseline))
@@ -168,9 +176,12 @@ def _time_look(reference, baseline, paired, level, budget, intervals, seed):
     )
 
 
-def log_restricted(restricted_times: np.ndarray, budget: float) -> np.ndarray:
-    """``log(min(T, B))`` per seed, a time of 0 counted at :data:`FLOOR` × B (B finite)."""
-    floor = FLOOR * float(budget) if math.isfinite(budget) else np.finfo(np.float64).tiny
+def log_restricted(restricted_times: np.ndarray, budget) -> np.ndarray:
+    """``log(min(T, B))`` per seed, a time of 0 counted at :data:`FLOOR` × B (B finite and
+    positive; ``budget`` a number or per seed, as :func:`restricted`'s)."""
+    budget = np.asarray(budget, np.float64)
+    usable = np.isfinite(budget) & (budget > 0)
+    floor = np.where(usable, FLOOR * np.where(usable, budget, 1.0), np.finfo(np.float64).tiny)
     return np.log(np.maximum(np.asarray(restricted_times, np.float64), floor))
 
 

@@ -22,6 +22,10 @@ STATISTIC_TEXT = {
     "improvement (baseline / reference)",
     "time_to_80": "ratio of the geometric-mean restricted times min(T, B) to 80 % of the "
     "improvement (baseline / reference)",
+    "worker_time_to_50": "ratio of the geometric-mean restricted total worker times "
+    "min(W, W_final) to 50 % of the improvement (baseline / reference)",
+    "worker_time_to_80": "ratio of the geometric-mean restricted total worker times "
+    "min(W, W_final) to 80 % of the improvement (baseline / reference)",
 }
 
 
@@ -87,11 +91,19 @@ def pairing_text(result: Mapping[str, Any]) -> str:
             "permutation test splits their pooled seeds, and the bootstrap resamples them "
             "independently."
         )
-    parts.append(
-        "A seed that never reaches the target counts at the budget B (its restricted time "
+    censored = (
+        "a seed that never reaches the target counts at the budget B (its restricted time "
         "min(T, B)); the ratio of median times (a second view) counts a tie where neither "
         "method's median reaches it."
     )
+    if result.get("statistic") in stats.WORKER_TIME_STATISTICS:
+        parts.append(
+            "The effect counts a seed that never reaches the target within the budget B at "
+            "its final total worker time (its restricted worker time min(W, W_final)); in "
+            f"the times to a target (second views), {censored}"
+        )
+    else:
+        parts.append(censored[0].upper() + censored[1:])
     return " ".join(parts)
 
 

@@ -10,7 +10,9 @@ A seed's *updates*: its trajectories that entered updates (the sum of ``grads``)
 ``trajectories_per_update`` for the methods whose ``summary.json`` entry has it (the
 per-arrival methods update every that many trajectories), the step count at its last step
 otherwise (a round is one update).  A seed is *diverged* when ``summary.json`` marks it
-(``on_nonfinite: mark``) or it stopped before the budget (and the step cap).
+(``on_nonfinite: mark``) or it stopped before the budget (and the step cap).  A seed's total
+worker time (``metrics.csv``'s ``worker_time``; absent in runs written before it) is read at
+each of its evaluations and at its last step.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ class Method:
       updates, env_steps, end_time: ``[seeds]`` at each seed's last step.
       diverged: seeds marked diverged (``on_nonfinite: mark``) or that stopped before the
         budget.
+      worker_times: per seed, its total worker time at each evaluation of its curve; None
+        when the run did not record it (a run written before the ``worker_time`` column).
+      final_worker_time: ``[seeds]`` the total worker time at each seed's last step (None
+        likewise).
     """
 
     name: str
@@ -71,14 +77,50 @@ class Method:
     env_steps: np.ndarray
     end_time: np.ndarray
     diverged: tuple[int, ...]
+    worker_times: tuple[np.ndarray, ...] | None = None
+    final_worker_time: np.ndarray | None = None
 
     def statistic(self, name: str, budget: float, target: float | None = None) -> np.ndarray:
-        """``[seeds]`` per-seed values of ``average``, ``second_half`` or ``time`` (to
-        ``target``)."""
+        """``[seeds]`` per-seed values of ``average``, ``second_half``, ``time`` (to
+        ``target``) or ``worker_time`` (the total worker time at that same first evaluation
+        at or above ``target`` within the budget; ``inf``: censored).
+
+        Raises:
+          AnalysisError: ``worker_time`` of a run that did not record it.
+        """
         if name == "time":
             return np.array([first_time(x, y, target, budget) for x, y in self.curves])
+        if name == "worker_time":
+            within = [np.where(np.asarray(x) <= budget, y, np.nan) for x, y in self.curves]
+            worker = self._worker_times()
+            return np.array([first_time(w, y, target) for w, y in zip(worker, within, strict=True)])
         per_seed = {"average": average_return, "second_half": second_half}[name]
         return np.array([per_seed(x, y, budget) for x, y in self.curves])
+
+    def censoring(self, name: str, budget: float) -> np.ndarray:
+        """Where each seed's ``time`` or ``worker_time`` (:meth:`statistic`) is censored when
+        it never reaches the target: the budget, or the seed's final total worker time.
+
+        Args:
+          name: ``time`` or ``worker_time``.
+          budget: the run's budget.
+
+        Returns:
+          ``[seeds]``.
+        """
+        if name == "worker_time":
+            self._worker_times()
+            return np.asarray(self.final_worker_time, np.float64)
+        return np.full(len(self.seeds), float(budget))
+
+    def _worker_times(self) -> tuple[np.ndarray, ...]:
+        if self.worker_times is None:
+            raise AnalysisError(
+                f"{self.name}: its metrics.csv has no worker_time column (a run written before "
+                "it was recorded): run it again for a worker-time statistic",
+                param="statistic",
+            )
+        return self.worker_times
 
     def initial(self) -> np.ndarray:
         """``[seeds]`` return at time 0 (NaN for a seed without an evaluation there)."""
@@ -161,15 +203,31 @@ def load_run(run_dir: str | Path) -> Run:
     curves = metrics.group_curves(rows, x="sim_time", y="eval_return")
     types = sorted(k for k in (rows[0] if rows else {}) if k.startswith("eval_type"))
     per_type = {t: metrics.group_curves(rows, x="sim_time", y=t) for t in types}
+    # the total worker time at each evaluation (rows without an evaluation left out)
+    evaluated = [r for r in rows if not np.isnan(r["eval_return"])]
+    worker = metrics.group_curves(evaluated, x="sim_time", y="worker_time")
     methods = {}
     for (algorithm, grid), seeds in curves.items():
         name = algorithm if grid == 0 else f"{algorithm}[grid={grid}]"
         mine = [r for r in rows if r["algorithm"] == algorithm and r["grid"] == grid]
-        methods[name] = _method(name, algorithm, grid, mine, seeds, per_type, summary, cfg)
+        workers = worker.get((algorithm, grid), {})
+        methods[name] = _method(name, algorithm, grid, mine, seeds, per_type, summary, cfg, workers)
     return Run(run_dir, cfg, float(cfg.budget), methods, run_dir_lib.recorded_trace(run_dir))
 
 
-def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Method:
+def _worker_times(worker: dict, seeds: dict, order: list, last: dict) -> dict[str, Any]:
+    """:class:`Method`'s ``worker_times`` and ``final_worker_time`` (None where a seed's
+    evaluations or its last step have no total worker time: a run that did not record it).
+    ``worker``: per seed, ``(times, worker times)`` at its evaluations; ``last``: per seed,
+    its last row."""
+    final = np.array([last[s].get("worker_time", np.nan) for s in order], np.float64)
+    recorded = all(len(worker.get(s, ((),))[0]) == len(seeds[s][0]) for s in order)
+    if np.isnan(final).any() or not recorded:
+        return {"worker_times": None, "final_worker_time": None}
+    return {"worker_times": tuple(worker[s][1] for s in order), "final_worker_time": final}
+
+
+def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg, worker) -> Method:
     order = sorted(seeds)
     last = {}
     for r in rows:
@@ -202,7 +260,18 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg) -> Metho
         env_steps=np.array([last[s]["env_steps"] for s in order], np.float64),
         end_time=end,
         diverged=tuple(sorted(stopped | set(entry.get("diverged_seeds", ())))),
+        **_worker_times(worker, seeds, order, last),
     )
+
+
+def _merged_worker_times(parts: list[Method], order: np.ndarray) -> dict[str, Any]:
+    """:func:`merge_runs`' worker times of one method's blocks (None unless every block has
+    them)."""
+    if any(p.worker_times is None for p in parts):
+        return {"worker_times": None, "final_worker_time": None}
+    times = [w for p in parts for w in p.worker_times]
+    final = np.concatenate([p.final_worker_time for p in parts])[order]
+    return {"worker_times": tuple(times[i] for i in order), "final_worker_time": final}
 
 
 #: Config fields in which seed blocks of one config may differ: the seed fields, and what
@@ -273,6 +342,8 @@ def first_seeds(method: Method, k: int) -> Method:
         env_steps=method.env_steps[:k],
         end_time=method.end_time[:k],
         diverged=tuple(s for s in method.diverged if s in method.seeds[:k]),
+        worker_times=None if method.worker_times is None else pick(method.worker_times),
+        final_worker_time=None if method.worker_times is None else method.final_worker_time[:k],
     )
 
 
@@ -301,5 +372,6 @@ def merge_runs(runs: Sequence[Run]) -> Run:
             env_steps=arr(lambda p: p.env_steps),
             end_time=arr(lambda p: p.end_time),
             diverged=tuple(sorted(s for p in parts for s in p.diverged)),
+            **_merged_worker_times(parts, order),
         )
     return dataclasses.replace(first, methods=methods)

@@ -5,7 +5,8 @@ at each later stage (10, 20, 40), on seeds ``0 … k - 1`` of both methods.
 
 **The rule** (``test="exact"``, the default): each look is :func:`jaxnigt.analysis.looks.look`,
 an exact randomization test of a tie on the per-seed values (restricted times ``min(T, B)``
-for a time statistic, returns for a return statistic; paired sign-flip for the same seeds).
+for a time statistic, restricted worker times ``min(W, W_final)`` for a worker-time one,
+returns for a return statistic; paired sign-flip for the same seeds).
 The error ``alpha`` (0.10) is split equally over the *decisive* looks, those whose smallest
 attainable p is at most ``alpha / K`` (:func:`jaxnigt.analysis.looks.decisive_stages`): at
 stages 5, 10, 20, 40 of paired seeds the look at 5 seeds can give no p below 1/16, so the
@@ -378,28 +379,31 @@ class _Looks:
     def exact(self, baseline: str, k: int, level: float) -> dict:
         """The rule's look at ``k`` seeds: :func:`jaxnigt.analysis.looks.look` with the
         margin, the target fixed or pooled over the look's own seeds."""
-        from jaxnigt.analysis.stats import fraction
+        from jaxnigt.analysis.stats import fraction, time_axis
 
         ref, other = (first_seeds(self.methods[m], k) for m in (self.reference, baseline))
         paired = tuple(ref.seeds) == tuple(other.seeds)
-        budget = self.run.budget
+        budget, censor = self.run.budget, None
         if self.ratio:  # a fixed target needs no pooling over the look's seeds
             pooled = lambda: self(k, level)["targets"][str(fraction(self.statistic))]
             t = self.target if self.target is not None else pooled()
-            values = [m.statistic("time", budget, t) for m in (ref, other)]
+            axis = time_axis(self.statistic)  # simulated time, or the total worker time
+            values = [m.statistic(axis, budget, t) for m in (ref, other)]
+            censor = tuple(m.censoring(axis, budget) for m in (ref, other))
             kind, margin = looks_lib.TIME, TIME_MARGIN
         else:
             values = [m.statistic(self.statistic, budget) for m in (ref, other)]
             kind, margin = looks_lib.RETURN, self.margin(k, level)
         seed = self.kw.get("seed", 0)
         one = looks_lib.look(
-            kind, *values, paired=paired, level=level, margin=margin, budget=budget, seed=seed
-        )
+            kind, *values, paired=paired, level=level, margin=margin, budget=budget,
+            censor=censor, seed=seed,
+        )  # fmt: skip
         if self.ratio:
             one["target"] = t
         # the per-seed values tested (restricted times, or returns): the look again from them
         if self.ratio:
-            values = [looks_lib.restricted(v, budget) for v in values]
+            values = [looks_lib.restricted(v, c) for v, c in zip(values, censor, strict=True)]
         one["values"] = {"reference": values[0].tolist(), "baseline": values[1].tolist()}
         return one
 
@@ -411,10 +415,11 @@ class _Looks:
         ref, other = (first_seeds(self.methods[a], k) for a in (self.reference, baseline))
         same = tuple(ref.seeds) == tuple(other.seeds)
         if self.ratio:
-            from jaxnigt.analysis.stats import fraction
+            from jaxnigt.analysis.stats import fraction, time_axis
 
             t = self(k, level)["targets"][str(fraction(self.statistic))]
-            values = [m.statistic("time", self.run.budget, t) for m in (ref, other)]
+            axis = time_axis(self.statistic)
+            values = [m.statistic(axis, self.run.budget, t) for m in (ref, other)]
             kw = {k_: v for k_, v in self.kw.items() if k_ in ("reps", "seed")}
             return interval(time_ratio, *values, tie=1.0, level=level, paired=same, **kw)
         values = [m.statistic(self.statistic, self.run.budget) for m in (ref, other)]

@@ -42,6 +42,15 @@ by the *restricted mean time* (:func:`restricted_mean_time`): the mean over seed
 ``min(time, B)``, a censored seed counting as the budget (the restricted mean survival time of
 survival analysis: unlike a median of two seeds it still ranks a point that one seed of two
 brings to the target).
+
+**Worker time to a target** (``worker_time_to_50`` / ``worker_time_to_80``,
+:data:`WORKER_TIME_STATISTICS`; ``jaxnigt compare`` only): the same first evaluation at or
+above the target within the budget (in simulated time), measured in *total worker time*
+(``metrics.csv``'s ``worker_time``: the sum over workers of their computing time by then) --
+what reaching the target cost in computing, beside how long it took.  A seed that does not
+reach it by ``B`` is censored at its *final* total worker time (its last step's): its
+restricted value is ``min(W, W_final)`` as a time's is ``min(T, B)``.  The time axis a
+statistic measures on is :func:`time_axis`.
 """
 
 from __future__ import annotations
@@ -66,6 +75,11 @@ TIME_STATISTICS = tuple(f"time_to_{round(100 * f)}" for f in FRACTIONS)
 #: --statistic`` take (a difference of means for the return statistics, a ratio of median
 #: times for the time statistics).
 STATISTICS = RETURN_STATISTICS + TIME_STATISTICS
+#: The total worker time to the target of each fraction (a time on another axis; the module
+#: docstring), which ``jaxnigt compare`` decides on too.
+WORKER_TIME_STATISTICS = tuple(f"worker_{s}" for s in TIME_STATISTICS)
+#: What ``jaxnigt compare --statistic`` takes: :data:`STATISTICS` and the worker times.
+COMPARE_STATISTICS = STATISTICS + WORKER_TIME_STATISTICS
 
 Curve = tuple[np.ndarray, np.ndarray]  # (times, returns) of one seed's evaluations
 
@@ -108,10 +122,33 @@ def restricted_mean_time(times: np.ndarray, budget: float) -> float:
 
 
 def fraction(statistic: str) -> float:
-    """The target fraction of a time statistic: ``time_to_80`` -> 0.8."""
-    if statistic not in TIME_STATISTICS:
-        raise ValueError(f"got {statistic!r}; expected one of {TIME_STATISTICS}")
-    return int(statistic.removeprefix("time_to_")) / 100
+    """The target fraction of a time statistic: ``time_to_80`` (or ``worker_time_to_80``)
+    -> 0.8.
+
+    Raises:
+      ValueError: not a time statistic.
+    """
+    timed = (*TIME_STATISTICS, *WORKER_TIME_STATISTICS)
+    if statistic not in timed:
+        raise ValueError(f"got {statistic!r}; expected one of {timed}")
+    return int(statistic.rsplit("_", 1)[1]) / 100
+
+
+def time_axis(statistic: str) -> str:
+    """What a time statistic measures the time to its target in.
+
+    Args:
+      statistic: one of :data:`TIME_STATISTICS` or :data:`WORKER_TIME_STATISTICS`.
+
+    Returns:
+      ``time`` (simulated time) or ``worker_time`` (the total worker time): the name of the
+      per-seed statistic of :meth:`jaxnigt.analysis.run_data.Method.statistic`.
+
+    Raises:
+      ValueError: not a time statistic.
+    """
+    fraction(statistic)  # a time statistic, or ValueError
+    return "worker_time" if statistic in WORKER_TIME_STATISTICS else "time"
 
 
 def targets(

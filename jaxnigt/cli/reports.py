@@ -85,10 +85,13 @@ def _add_compare_parser(sub) -> None:
         "says which. A time statistic compares each seed's restricted time min(T, B): a "
         "seed that never reaches the target within the budget B counts as B (the "
         "restricted mean survival time), so it is never dropped; the test and the "
-        "effect (the ratio of geometric-mean restricted times) are on the log scale. A "
-        "side is ahead when p <= 1 - level; the interval is the test inverted, so it "
-        "excludes the tie exactly then. The smallest p the test can give at the seeds "
-        "run is printed beside p (paired: 2/2^n, 1/16 at 5 seeds): no p below it is "
+        "effect (the ratio of geometric-mean restricted times) are on the log scale. "
+        "worker_time_to_50 / worker_time_to_80 compare the total worker time (the workers' "
+        "summed computing time, metrics.csv's worker_time) at that first evaluation at the "
+        "target in the same way, a seed that never reaches it counting at its final total "
+        "worker time. A side is ahead when p <= 1 - level; the interval is the test "
+        "inverted, so it excludes the tie exactly then. The smallest p the test can give "
+        "at the seeds run is printed beside p (paired: 2/2^n, 1/16 at 5 seeds): no p below it is "
         "ever printed. --sequential splits 0.10 over the looks whose smallest p can "
         "reach their share. Writes the JSON, the Markdown (with each method's seeds at "
         "the target and restricted mean time) and a Kaplan-Meier plot "
@@ -103,7 +106,7 @@ def _add_compare_parser(sub) -> None:
     co.add_argument(
         "--statistic",
         default="average",
-        choices=stats.STATISTICS,
+        choices=stats.COMPARE_STATISTICS,
         help="the effect the verdict uses (default average)",
     )
     co.add_argument(
