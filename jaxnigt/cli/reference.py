@@ -10,6 +10,7 @@ accepts.
 from __future__ import annotations
 
 import argparse
+import re
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -44,7 +45,8 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
             if default in (None, False, argparse.SUPPRESS) or not a.option_strings
             else f"`{default}`"
         )
-        text = (a.help or "").replace("%(default)s", str(default)).replace("|", "\\|")
+        # alternatives read "a | b | c": spaced, a long list of them wraps in its column
+        text = re.sub(r"\s*\|\s*", " \\| ", (a.help or "").replace("%(default)s", str(default)))
         if a.choices and not isinstance(a.choices, dict):
             text += f" (one of: {', '.join(map(str, a.choices))})"
         rows.append(f"| {names} | {text} | {shown} |")
