@@ -8,6 +8,7 @@
     python scripts/paper adastop                      # retired: where its output and code are
     python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
     python scripts/paper physics store|analyze        # the heterogeneous-physics row
+    python scripts/paper heavy run|store|analyze      # the heavy-tailed rows
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
 options of each.
@@ -24,7 +25,18 @@ from pathlib import Path
 
 from jaxnigt.run import signals
 from jaxnigt.studies import tuning
-from paper import fifth, fourth, fourth_page, gpu, outages, page, physics, third, third_scenarios
+from paper import (
+    fifth,
+    fourth,
+    fourth_page,
+    gpu,
+    heavy,
+    outages,
+    page,
+    physics,
+    third,
+    third_scenarios,
+)
 from paper import store as paper_store
 from paper.claims import GROWTH
 from paper.scenarios import parse_models
@@ -304,6 +316,31 @@ def _physics(argv) -> int:
     return 0
 
 
+def _heavy(argv) -> int:
+    p = argparse.ArgumentParser(prog="paper heavy", description=heavy.__doc__.split("\n\n")[0])
+    p.add_argument("command", choices=["run", "store", "analyze"])
+    p.add_argument("rows", nargs="*", help=f"default all: {', '.join(heavy.ROWS)}")
+    args = p.parse_args(argv)
+    unknown = [r for r in args.rows if r not in heavy.ROWS]
+    if unknown:
+        p.error(f"unknown rows {unknown}; allowed: {', '.join(heavy.ROWS)}")
+    rows = args.rows or list(heavy.ROWS)
+    results = {}
+    for row in rows:
+        if args.command == "store":
+            for path in heavy.store(row):
+                print(f"[heavy] stored {paper_store.relative(path)}")
+            continue
+        results[row] = (heavy.run if args.command == "run" else heavy.analyze)(row)
+        for b, c in results[row].get("comparisons", {}).items():
+            print(f"[heavy] {row}: {heavy.REFERENCE} vs {b}: {c['verdict']} (p {c['p']})")
+    if args.command == "analyze":
+        found = heavy.family(results)
+        (heavy.DOCS / "family.json").write_text(json.dumps(found, indent=2) + "\n")
+        print(f"[heavy] wrote docs/results/heavy/family.json: {found}")
+    return 0
+
+
 def _adastop(argv) -> int:
     """The AdaStop cross-check of the fourth edition ran once: its output is kept, its code is
     in the git history (docs/results/fourth.md, "An external cross-check")."""
@@ -317,7 +354,7 @@ def _adastop(argv) -> int:
 
 
 COMMANDS = {"page": _page, "third": _third, "fourth": _fourth, "fifth": _fifth, "gpu": _gpu}
-COMMANDS.update(adastop=_adastop, outages=_outages, physics=_physics)
+COMMANDS.update(adastop=_adastop, outages=_outages, physics=_physics, heavy=_heavy)
 
 
 def main(argv=None) -> int:
