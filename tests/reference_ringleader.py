@@ -245,3 +245,102 @@ def draw_noise(rng: np.random.Generator, noise: str, shape) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return np.minimum(s * (u / (1 - u)) ** (1.0 / beta), 1e30)
     raise ValueError(noise)
+
+
+# ----------------------------------------------------------- the paper's cycles, per exchange
+
+
+def simulate_cycles(
+    cl: Cluster, first_tau, xi, h, kappa, t0: float, *, point: str = "held", link: str = "shared"
+) -> list[dict]:
+    """Ringleader ASGD's exchanges, written from docs/cluster_model.md, "Ringleader ASGD: the
+    paper's cycles" (not from the jax code).
+
+    The workers and the link are the event engine's (``reference_power.simulate_async``'s
+    reading of the page): every worker starts at ``t0`` with work ``first_tau[i]``; the
+    exchange of the worker whose work is done first (shared link: one exchange at a time,
+    in the order of compute completion, ties to the lower worker; independent: each at its
+    own completion) takes ``kappa_w`` of its up time, and at its end the worker starts its
+    next gradient, work ``h_w * xi[e]`` (``e`` the exchange's index), update or not.
+
+    The server, in the page's words: in Phase 1 every gradient joins its worker's entry of
+    the cycle's table and nothing is updated, until the gradient that gives every worker an
+    entry: that exchange is the cycle's first update, and every other worker is pending.  In
+    Phase 2, a pending worker's gradient joins the cycle's table and is one more update, and
+    the worker is no longer pending; any other worker's gradient joins the next cycle's
+    table.  The update that leaves nobody pending ends the cycle: the next cycle's table
+    becomes the cycle's (its entries count for Phase 1), the next one starts empty.  An
+    exchange's worker takes the server's point when the exchange is an update (``held``) or
+    always (``current``); a gradient's staleness is the updates made since its worker took
+    its point.
+    """
+    n = cl.n
+    kappa = [float(k) for k in kappa]
+    t0 = float(t0)
+    computed = [cl.finish(i, t0, float(first_tau[i])) for i in range(n)]
+    arrives = [cl.exchange(i, computed[i], kappa[i]) for i in range(n)] if link != "shared" else []
+    link_free = t0
+    version, taken = 0, [0] * n  # updates made; the version each worker's point is
+    table, later, pending = set(), set(), None  # pending None: Phase 1
+    cycle, out = 0, []
+    for e in range(len(xi)):
+        ends = computed if link == "shared" else arrives
+        w = min(range(n), key=lambda i: (ends[i], i))
+        second = sorted(ends)[1] if n > 1 else INF
+        if second != ends[w]:
+            cl.near(second - ends[w])
+        if link == "shared":
+            t = cl.exchange(w, max(link_free, computed[w]), kappa[w])
+            link_free = t
+        else:
+            t = arrives[w]
+        into_next = pending is not None and w not in pending
+        if pending is None:
+            table.add(w)
+            accepted = len(table) == n
+            if accepted:
+                pending = set(range(n)) - {w}
+        elif w in pending:
+            accepted = True
+            pending.discard(w)
+        else:
+            accepted = False
+            later.add(w)
+        rotate = accepted and not pending
+        out.append(
+            {
+                "worker": w,
+                "time": t,
+                "staleness": version - taken[w],
+                "accepted": accepted,
+                "into_next": into_next,
+                "rotate": rotate,
+                "cycle": cycle,
+            }
+        )
+        version += int(accepted)
+        if accepted or point == "current":
+            taken[w] = version
+        if rotate:
+            table, later, pending, cycle = later, set(), None, cycle + 1
+        computed[w] = cl.finish(w, t, float(h[w]) * float(xi[e]))
+        if link != "shared":
+            arrives[w] = cl.exchange(w, computed[w], kappa[w])
+    return out
+
+
+def table_directions(n: int, workers, accepted, into_next, rotate, grads) -> list:
+    """The direction of each update: ``(1/n) sum_i G_i / b_i`` over the cycle's table after
+    the update's gradient joined it (``G_i``, ``b_i``: the sum and count of worker ``i``'s
+    gradients in that table), None for an exchange that is not an update."""
+    cur, nxt, out = {}, {}, []
+    for w, a, x, r, g in zip(workers, accepted, into_next, rotate, grads, strict=True):
+        book = nxt if x else cur
+        s, c = book.get(int(w), (0.0, 0))
+        book[int(w)] = (s + np.asarray(g, np.float64), c + 1)
+        if a:
+            assert len(cur) == n, "an update with a worker missing from the table"
+        out.append(sum(s / c for s, c in cur.values()) / n if a else None)
+        if r:
+            cur, nxt = nxt, {}
+    return out

@@ -271,21 +271,22 @@ def test_malenia_targets_average_objective_and_rennala_the_fast_worker():
     assert np.min(rennala) > np.max(malenia), (rennala, malenia)
 
 
-def test_ringleader_nigt_is_malenia_nigt_at_m_equal_n_on_the_heterogeneous_task():
-    """Ringleader NIGT on the same task (h = 1, 10, deterministic): every round ends at the
-    slow worker's first gradient (T = 10 whatever M: the round reads none) with b = (10, 1),
-    and its run is Malenia NIGT's at M = n = 2, whose rule holds once every b_i >= 1: the same
-    rounds, weights and steps (two programs: floats to rounding).  With one slow trajectory
-    a round, NIGT's normalized step drifts toward the fast worker's objective on this task
-    (docs/algorithms.md, "Ringleader NIGT and Ringleader PG")."""
+def test_ringleader_round_nigt_is_malenia_nigt_at_m_equal_n_on_the_heterogeneous_task():
+    """Ringleader's rounds under NIGT on the same task (h = 1, 10, deterministic): every
+    round ends at the slow worker's first gradient (T = 10 whatever M: the round reads
+    none) with b = (10, 1), and its run is Malenia NIGT's at M = n = 2, whose rule holds
+    once every b_i >= 1: the same rounds, weights and steps (two programs: floats to
+    rounding).  With one slow trajectory a round, NIGT's normalized step drifts toward the
+    fast worker's objective on this task (docs/algorithms.md, "Ringleader NIGT and
+    Ringleader PG")."""
     hp = {"learning_rate": 0.02, "eta": 0.2, "gamma": 1.0, "malenia_capacity": 80}
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(1), s))(jnp.arange(3))
     runs = {}
-    for name, M in (("ringleader_nigt", 20), ("malenia_nigt", 2)):
+    for name, M in (("ringleader_round_nigt", 20), ("malenia_nigt", 2)):
         tr = build_trainer(_bias_setup(M), name, config_lib.HParams(M=M, **hp))
         state = jax.vmap(tr.init)(keys, tr.hyper(batch=3))
         runs[name] = jax.jit(jax.vmap(lambda s, tr=tr: tr.run_chunk(s, 30)))(state)
-    (a, ma), (b, mb) = runs["ringleader_nigt"], runs["malenia_nigt"]
+    (a, ma), (b, mb) = runs["ringleader_round_nigt"], runs["malenia_nigt"]
     np.testing.assert_array_equal(ma["worker_counts"], np.broadcast_to([10, 1], (3, 30, 2)))
     np.testing.assert_allclose(ma["round_time"], 10.0)
     assert not np.asarray(ma["overflow"]).any() and np.isfinite(ma["train_return"]).all()
@@ -395,6 +396,36 @@ def test_ringmaster_bounds_the_delay_and_is_asgd_with_R_above_every_delay(stops)
     wasted = float(np.asarray(m["env_steps_wasted"])[-1])
     # H = 30 per discarded trajectory; a cancelled one wastes its computed part
     assert wasted > 0 and (stops or wasted == 30 * (20 - grads.sum()))
+
+
+# --- ringleader_nigt / ringleader_pg: the paper's cycles on the event engine -----------------
+
+
+def test_ringleader_makes_n_updates_a_cycle_and_is_asgd_on_one_worker():
+    """On 4 workers every gradient is rolled out and kept (grads = exchanges, nothing
+    wasted), the updates are the rule's (each cycle n, a gradient at most 2n - 2 updates
+    old), and the worker time is the plain engine's (the same arrivals and draws).  On one
+    worker every exchange fills and ends a cycle: ringleader_pg is asgd, update for update
+    (two programs: floats to rounding)."""
+    cfg = _ring_cfg(async_block=8)
+    _, plain = _chunk(cfg, "asgd")
+    for name in ("ringleader_pg", "ringleader_nigt"):
+        tr = make_trainer(cfg, name)
+        assert tr.algorithm.traits.cluster_options == ("link", "down_exchange")
+        state, m = _chunk(cfg, name)
+        for k in ("grads", "comms", "env_steps", "worker_counts"):
+            np.testing.assert_array_equal(m[k], plain[k], k)
+        np.testing.assert_allclose(m["worker_time"], plain["worker_time"], rtol=1e-6)
+        assert float(np.asarray(m["env_steps_wasted"])[-1]) == 0.0
+        assert 1 <= float(np.nanmax(m["staleness_max"])) <= 2 * 4 - 2
+        rule = state.extra.event_state
+        chex.assert_equal(int(rule.events), 40)
+        assert int(rule.cycles) >= 2 and int(rule.clock.version) >= 4 * int(rule.cycles)
+        assert np.isfinite(m["train_return"]).all()
+    one = config_lib.from_dict({**cfg.to_dict(), "cluster": {"n": 1, "h": 1.0, "kappa": 0.3}})
+    (s_ring, m_ring), (s_asgd, m_asgd) = (_chunk(one, a) for a in ("ringleader_pg", "asgd"))
+    np.testing.assert_allclose(m_ring["train_return"], m_asgd["train_return"], rtol=1e-5)
+    chex.assert_trees_all_close(s_ring.params, s_asgd.params, rtol=1e-4, atol=1e-6)
 
 
 # --- msync_nigt: m-synchronous rounds ----------------------------------------------------------

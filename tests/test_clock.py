@@ -135,6 +135,8 @@ def test_rules_and_options(tmp_path, capsys, extra):
         (["--rule", "seed", "--horizon", "3", "--message-size", "0"], "--message-size"),
         (["--rule", "ringmaster", "--R", "0"], "--R"),
         (["--rule", "async", "--stops"], "--stops"),
+        (["--rule", "ringmaster", "--point", "current"], "--point"),
+        (["--rule", "ringleader_asgd", "--point", "x"], "--point"),
         (["--power", "sometimes"], "--power"),
         (["--power", "outages:5:1"], "--power-horizon"),
         (["--power", "periodic:4:0.5"], "--power-horizon"),
@@ -155,7 +157,7 @@ def test_bad_flags(tmp_path, capsys, argv, flag):
 def test_unknown_values_list_allowed_ones(tmp_path, capsys):
     _, _, err = _run([*BASE, "--rule", "x", "--out", str(tmp_path / "c.csv")], capsys)
     rules = "'rennala', 'malenia', 'sync', 'msync', 'mindflayer', 'ringleader', 'async'"
-    assert f"[{rules}, 'ringmaster', 'seed']" in err
+    assert f"[{rules}, 'ringmaster', 'ringleader_asgd', 'seed']" in err
     _, _, err = _run([*BASE, "--h", "x", "--out", str(tmp_path / "c.csv")], capsys)
     assert "equal" in err and "decreasing" in err
     _, _, err = _run([*BASE, "--noise", "x", "--out", str(tmp_path / "c.csv")], capsys)
@@ -248,6 +250,33 @@ def test_ringmaster_rule_marks_refused_exchanges(tmp_path, capsys):
     a = np.array(_read(out)[1])
     np.testing.assert_allclose(a[10, [1, 4, 5, 7, 8]], [1, 10, 10, 0, 1])  # after w0 at 10
     assert "updates=10 " in stdout and "refused_whole=1 " in stdout
+
+
+def test_ringleader_asgd_is_the_worked_example(tmp_path, capsys):
+    """docs/cluster_model.md's worked example of Ringleader ASGD's cycles (h = 1, 1.5, 4,
+    kappa 0): Phase 1 until worker 2's first gradient at t = 4 fills the table (worker 0's
+    at 4 comes first: the lower id), then worker 1 at 4.5 and worker 0 at 5 make the
+    cycle's other two updates; each worker's staleness is the updates since its own update
+    (held points), and the second cycle starts with an empty table."""
+    out = tmp_path / "r.csv"
+    argv = ["--n", "3", "--h", "1,1.5,4", "--kappa", "0", "--rule", "ringleader_asgd"]
+    status, stdout, err = _run([*argv, "--rounds", "12", "--out", str(out)], capsys)
+    assert status == 0, err
+    header, rows = _read(out)
+    assert header[-4:] == ["update", "next_table", "cycle_end", "cycle"]
+    a = np.array(rows)
+    np.testing.assert_array_equal(a[:, 1], [0, 1, 0, 0, 1, 0, 2, 1, 0, 0, 1, 0])
+    np.testing.assert_allclose(a[:, 4], [1, 1.5, 2, 3, 3, 4, 4, 4.5, 5, 6, 6, 7])
+    np.testing.assert_array_equal(a[:, 7], [0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0])  # updates
+    np.testing.assert_array_equal(a[:, 9], [0] * 8 + [1, 0, 0, 0])  # the cycle ends at 5
+    np.testing.assert_array_equal(a[:, 5], [0] * 7 + [1, 2, 0, 1, 0])  # staleness
+    assert "updates=3 cycles=1 mean_cycle_time=5 " in stdout and "point=held" in stdout
+    stale = {}
+    for point in ("held", "current"):
+        _run([*argv, "--rounds", "24", "--out", str(out), "--point", point], capsys)
+        stale[point] = np.array(_read(out)[1])[:, 5]
+    # a worker that takes the server's point at every exchange computes at fresher points
+    assert (stale["current"] <= stale["held"]).all() and (stale["current"] < stale["held"]).any()
 
 
 def test_seed_rule_writes_one_row_per_trajectory_with_its_lag_over_steps(tmp_path, capsys):

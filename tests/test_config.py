@@ -174,8 +174,8 @@ def test_options_read_by_a_listed_algorithm_or_left_at_default_are_accepted():
     assert config_lib.readers("M") == config_lib.algorithm_names()
     assert config_lib.readers("malenia_capacity") == (
         "malenia_nigt",
-        "ringleader_nigt",
-        "ringleader_pg",
+        "ringleader_round_nigt",
+        "ringleader_round_pg",
     )
 
 

@@ -38,6 +38,10 @@ SAME_CLOCK = {
     "asgd": "afedpg",
     "a3c": "afedpg",
     "afedpg_vanilla": "afedpg",
+    "ringleader_nigt": "afedpg",  # the cycles decide updates, not arrivals
+    "ringleader_pg": "afedpg",
+    "ringleader_round_pg": "ringleader_round_nigt",
+    "mindflayer_pg": "mindflayer_nigt",
 }
 REPRESENTATIVES = [a for a in algorithms.NAMES if a not in SAME_CLOCK]
 

@@ -566,13 +566,18 @@ def test_ringleader_is_registered_with_its_methods_and_its_options_are_checked()
     spec = rules.get_rule("ringleader")
     assert spec.pads and spec.cluster_options == ("inflight", "down_exchange")
     assert spec.overflow == ringleader.OVERFLOW and spec.doc.startswith("Ringleader:")
-    for name in ("ringleader_nigt", "ringleader_pg"):
+    for name in ("ringleader_round_nigt", "ringleader_round_pg"):
         assert name in algorithms.NAMES
         traits = algorithms.traits(name)
         assert traits.rule == "ringleader" and traits.tuned_shapes == ()
         assert traits.options == ("malenia_capacity",) and traits.pads
-    assert algorithms.traits("ringleader_nigt").step_sizes == ("learning_rate", "eta")
+    for name in ("ringleader_nigt", "ringleader_pg"):  # the paper's cycles: the event engine
+        assert algorithms.traits(name).rule is None and algorithms.traits(name).pads
+    assert algorithms.traits("ringleader_round_nigt").step_sizes == ("learning_rate", "eta")
+    assert algorithms.traits("ringleader_round_pg").step_sizes == ("learning_rate",)
     assert algorithms.traits("ringleader_pg").step_sizes == ("learning_rate",)
+    with pytest.raises(ValueError, match=r"ringleader point: got 'x'; expected one of"):
+        ringleader.cycle_next(model_lib.make_cluster_model(2), jax.random.key(0), None, point="x")
     for bad in ({"end": "first"}, {"table": "sum"}):
         with pytest.raises(ValueError, match=r"ringleader (end|table): got .*expected one of"):
             ringleader.Options(**bad)
@@ -580,3 +585,134 @@ def test_ringleader_is_registered_with_its_methods_and_its_options_are_checked()
         ringleader.ringleader_from_times(
             model_lib.make_cluster_model(2), jnp.ones((2, 3)), 0.0, jnp.zeros(2), capacity=4
         )
+
+
+# --- Ringleader ASGD's cycles on the event engine ---------------------------------------------
+
+CY_N, CY_NUM, CY_DRAWS = 4, 64, 8  # workers, exchanges, draws per case
+# (noise, link, point, traced): 6 cases x 8 draws = 48 random runs of 64 exchanges
+CY_CASES = {
+    "exponential_shared_held": ("exponential", "shared", "held", False),
+    "pareto_shared_held": ("pareto:1.5", "shared", "held", False),
+    "lognormal_independent_held": ("lognormal:1.0", "independent", "held", False),
+    "pareto_independent_current": ("pareto:1.2", "independent", "current", False),
+    "deterministic_shared_held_power": ("deterministic", "shared", "held", True),
+    "loglogistic_shared_current_power": ("loglogistic:1.5", "shared", "current", True),
+}
+
+
+@functools.partial(jax.jit, static_argnames=("noise", "link", "point", "traced"))
+def _cycles(h, kappa, start, speed, *, noise, link, point, traced):
+    """Per draw: the first compute times, the exchanges' draws ``xi`` and the rule's events."""
+    from jaxnigt.cluster import events, power
+    from jaxnigt.cluster.rules import ringleader
+
+    base = model_lib.make_cluster_model(CY_N, noise=noise, link=link)
+
+    def one(h, kappa, start, speed, d):
+        init_key, run_key = (jax.random.fold_in(jax.random.key(k), d) for k in (3, 4))
+        trace = power.make_trace(start, speed) if traced else None
+        tm = dataclasses.replace(base, h=h, kappa=kappa, power=trace)
+        state = ringleader.cycle_init(events.async_init(tm, init_key, 0.5))
+
+        def step(s, _):
+            return ringleader.cycle_next(tm, jax.random.fold_in(run_key, s.events), s, point=point)
+
+        final, ev = jax.lax.scan(step, state, None, length=CY_NUM)
+        xi = jax.vmap(lambda j: model_lib.sample_noise(tm, jax.random.fold_in(run_key, j), ()))(
+            jnp.arange(CY_NUM)
+        )
+        return model_lib.sample_compute_times(tm, init_key, 1)[:, 0], xi, final, ev
+
+    return jax.vmap(one)(h, kappa, start, speed, jnp.arange(h.shape[0]))
+
+
+@pytest.mark.parametrize("case", CY_CASES)
+def test_ringleader_cycles_match_the_reference(case):
+    """Exchange by exchange, the reference's worker, update or not, table (the cycle's or the
+    next's), cycle end, cycle and staleness exactly, and the arrival time to float32
+    precision, on the draws no choice is within rounding of flipping (>= 6 of 8 per case)."""
+    import reference_power
+    import reference_ringleader as ref
+
+    noise, link, point, traced = CY_CASES[case]
+    rng = np.random.default_rng(sum(map(ord, case)))
+    h = rng.uniform(0.3, 2.5, (CY_DRAWS, CY_N)).astype(np.float32)
+    kappa = np.stack([reference_power.random_kappa(rng, CY_N) for _ in range(CY_DRAWS)])
+    traces = [reference_power.random_trace(rng, CY_N, 8) for _ in range(CY_DRAWS)]
+    start, speed = (np.stack([tr[j] for tr in traces]) for j in (0, 1))
+    first, xi, final, ev = jax.tree.map(
+        np.asarray,
+        _cycles(h, kappa, start, speed, noise=noise, link=link, point=point, traced=traced),
+    )
+    compared = 0
+    for d in range(CY_DRAWS):
+        power = (start[d], speed[d]) if traced else (np.zeros((CY_N, 1)), np.ones((CY_N, 1)))
+        cl = reference_power.Cluster(*power)
+        want = ref.simulate_cycles(cl, first[d], xi[d], h[d], kappa[d], 0.5, point=point, link=link)
+        if cl.margin < 5e-4:
+            continue
+        compared += 1
+        where = f"{case} draw {d}"
+        got = {
+            "worker": ev.arrival.worker[d],
+            "accepted": ev.accepted[d],
+            "into_next": ev.extra.into_next[d],
+            "rotate": ev.extra.rotate[d],
+            "cycle": ev.extra.cycle[d],
+            "staleness": ev.arrival.staleness[d],
+        }
+        for name, values in got.items():
+            np.testing.assert_array_equal(values, [e[name] for e in want], f"{where} {name}")
+        times = np.array([e["time"] for e in want])
+        chex.assert_trees_all_close(
+            ev.arrival.time[d].astype(np.float64), times, rtol=1e-5, atol=2e-5 * (1 + times.max())
+        )
+        # the paper's bounds: n updates a cycle, a gradient at most 2n - 2 updates old
+        cycles = int(final.cycles[d])
+        assert np.sum(ev.accepted[d][ev.extra.cycle[d] < cycles]) == CY_N * cycles, where
+        assert ev.arrival.staleness[d].max() <= 2 * CY_N - 2, where
+    assert compared >= 6, (case, compared)
+    assert final.cycles.sum() >= CY_DRAWS, final.cycles  # the draws run whole cycles
+
+
+def test_ringleader_table_gives_the_reference_directions():
+    """The server table (sums and counts of the cycle's and the next cycle's gradients) on
+    the events of a drawn run: each update's direction is the reference's mean over workers
+    of each worker's mean, in float64 up to float32 rounding; with n = 1 every exchange is an
+    update along its own gradient (asynchronous SGD)."""
+    import reference_ringleader as ref
+
+    from jaxnigt.cluster import events
+    from jaxnigt.cluster.rules import ringleader
+
+    for n, num in ((4, 40), (1, 6)):
+        tm = model_lib.make_cluster_model(n, h="sqrt", noise="exponential", kappa=0.2)
+        state = ringleader.cycle_init(events.async_init(tm, jax.random.key(0), 0.0))
+        step = lambda s, _, tm=tm: ringleader.cycle_next(
+            tm, jax.random.fold_in(jax.random.key(1), s.events), s
+        )
+        ev = jax.lax.scan(step, state, None, length=num)[1]
+        grads = {"w": jax.random.normal(jax.random.key(2), (num, 3, 2)), "b": jnp.arange(num)}
+        grads["b"] = grads["b"].astype(jnp.float32)[:, None] * jnp.ones((num, 2))
+        table = ringleader.table_init(jax.tree.map(lambda g: g[0], grads), tm)
+
+        def put(t, x):
+            w, g, extra = x
+            t, direction, takes = ringleader.table_put(t, w, g, extra)
+            return t, (direction, takes)
+
+        directions, takes = jax.lax.scan(put, table, (ev.arrival.worker, grads, ev.extra))[1]
+        np.testing.assert_array_equal(takes, ev.accepted)  # the paper's point: held
+        flags = [np.asarray(x) for x in (ev.arrival.worker, ev.accepted, ev.extra.into_next,
+                                         ev.extra.rotate)]  # fmt: skip
+        for leaf in ("w", "b"):
+            want = ref.table_directions(n, *flags, np.asarray(grads[leaf], np.float64))
+            for j, e in enumerate(want):
+                if e is not None:
+                    chex.assert_trees_all_close(
+                        np.asarray(directions[leaf][j], np.float64), e, rtol=1e-5, atol=1e-6
+                    )
+        assert np.asarray(ev.accepted).sum() >= (2 * n if n > 1 else num)
+        if n == 1:
+            chex.assert_trees_all_close(directions, grads)

@@ -176,7 +176,8 @@ def test_drive_scores_no_first_round_before_every_first_round_is_done():
 def test_traits_live_with_the_algorithms():
     t = {name: algorithms.traits(name) for name in algorithms.NAMES}
     link = {a for a, x in t.items() if "link" in x.cluster_options}
-    assert link == {"afedpg", "afedpg_vanilla", "asgd", "ringmaster_pg", "a3c", "impala", "seed_rl"}
+    events = {"afedpg", "afedpg_vanilla", "asgd", "ringmaster_pg", "ringleader_nigt", "a3c"}
+    assert link == events | {"ringleader_pg", "impala", "seed_rl"}
     assert {a for a, x in t.items() if "allreduce" in x.cluster_options} == {
         "rennala_nigt",
         "rennala_pg",
@@ -202,11 +203,13 @@ def test_traits_live_with_the_algorithms():
         "msync_nigt",
         "mindflayer_nigt",
         "ringleader_nigt",
+        "ringleader_round_nigt",
         "afedpg",
         "afedpg_vanilla",
     }
     overflow = {a for a, x in t.items() if x.overflow}
-    assert overflow == {"malenia_nigt", "ringleader_nigt", "ringleader_pg", "impala", "seed_rl"}
+    overflowing = {"malenia_nigt", "ringleader_round_nigt", "ringleader_round_pg", "impala"}
+    assert overflow == overflowing | {"seed_rl"}
     assert "malenia_capacity" in t["malenia_nigt"].overflow
     # the built algorithm carries the same traits
     from tasks import match_setup

@@ -1,64 +1,78 @@
-"""Ringleader NIGT: Ringleader's rounds (Maranjyan & Richtárik, ICLR 2026;
-:mod:`jaxnigt.cluster.rules.ringleader`) under a NIGT step.  Each round every worker computes
-gradients at the broadcast point until each has delivered at least one (the paper's Phase 1,
-whose end is the instant of its cycle's first update); every completion by then counts, the
-update direction is the mean over workers of each worker's mean (the paper's table, refilled
-every round: no table persists), one AllReduce and a NIGT step follow.  Malenia NIGT's
-estimator without a batch size to tune (its rounds at M = n): the round ends as soon as the
-table is full.  Where the paper makes n updates per cycle and keeps the work in flight, one
-point per round makes one update and cancels or discards it (``cluster.inflight``).
+"""Ringleader NIGT: Ringleader ASGD's cycles (Maranjyan & Richtárik, ICLR 2026; the rule:
+:func:`jaxnigt.cluster.rules.ringleader.cycle_next`) on the event engine, under a NIGT step.
 
-:func:`factory` makes the method on any update and rule options (``ringleader_pg`` is the
-plain step; :class:`~jaxnigt.cluster.rules.ringleader.Options` the paper's whole cycle or a
-latest-gradient table).
+Every worker computes gradients without waiting and exchanges each with the server as it is
+done (:mod:`~jaxnigt.algorithms.engines.async_engine`).  The server keeps a table, per worker
+the sum and count of its gradients of the cycle.  Until every worker has one (Phase 1) it only
+buffers, and a worker goes on at the point it holds; the gradient that fills the table is the
+cycle's first update, along ``(1/n) sum_i G_i / b_i``, and its worker takes the new point.
+Then each other worker's next gradient joins its entry and is one more update along the same
+mean, that worker alone taking the new point; a worker's further gradients fill the next
+cycle's table.  A cycle makes exactly n updates, one per worker; nothing is discarded and no
+worker waits.  Each update is one NIGT step on the table's mean (the paper's is a plain step:
+:mod:`jaxnigt.algorithms.ringleader_pg`).
+
+:func:`factory` makes the method on any update and either reading of the point a worker
+computes at after an exchange that is not its update (:data:`~jaxnigt.cluster.rules.
+ringleader.POINTS`).  Ringleader's rounds, the cycle collapsed to one update on the round
+engine: :mod:`jaxnigt.algorithms.ringleader_round_nigt`.
 """
 
 from __future__ import annotations
 
+import jax
+
 from jaxnigt.algorithms import core, updates
-from jaxnigt.algorithms.engines import round_engine
-from jaxnigt.cluster import rules
+from jaxnigt.algorithms.engines import async_engine
 from jaxnigt.cluster.rules import ringleader as rule
 
+#: The server's table: per worker the sum and count of its gradients of the cycle and the next.
+TABLE = async_engine.ServerTable(init=rule.table_init, put=rule.table_put)
 
-def schedule(options: rule.Options) -> round_engine.ScheduleFactory:
-    """The schedule factory of the rule of ``options`` (the registered ``ringleader`` for the
-    defaults, with its padding check; a padded program's run reads its own capacity)."""
-    if options == rule.DEFAULT:
-        return round_engine.schedule("ringleader")
-    collect_round = rule.round_with(options)
 
-    def make_schedule(setup, base: round_engine.RoundOptions, M: int, size: str = "M"):
-        static = round_engine.round_size(setup, base, M)
+def event_rule(point: str = rule.POINTS[0]) -> async_engine.EventRule:
+    """Ringleader's cycles as the event engine's rule.
 
-        def collect(model, key, t0, busy_until, sizes=None):
-            run = rules.run_values(sizes, size)
-            return collect_round(model, key, t0, busy_until, static._replace(run=run))
+    Args:
+      point: one of :data:`~jaxnigt.cluster.rules.ringleader.POINTS`.
 
-        return collect
+    Returns:
+      The :class:`~jaxnigt.algorithms.engines.async_engine.EventRule`.
+    """
 
-    return make_schedule
+    def next_exchange(model, time_key, state: rule.CycleState):
+        key = jax.random.fold_in(time_key, state.events)
+        return rule.cycle_next(model, key, state, point=point)
+
+    return async_engine.EventRule(
+        init=rule.cycle_init,
+        next=next_exchange,
+        clock=lambda state: state.clock,
+        exchanges=lambda state: state.events,
+        refuses=False,
+        table=TABLE,
+    )
 
 
 def factory(
-    update: updates.Update, options: rule.Options = rule.DEFAULT
+    update: updates.Update, point: str = rule.POINTS[0]
 ) -> tuple[core.Traits, core.AlgorithmFactory]:
-    """``(TRAITS, make)`` of Ringleader's rounds under ``update``.
+    """``(TRAITS, make)`` of Ringleader's cycles under ``update``.
 
     Args:
       update: the server update (:data:`~jaxnigt.algorithms.updates.NIGT`, ``SGD``).
-      options: the rule's options (default: the registered rule's).
+      point: the point a worker computes at after an exchange that is not its update.
 
     Returns:
-      Its traits (the rule's cluster options; Malenia's capacity read; no batch tuned: the
-      round reads no M) and its ``make(setup, hparams)``.
+      Its traits (the event engine's) and its ``make(setup, hparams)``.
     """
-    traits = round_engine.traits_of(
-        "ringleader", tuned_shapes=(), options=("malenia_capacity",)
-    ).using(update)
-    make = round_engine.factory(
-        schedule=schedule(options), weights=rule.WEIGHTS, update=update, traits=traits
-    )
+    traits = async_engine.TRAITS.using(update)
+    event = event_rule(point)
+
+    def make(setup: core.Setup, hparams) -> core.Algorithm:
+        options = async_engine.AsyncOptions.resolve(setup, hparams)
+        return async_engine.make(setup, options, update=update, traits=traits, rule=event)
+
     return traits, make
 
 

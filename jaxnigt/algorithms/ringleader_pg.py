@@ -1,7 +1,7 @@
-"""Ringleader policy gradient: Ringleader's rounds (every worker delivers at least once, the
-mean over workers of each worker's mean; :mod:`jaxnigt.algorithms.ringleader_nigt`) with a
-plain step θ += α g: Ringleader ASGD's estimator and step (Maranjyan & Richtárik, ICLR 2026)
-on the policy gradient, one update per round where the paper makes one per worker."""
+"""Ringleader policy gradient: Ringleader ASGD (Maranjyan & Richtárik, ICLR 2026) on the
+policy gradient, the paper's method whole: its cycles and gradient table on the event engine
+(:mod:`jaxnigt.algorithms.ringleader_nigt`) with the paper's plain step θ += α g along the
+table's mean, n updates per cycle."""
 
 from jaxnigt.algorithms import updates
 from jaxnigt.algorithms.ringleader_nigt import factory

@@ -87,12 +87,12 @@ import numpy as np
 
 from jaxnigt.cli import clock_output, clock_plot, clock_power
 from jaxnigt.cluster import model, power_sources, rules, schedules, simulation, timeline, timing
-from jaxnigt.cluster.rules import mindflayer
+from jaxnigt.cluster.rules import mindflayer, ringleader
 from jaxnigt.config import checks, loader, schema
 from jaxnigt.run import run_dir, sizing
 
 #: The clocks that are not round rules (every registered round rule is one more).
-OTHER_CLOCKS = ("async", "ringmaster", "seed")
+OTHER_CLOCKS = ("async", "ringmaster", "ringleader_asgd", "seed")
 
 
 def known_rules() -> tuple[str, ...]:
@@ -281,6 +281,10 @@ def _settings(args: argparse.Namespace, n: int, hp: Any) -> argparse.Namespace:
         raise FlagError("--horizon", "required with --rule seed: an integer >= 1")
     if args.stops and args.rule != "ringmaster":
         raise FlagError("--stops", "only with --rule ringmaster")
+    if args.point != "held" and args.rule != "ringleader_asgd":
+        raise FlagError("--point", "only with --rule ringleader_asgd")
+    if args.point not in ringleader.POINTS:
+        raise FlagError("--point", f"got {args.point!r}; expected one of {list(ringleader.POINTS)}")
     for name in MINDFLAYER_FLAGS:
         if getattr(args, name) is not None and args.rule != "mindflayer":
             raise FlagError("--" + name.replace("_", "-"), "only with --rule mindflayer")
@@ -300,6 +304,7 @@ def _settings(args: argparse.Namespace, n: int, hp: Any) -> argparse.Namespace:
         inference_time=hp.seed_inference_time,
         learner_time=hp.seed_learner_time,
         mindflayer=options,
+        point=args.point,
     )
 
 
@@ -430,9 +435,16 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--stops", action="store_true", help="ringmaster: cancel a gradient when its delay is R"
     )
     p.add_argument(
+        "--point",
+        default="held",
+        help="ringleader_asgd: held|current, the point a worker computes at after an "
+        "exchange that is not its update (its own, or the server's)",
+    )
+    p.add_argument(
         "--rounds",
         default="10",
-        help="rounds (arrivals with --rule async, exchanges with --rule ringmaster, learner "
+        help="rounds (arrivals with --rule async, exchanges with --rule ringmaster or "
+        "ringleader_asgd, learner "
         "updates with --rule seed) (>= 1)",
     )
     p.add_argument("--seed", default="0", help="PRNG seed (>= 0)")

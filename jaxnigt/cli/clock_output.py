@@ -105,6 +105,41 @@ def write_ringmaster_csv(path: str, ev: events.Event) -> None:
     write_lines(path, lines)
 
 
+def write_ringleader_csv(path: str, ev: events.Event) -> None:
+    """``--rule ringleader_asgd``'s CSV: one row per exchange."""
+    arr, cy = ev.arrival, ev.extra
+    lines = [",".join((*ASYNC_COLUMNS, "update", "next_table", "cycle_end", "cycle"))]
+    for j in range(arr.worker.shape[0]):
+        times = (arr.dispatch_time[j], arr.compute_end[j], arr.time[j])
+        row = [str(j), str(int(arr.worker[j]))] + [f"{float(t):.9g}" for t in times]
+        row += [str(int(arr.staleness[j])), f"{float(arr.link_wait[j]):.9g}"]
+        row += [str(int(x[j])) for x in (ev.accepted, cy.into_next, cy.rotate, cy.cycle)]
+        lines.append(",".join(row))
+    write_lines(path, lines)
+
+
+def ringleader_summary(settings: Any, cluster: ClusterModel, final, ev: events.Event) -> str:
+    """``--rule ringleader_asgd``'s summary line."""
+    elapsed = float(ev.arrival.time[-1])  # the run starts at 0
+    ends = ev.arrival.time[ev.extra.rotate.astype(bool)]
+    cycle = np.diff(np.concatenate([[0.0], ends])) if ends.size else np.array([np.nan])
+    stale = ev.arrival.staleness
+    parts = [
+        f"clock: rule=ringleader_asgd n={cluster.n} point={settings.point}",
+        f"link={cluster.link} exchanges={ev.arrival.time.shape[0]}",
+        f"t_end={elapsed:.6g}",
+        f"updates={int(ev.accepted.sum())}",
+        f"cycles={int(ends.size)}",
+        f"mean_cycle_time={float(cycle.mean()):.6g}",
+        f"next_table={int(ev.extra.into_next.sum())}",
+        f"mean_staleness={float(stale.mean()):.6g} max_staleness={int(stale.max())}",
+        f"link_util={float(final.clock.link_busy) / max(elapsed, 1e-30):.4f}",
+        *_power(settings, cluster),
+        f"-> {settings.out}",
+    ]
+    return " ".join(parts)
+
+
 def ringmaster_summary(settings: Any, cluster: ClusterModel, final, ev: events.Event) -> str:
     """``--rule ringmaster``'s summary line."""
     elapsed = float(ev.arrival.time[-1])  # the run starts at 0
@@ -223,6 +258,7 @@ def simulate(settings: Any, cluster: ClusterModel) -> int:
     being finite also prints a note on stderr)."""
     key = jax.random.key(settings.seed)
     run = {"seed": _seed, "ringmaster": _ringmaster, "async": _async}.get(settings.rule, _rounds)
+    run = _ringleader if settings.rule == "ringleader_asgd" else run
     return run(settings, cluster, key)
 
 
@@ -274,6 +310,23 @@ def _ringmaster(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
         )
 
     return _emit(settings, cluster, "exchange", ev.arrival.time, ev, write_ringmaster, picture)
+
+
+def _ringleader(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:
+    final, ev = simulation.simulate_ringleader(
+        cluster, key, arrivals=settings.rounds, point=settings.point
+    )
+    final, ev = jax.tree.map(np.asarray, (final, ev))
+
+    def write_ringleader(e):
+        write_ringleader_csv(settings.out, e)
+        return lambda: ringleader_summary(settings, cluster, final, e)
+
+    def picture(e):
+        pending = _pending(settings, final.clock, e.arrival)
+        return timeline.from_arrivals(cluster, key, e.arrival, pending=pending)
+
+    return _emit(settings, cluster, "exchange", ev.arrival.time, ev, write_ringleader, picture)
 
 
 def _async(settings: Any, cluster: ClusterModel, key: jax.Array) -> int:

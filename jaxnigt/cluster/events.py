@@ -30,7 +30,7 @@ never on trajectories, so a whole block of arrivals can be computed before any r
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -269,13 +269,22 @@ def async_next(
     Returns:
       ``(state, arrival)``: the state after the arrival and its :class:`Arrival`.
     """
-    return _exchange(model, key, state, 1)
+    return exchange(model, key, state, 1)
 
 
-def _exchange(model: ClusterModel, key: jax.Array, state: AsyncState, updates):
-    """The next exchange on the link: its :class:`Arrival`, the server version advanced by
-    ``updates`` (1, or 0 for an exchange that is not a server update) and the worker
-    re-dispatched at its end with the version after it."""
+def exchange(model: ClusterModel, key: jax.Array, state: AsyncState, updates):
+    """The next exchange on the link, its worker re-dispatched at its end.
+
+    Args:
+      model: the cluster model.
+      key: draws the worker's next compute time.
+      state: the engine's state.
+      updates: ``[]`` int32 server updates the exchange makes (1, or 0 for one that is not).
+
+    Returns:
+      ``(state, arrival)``: the state with the version advanced by ``updates`` and the
+      worker dispatched with the version after it, and the exchange's :class:`Arrival`.
+    """
     w, start, t = next_exchange(model, state)
     arrival = Arrival(
         worker=w,
@@ -362,12 +371,15 @@ class Event(NamedTuple):
         gradient, the computed fraction for a cancelled one, 0 for an accepted one.
       dispatch_event: int32 exchanges processed when the worker was dispatched (the
         exchange that gave it its point is ``dispatch_event - 1``; 0: the initial point).
+      extra: what the rule's server table reads of the exchange (None: the rule has none;
+        :class:`jaxnigt.algorithms.engines.async_engine.ServerTable`).
     """
 
     arrival: Arrival
     accepted: jax.Array
     wasted: jax.Array
     dispatch_event: jax.Array
+    extra: Any = None
 
 
 class BoundedState(NamedTuple):
@@ -449,7 +461,7 @@ def bounded_next(
     cancelled = state.cancelled[w]
     accepted = ~cancelled & (s.version - s.dispatch_version[w] < R)
     wasted = jnp.where(cancelled, state.done[w], jnp.where(accepted, 0.0, 1.0))
-    clock, arrival = _exchange(model, key, s, accepted.astype(jnp.int32))
+    clock, arrival = exchange(model, key, s, accepted.astype(jnp.int32))
     events = state.events + 1
     new = state._replace(
         clock=clock,

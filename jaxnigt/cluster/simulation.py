@@ -22,6 +22,7 @@ function is given (:func:`~jaxnigt.cluster.model.realize`).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -219,6 +220,36 @@ def simulate_ringmaster(
     state = events.bounded_init(events.async_init(model, jax.random.fold_in(key, 0), 0.0), R)
     run_key = jax.random.fold_in(key, 1)
     return events.bounded_events(model, run_key, state, arrivals, stops=stops)
+
+
+def simulate_ringleader(
+    model: ClusterModel, key: jax.Array, *, arrivals: int, point: str = "held"
+) -> tuple[Any, events.Event]:
+    """Exchanges of Ringleader ASGD's cycles from time 0
+    (:func:`jaxnigt.cluster.rules.ringleader.cycle_next`): the arrivals of
+    :func:`simulate_async`, key for key, with which of them are updates.
+
+    Args:
+      model: the cluster model.
+      key: keyed as :func:`simulate_async`.
+      arrivals: number of exchanges (static).
+      point: one of :data:`~jaxnigt.cluster.rules.ringleader.POINTS` (static).
+
+    Returns:
+      The final :class:`~jaxnigt.cluster.rules.ringleader.CycleState` and the stacked
+      :class:`~jaxnigt.cluster.events.Event` records (``extra``: their
+      :class:`~jaxnigt.cluster.rules.ringleader.CycleEvent`).
+    """
+    from jaxnigt.cluster.rules import ringleader
+
+    model = realize(model, key)[0]
+    state = ringleader.cycle_init(events.async_init(model, jax.random.fold_in(key, 0), 0.0))
+    run_key = jax.random.fold_in(key, 1)
+
+    def step(s, _):
+        return ringleader.cycle_next(model, jax.random.fold_in(run_key, s.events), s, point=point)
+
+    return jax.lax.scan(step, state, None, length=int(arrivals))
 
 
 @functools.partial(jax.jit, static_argnames=("horizon", "batch", "updates"))

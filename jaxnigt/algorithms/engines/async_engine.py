@@ -22,9 +22,12 @@ gradients, ``async_block × d`` floats per run.
 **Rules.**  An :class:`EventRule` says how exchanges become server updates: :data:`PLAIN`
 applies every arrival; a bounded-delay rule (Ringmaster, :mod:`~jaxnigt.algorithms.
 ringmaster_pg`) refuses some, and a refused exchange is neither rolled out nor applied: its
-worker only takes the current point.  Readiness is counted in exchanges (an arrival's point is
-known once the exchange that dispatched its worker is processed), so both rules share the
-waves.
+worker only takes the current point.  A rule with a :class:`ServerTable` (Ringleader,
+:mod:`~jaxnigt.cluster.rules.ringleader`) rolls out every exchange and puts each gradient in
+its table; the update, on the exchanges the rule accepts, steps along the table's direction,
+and the table says whether the exchange's worker takes the new point or keeps its own.
+Readiness is counted in exchanges (an arrival's point is known once the exchange that
+dispatched its worker is processed), so every rule shares the waves.
 
 Keys: a worker's trajectory for its k-th gradient uses ``fold_in(fold_in(roll_key, worker),
 k)``; the compute time drawn at the e-th exchange uses ``fold_in(time_key, e)`` (with
@@ -49,6 +52,22 @@ from jaxnigt.rl.collect import slot_keys
 from jaxnigt.rl.rollout import rollout
 
 
+class ServerTable(NamedTuple):
+    """A server that keeps gradients between updates (Ringleader's table).
+
+    Attributes:
+      init: ``(params, model) -> table``: the empty table for the run's cluster record.
+      put: ``(table, worker, grad, extra) -> (table, direction, takes_point)``: the table
+        after the exchange's gradient joined it (``extra``: the exchange's
+        :attr:`~jaxnigt.cluster.events.Event.extra`), the direction an update of this
+        exchange steps along (used only when the rule accepts it), and whether the worker
+        takes the server's point after the exchange (else it keeps the one it holds).
+    """
+
+    init: Callable[..., Any]
+    put: Callable[..., tuple[Any, Any, jax.Array]]
+
+
 class EventRule(NamedTuple):
     """How the event engine's exchanges become server updates.
 
@@ -59,7 +78,9 @@ class EventRule(NamedTuple):
         from ``fold_in(time_key, exchanges processed)``.
       clock: ``state -> AsyncState``.
       exchanges: ``state -> []`` int32 exchanges processed.
-      refuses: static: some exchanges are not server updates (False: every one is).
+      refuses: static: some exchanges are neither rolled out nor server updates (False:
+        every one is rolled out; without a table every one is an update).
+      table: the server's table (None: each accepted gradient is the update's direction).
     """
 
     init: Callable[[events.AsyncState], Any]
@@ -67,6 +88,7 @@ class EventRule(NamedTuple):
     clock: Callable[[Any], events.AsyncState]
     exchanges: Callable[[Any], jax.Array]
     refuses: bool
+    table: ServerTable | None = None
 
 
 def _plain_next(model, time_key, state: events.AsyncState):
@@ -94,12 +116,14 @@ class AsyncExtra(NamedTuple):
       worker_params: ``[n, ...]`` the point each worker was dispatched with.
       time_key: key of the compute times.
       roll_key: key of the trajectories.
+      table: the rule's :class:`ServerTable` state (None without one).
     """
 
     event_state: events.AsyncState
     worker_params: Any
     time_key: jax.Array
     roll_key: jax.Array
+    table: Any = None
 
 
 class AsyncOptions(NamedTuple):
@@ -228,7 +252,8 @@ def _init(
     """Every worker dispatched at x_0 (server version 0) at time 0."""
     params, opt_state, event_state, k_time, k_roll, model = start(setup, optimizer, key, hyper)
     workers = core.stack_workers(params, setup.n)
-    extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll)
+    table = None if rule.table is None else rule.table.init(params, model)
+    extra = AsyncExtra(rule.init(event_state), workers, k_time, k_roll, table)
     return core.initial_state(setup, params, opt_state, key, hyper, extra, cluster=model)
 
 
@@ -240,6 +265,8 @@ class _Plan(NamedTuple):
     dispatch_event: jax.Array  # exchanges processed when the worker was dispatched
     staleness: jax.Array
     accepted: jax.Array  # a server update (else only the worker's restart)
+    rolled_out: jax.Array  # its gradient is computed (accepted, or every one with a table)
+    extra: Any  # what the rule's table reads of each exchange (None without one)
     wasted: jax.Array  # trajectories' worth of discarded or cancelled work
     computing: jax.Array  # its gradient's computing time (worker time; 0 if not processed)
     live: jax.Array  # processed: the previous exchange came before the budget
@@ -273,6 +300,8 @@ def _plan(model, rule: EventRule, block: int, ex: AsyncExtra, budget: jax.Array,
         dispatch_event=ev.dispatch_event,
         staleness=arr.staleness,
         accepted=ev.accepted,
+        rolled_out=ev.accepted if rule.table is None else jnp.ones_like(ev.accepted),
+        extra=ev.extra,
         wasted=ev.wasted,
         computing=spent,
         live=live,
@@ -290,6 +319,7 @@ class _Carry(NamedTuple):
     params: Any
     opt_state: Any
     worker_params: Any
+    table: Any  # the rule's table (None without one)
 
 
 def _roll_out(
@@ -299,7 +329,7 @@ def _roll_out(
     their gradients, returns and lengths in the block's buffers."""
     A = plan.worker.shape[0]
     known = plan.dispatch_event <= event0 + carry.applied
-    ready = ~carry.rolled & plan.live & plan.accepted & known
+    ready = ~carry.rolled & plan.live & plan.rolled_out & known
     (idx,) = jnp.nonzero(ready, size=wave, fill_value=A)
     valid = idx < A
     idx = jnp.minimum(idx, A - 1)
@@ -320,28 +350,36 @@ def _roll_out(
     )
 
 
-def _apply_ready(opt, refuses: bool, plan: _Plan, carry: _Carry) -> _Carry:
+def _apply_ready(opt, rule: EventRule, plan: _Plan, carry: _Carry) -> _Carry:
     """Server updates in arrival order while the next arrival's gradient is computed (or
     the next exchange is refused: its worker only takes the current point)."""
     last = plan.worker.shape[0] - 1
 
     def can(c):
         j = jnp.minimum(c.applied, last)
-        return (c.applied < plan.num_live) & (c.rolled[j] | ~plan.accepted[j])
+        return (c.applied < plan.num_live) & (c.rolled[j] | ~plan.rolled_out[j])
 
     def one(c):
         j = c.applied
+        w = plan.worker[j]
         g = jax.tree.map(lambda b: b[j], c.grads)
+        table, takes_point = c.table, jnp.bool_(True)
+        if rule.table is not None:
+            extra = jax.tree.map(lambda e: e[j], plan.extra)
+            table, g, takes_point = rule.table.put(c.table, w, g, extra)
         descend = lambda: core.descend(opt, g, c.opt_state, c.params)
-        if refuses:
+        if rule.refuses or rule.table is not None:
             keep = lambda: (c.params, c.opt_state)
             params, opt_state = jax.lax.cond(plan.accepted[j], descend, keep)
         else:
             params, opt_state = descend()
-        # The exchange's worker is re-dispatched with the (new) server point.
-        w = plan.worker[j]
-        workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, params)
-        return c._replace(applied=j + 1, params=params, opt_state=opt_state, worker_params=workers)
+        # The exchange's worker is re-dispatched with the (new) server point, or keeps its own.
+        workers = jax.tree.map(
+            lambda ws, p: ws.at[w].set(jnp.where(takes_point, p, ws[w])), c.worker_params, params
+        )
+        return c._replace(
+            applied=j + 1, params=params, opt_state=opt_state, worker_params=workers, table=table
+        )
 
     return jax.lax.while_loop(can, one, carry)
 
@@ -366,7 +404,7 @@ def _block(
     roll = functools.partial(
         _roll_out, setup, options.wave, estimator, state.hyper, ex, plan, event0
     )
-    apply = functools.partial(_apply_ready, opt, rule.refuses, plan)
+    apply = functools.partial(_apply_ready, opt, rule, plan)
     A = options.block
     zeros = jnp.zeros((A,), jnp.float32)
     carry = _Carry(
@@ -378,6 +416,7 @@ def _block(
         params=state.params,
         opt_state=state.opt_state,
         worker_params=ex.worker_params,
+        table=ex.table,
     )
     carry = jax.lax.while_loop(lambda c: c.applied < plan.num_live, lambda c: apply(roll(c)), carry)
     return _finish_block(setup, rule, state, event_state, plan, carry, model)
@@ -410,7 +449,7 @@ def _finish_block(
     ex: AsyncExtra = state.extra
     exchanges = plan.num_live.astype(jnp.float32)
     live = plan.live.astype(jnp.float32)
-    used = live * plan.accepted.astype(jnp.float32)
+    used = live * plan.rolled_out.astype(jnp.float32)
     grads = jnp.sum(used) if rule.refuses else exchanges
     before, after = rule.clock(ex.event_state), rule.clock(event_state)
     computed = jnp.sum(plan.computing)
@@ -426,7 +465,9 @@ def _finish_block(
             comms=exchanges,
             worker_time=worker_time(model, before, after, computed),
         ),
-        extra=ex._replace(event_state=event_state, worker_params=carry.worker_params),
+        extra=ex._replace(
+            event_state=event_state, worker_params=carry.worker_params, table=carry.table
+        ),
     )
     if rule.refuses:  # gradients used per worker
         counts = jax.ops.segment_sum(used.astype(jnp.int32), plan.worker, num_segments=setup.n)

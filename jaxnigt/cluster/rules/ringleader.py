@@ -47,11 +47,12 @@ rounds, without a batch to choose.  A padded program's run has its own capacity 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxnigt.cluster import aggregators
+from jaxnigt.cluster import aggregators, events
 from jaxnigt.cluster.model import ClusterModel
 from jaxnigt.cluster.rounds import (
     Collection,
@@ -257,3 +258,208 @@ def _cycle_end(comp, first, t1, run_cap, live) -> jax.Array:
     nxt = jnp.where(jnp.isfinite(after), after, comp[:, run_cap])
     others = keep(index != finisher, live, False)
     return jnp.maximum(t1, jnp.max(jnp.where(others, nxt, -jnp.inf)))
+
+
+# ------------------------------------------------------- the paper's cycles, per exchange
+#
+# Ringleader ASGD itself runs on the event engine (:mod:`jaxnigt.cluster.events`: every
+# worker computes, exchanges with the server over its link and starts its next gradient at
+# once), not on rounds.  The rule below decides, from the arrival order alone, what each
+# exchange does to the table and the point; :data:`TABLE` keeps the gradients.  The docs'
+# "Ringleader ASGD: the paper's cycles" states it; tests/reference_ringleader.py checks it.
+
+
+class CycleState(NamedTuple):
+    """The cycle rule's state over the event engine's.
+
+    Attributes:
+      clock: the :class:`~jaxnigt.cluster.events.AsyncState`; its ``version`` counts server
+        updates, so an arrival's ``staleness`` is the updates since its worker's point.
+      events: ``[]`` int32 exchanges processed (the key counter: ``fold_in(key, events)``).
+      dispatch_event: ``[n]`` int32 ``events`` when each worker started its gradient.
+      filled: ``[n]`` bool: the worker has a gradient in the cycle's table.
+      filled_next: ``[n]`` bool: ... in the next cycle's table.
+      pending: ``[n]`` bool: in Phase 2, the workers whose update of the cycle is still due.
+      phase2: ``[]`` bool: the cycle's first update was made.
+      cycles: ``[]`` int32 cycles completed.
+    """
+
+    clock: events.AsyncState
+    events: jax.Array
+    dispatch_event: jax.Array
+    filled: jax.Array
+    filled_next: jax.Array
+    pending: jax.Array
+    phase2: jax.Array
+    cycles: jax.Array
+
+
+class CycleEvent(NamedTuple):
+    """What one exchange does to the table (all ``[]``; :attr:`events.Event.extra`).
+
+    Attributes:
+      into_next: bool: its gradient joins the next cycle's table (its worker's update of the
+        cycle was made), else the cycle's.
+      rotate: bool: its update is the cycle's last: the next table becomes the cycle's.
+      takes_point: bool: its worker takes the server's point (else keeps its own).
+      cycle: int32 the cycle it belongs to.
+    """
+
+    into_next: jax.Array
+    rotate: jax.Array
+    takes_point: jax.Array
+    cycle: jax.Array
+
+
+#: Which point a worker computes at after an exchange that is not its update: ``held``, the
+#: one it holds (the paper: a worker receives a new point at most once per cycle, at its
+#: update), or ``current``, the server's (the authors' simulation code re-dispatches every
+#: arrival with the current point).
+POINTS = ("held", "current")
+
+
+def cycle_init(clock: events.AsyncState) -> CycleState:
+    """The cycle rule's state from the engine's initial one.
+
+    Args:
+      clock: the engine's initial state (:func:`~jaxnigt.cluster.events.async_init`).
+
+    Returns:
+      The :class:`CycleState`: both tables empty, Phase 1, no exchange made.
+    """
+    n = clock.compute_end.shape[0]
+    no = jnp.zeros((n,), bool)
+    start = jnp.zeros((n,), jnp.int32)
+    return CycleState(clock, jnp.int32(0), start, no, no, no, jnp.bool_(False), jnp.int32(0))
+
+
+def cycle_next(
+    model: ClusterModel, key: jax.Array, state: CycleState, *, point: str = "held"
+) -> tuple[CycleState, events.Event]:
+    """The next exchange of Ringleader ASGD.
+
+    Phase 1: the gradient joins its worker's entry of the cycle's table; the exchange that
+    fills the table (every worker has one) is the cycle's first update, and Phase 2 begins
+    with every other worker pending.  Phase 2: a pending worker's gradient joins the cycle's
+    table and is one more update; a worker already updated puts its gradient in the next
+    cycle's table.  The update that leaves no worker pending ends the cycle: the next
+    table becomes the cycle's, and the next one starts empty.  Nothing is discarded.
+
+    Args:
+      model: the cluster model.
+      key: draws the worker's next compute time (callers pass ``fold_in(run_key,
+        state.events)``: the exchanges are :func:`~jaxnigt.cluster.events.async_next`'s,
+        key for key).
+      state: the rule's state.
+      point: one of :data:`POINTS` (static).
+
+    Returns:
+      ``(state, event)``; the event's ``extra`` is its :class:`CycleEvent`.
+
+    Raises:
+      ValueError: ``point`` is not one of :data:`POINTS`.
+    """
+    if point not in POINTS:
+        raise ValueError(f"ringleader point: got {point!r}; expected one of {list(POINTS)}")
+    s = state.clock
+    n = s.compute_end.shape[0]
+    live = live_rows(model)
+    live = jnp.ones((n,), bool) if live is None else live
+    w = events.next_exchange(model, s)[0]
+    into_next = state.phase2 & ~state.pending[w]
+    filled = state.filled | ((jnp.arange(n) == w) & ~into_next)
+    filled_next = state.filled_next | ((jnp.arange(n) == w) & into_next)
+    completes = ~state.phase2 & jnp.all(filled | ~live)
+    due = state.phase2 & state.pending[w]
+    accepted = completes | due
+    pending = jnp.where(completes, live & (jnp.arange(n) != w), state.pending)
+    pending = pending & ~((jnp.arange(n) == w) & due)
+    rotate = accepted & ~jnp.any(pending)
+    takes_point = accepted if point == "held" else jnp.bool_(True)
+    clock, arrival = events.exchange(model, key, s, accepted.astype(jnp.int32))
+    kept = jnp.where(takes_point, clock.dispatch_version[w], s.dispatch_version[w])
+    clock = clock._replace(dispatch_version=clock.dispatch_version.at[w].set(kept))
+    count = state.events + 1
+    new = CycleState(
+        clock=clock,
+        events=count,
+        dispatch_event=state.dispatch_event.at[w].set(count),
+        filled=jnp.where(rotate, filled_next, filled),
+        filled_next=filled_next & ~rotate,
+        pending=pending,
+        phase2=(state.phase2 | completes) & ~rotate,
+        cycles=state.cycles + rotate.astype(jnp.int32),
+    )
+    extra = CycleEvent(into_next, rotate, takes_point, state.cycles)
+    event = events.Event(arrival, accepted, jnp.float32(0.0), state.dispatch_event[w], extra)
+    return new, event
+
+
+class Table(NamedTuple):
+    """The server's gradient table: per worker the sum and count of its gradients, of the
+    cycle (``sums``, ``counts``) and of the next (``next_sums``, ``next_counts``).
+
+    Attributes:
+      sums, next_sums: pytrees of ``[n, ...]`` (the params' shapes).
+      counts, next_counts: ``[n]`` float32.
+      live: ``[n]`` bool the run's workers (a padded program's rows beyond are not).
+    """
+
+    sums: Any
+    counts: jax.Array
+    next_sums: Any
+    next_counts: jax.Array
+    live: jax.Array
+
+
+def table_init(params, model: ClusterModel) -> Table:
+    """The empty table of a run.
+
+    Args:
+      params: the policy's parameters (their shapes and dtypes).
+      model: the run's cluster record (its workers; a padded record's live rows).
+
+    Returns:
+      The :class:`Table`, every entry empty.
+    """
+    n = model.n
+    zeros = jax.tree.map(lambda p: jnp.zeros((n, *p.shape), p.dtype), params)
+    live = live_rows(model)
+    live = jnp.ones((n,), bool) if live is None else live
+    return Table(zeros, jnp.zeros((n,), jnp.float32), zeros, jnp.zeros((n,), jnp.float32), live)
+
+
+def table_put(table: Table, worker: jax.Array, grad, extra: CycleEvent):
+    """The gradient of ``worker`` into its entry (the cycle's or the next's), the direction
+    ``(1/n) sum_i G_i / b_i`` over the cycle's table, and the table after a cycle's end.
+
+    Args:
+      table: the table.
+      worker: ``[]`` int32 the exchange's worker.
+      grad: its gradient (the params' pytree).
+      extra: the exchange's :class:`CycleEvent`.
+
+    Returns:
+      ``(table, direction, takes_point)`` (:class:`~jaxnigt.algorithms.engines.async_engine.
+      ServerTable`).
+    """
+    one = (jnp.arange(table.counts.shape[0]) == worker).astype(jnp.float32)
+    now, later = one * (1.0 - extra.into_next), one * extra.into_next
+    add = lambda sums, by: jax.tree.map(
+        lambda S, g: S + by.reshape((-1,) + (1,) * g.ndim).astype(S.dtype) * g[None], sums, grad
+    )
+    sums, counts = add(table.sums, now), table.counts + now
+    next_sums, next_counts = add(table.next_sums, later), table.next_counts + later
+    weights = table.live / (jnp.sum(table.live) * jnp.maximum(counts, 1.0))
+    direction = jax.tree.map(lambda S: jnp.tensordot(weights.astype(S.dtype), S, 1), sums)
+    r = extra.rotate
+    zero = lambda x: jax.tree.map(jnp.zeros_like, x)
+    pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(r, x, y), a, b)
+    new = Table(
+        sums=pick(next_sums, sums),
+        counts=jnp.where(r, next_counts, counts),
+        next_sums=pick(zero(next_sums), next_sums),
+        next_counts=jnp.where(r, 0.0, next_counts),
+        live=table.live,
+    )
+    return new, direction, extra.takes_point
