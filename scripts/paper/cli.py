@@ -9,6 +9,7 @@
     python scripts/paper outages traces|predict [SCENARIO ...]  # the outage rows' traces, clock
     python scripts/paper physics store|analyze        # the heterogeneous-physics row
     python scripts/paper heavy run|store|analyze      # the heavy-tailed rows
+    python scripts/paper hetero run|store|analyze     # the heterogeneous rivals' rows
 
 Each stage is resumable: what finished is kept and skipped.  ``COMMAND --help`` lists the
 options of each.
@@ -17,6 +18,7 @@ options of each.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import shlex
@@ -31,9 +33,11 @@ from paper import (
     fourth_page,
     gpu,
     heavy,
+    hetero,
     outages,
     page,
     physics,
+    rows,
     third,
     third_scenarios,
 )
@@ -316,28 +320,29 @@ def _physics(argv) -> int:
     return 0
 
 
-def _heavy(argv) -> int:
-    p = argparse.ArgumentParser(prog="paper heavy", description=heavy.__doc__.split("\n\n")[0])
+def _rows(module, argv) -> int:
+    """``paper heavy|hetero run|store|analyze [ROW ...]``: a page of registered rows."""
+    spec, name = module.SPEC, module.__name__.split(".")[-1]
+    p = argparse.ArgumentParser(prog=f"paper {name}", description=module.__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["run", "store", "analyze"])
-    p.add_argument("rows", nargs="*", help=f"default all: {', '.join(heavy.ROWS)}")
+    p.add_argument("rows", nargs="*", help=f"default all: {', '.join(spec.rows)}")
     args = p.parse_args(argv)
-    unknown = [r for r in args.rows if r not in heavy.ROWS]
+    unknown = [r for r in args.rows if r not in spec.rows]
     if unknown:
-        p.error(f"unknown rows {unknown}; allowed: {', '.join(heavy.ROWS)}")
-    rows = args.rows or list(heavy.ROWS)
+        p.error(f"unknown rows {unknown}; allowed: {', '.join(spec.rows)}")
     results = {}
-    for row in rows:
+    for row in args.rows or list(spec.rows):
         if args.command == "store":
-            for path in heavy.store(row):
-                print(f"[heavy] stored {paper_store.relative(path)}")
+            for path in rows.store(spec, row):
+                print(f"[{name}] stored {paper_store.relative(path)}")
             continue
-        results[row] = (heavy.run if args.command == "run" else heavy.analyze)(row)
+        results[row] = (rows.run if args.command == "run" else rows.analyze)(spec, row)
         for b, c in results[row].get("comparisons", {}).items():
-            print(f"[heavy] {row}: {heavy.REFERENCE} vs {b}: {c['verdict']} (p {c['p']})")
+            print(f"[{name}] {row}: {spec.reference} vs {b}: {c['verdict']} (p {c['p']})")
     if args.command == "analyze":
-        found = heavy.family(results)
-        (heavy.DOCS / "family.json").write_text(json.dumps(found, indent=2) + "\n")
-        print(f"[heavy] wrote docs/results/heavy/family.json: {found}")
+        found = rows.family(spec, results)
+        (spec.docs / "family.json").write_text(json.dumps(found, indent=2) + "\n")
+        print(f"[{name}] wrote docs/results/{name}/family.json: {found}")
     return 0
 
 
@@ -354,7 +359,8 @@ def _adastop(argv) -> int:
 
 
 COMMANDS = {"page": _page, "third": _third, "fourth": _fourth, "fifth": _fifth, "gpu": _gpu}
-COMMANDS.update(adastop=_adastop, outages=_outages, physics=_physics, heavy=_heavy)
+COMMANDS.update(adastop=_adastop, outages=_outages, physics=_physics)
+COMMANDS.update(heavy=functools.partial(_rows, heavy), hetero=functools.partial(_rows, hetero))
 
 
 def main(argv=None) -> int:
