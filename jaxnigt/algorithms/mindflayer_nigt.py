@@ -2,9 +2,10 @@
 :mod:`jaxnigt.cluster.rules.mindflayer`) under a NIGT step.  Each round every worker makes
 B_i attempts at the broadcast point, each abandoned once it has run past its time limit t_i
 (``hparams.mindflayer_time_limit``, default the noise's median times h_i;
-``hparams.mindflayer_attempts``, default the paper's prescription for M expected successes);
-the round ends when every worker has made its attempts, the successful gradients are
-averaged, one AllReduce and a NIGT step follow.  A round in which nothing succeeded skips the
+``hparams.mindflayer_attempts``, default the library's reading of the paper's allocation
+for M expected successes); the round ends when every worker has made its attempts, the
+successful gradients are averaged (the paper divides their sum by the expected count), one
+AllReduce and a NIGT step follow.  A round in which nothing succeeded skips the
 step (``hparams.mindflayer_empty: skip``, the default) or takes it on a zero gradient
 (``zero``).  Rennala's robust cousin under heavy-tailed compute times: a slow draw costs at
 most t_i, never the round.

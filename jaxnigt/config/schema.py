@@ -296,11 +296,11 @@ class HParams:
         (default ceil(n/2); at most n; m = n is ``sync_nigt`` with one per worker).
       mindflayer_time_limit: ``mindflayer_nigt``'s and ``mindflayer_pg``'s time limit t_i of
         an attempt (docs/cluster_model.md, "MindFlayer"): ``median`` (t_i = h_i times the
-        noise's median, the paper's choice), ``quantile:U``, a number c (t_i = c h_i) or a
-        list of n times.
+        noise's median: about half of the attempts succeed), ``quantile:U``, a number c
+        (t_i = c h_i) or a list of n times.
       mindflayer_attempts: their attempts B_i per worker and round: ``prescribed`` (the
-        paper's prescription for M expected successes from the noise's distribution), an
-        integer (every worker) or a list of n.
+        library's reading of the paper's allocation for M expected successes, from the
+        noise's distribution), an integer (every worker) or a list of n.
       mindflayer_empty: what their update does after a round in which no attempt succeeded:
         ``skip`` (the point and the optimizer's state stay; the clock goes on) or ``zero``
         (the update is applied to a zero gradient).

@@ -19,11 +19,12 @@ worker's work clock, like every rule's decisions (an outage pauses an attempt an
 The options (config ``hparams.mindflayer_time_limit`` / ``mindflayer_attempts``; ``jaxnigt
 clock``'s flags of the same meaning):
 
-* the time limits ``t_i``: ``median`` (the default: ``t_i = h_i med(xi)``), ``quantile:U``
+* the time limits ``t_i``: ``median`` (the default: ``t_i = h_i med(xi)``, about half of
+  the attempts successful; the paper's theory leaves ``t_i`` free), ``quantile:U``
   (``t_i = h_i q_U(xi)``, ``q_U`` the smallest ``q`` with ``P(xi <= q) >= U``), a number
   ``c`` (``t_i = c h_i``) or a list of ``n`` times;
-* the attempts ``B_i``: ``prescribed`` (the default, the paper's prescription from the
-  distributions below), an integer (every worker) or a list of ``n``.
+* the attempts ``B_i``: ``prescribed`` (the default, the library's reading of the paper's
+  allocation, from the distributions below), an integer (every worker) or a list of ``n``.
 
 (``hparams.mindflayer_empty``, what the update does after a round without a success, is the
 algorithms' option: :mod:`jaxnigt.algorithms.mindflayer_nigt`.)
@@ -87,9 +88,10 @@ ATTEMPTS_TEXT = "prescribed, an integer >= 1 or n integers >= 0 (at least one >=
 
 
 #: MindFlayer's aggregation: the plain mean of the round's successful gradients (all weights
-#: 0 when none succeeded; ``hparams.mindflayer_empty`` says what the update does then).  The
-#: paper divides their sum by the expected number of successes ``sum_i p_i B_i`` instead:
-#: the same in expectation up to the ratio of the two counts, whose mean is 1.
+#: 0 when none succeeded; ``hparams.mindflayer_empty`` says what the update does then).  A
+#: deviation from the paper, which divides their sum by the expected number of successes
+#: ``sum_i p_i B_i``: both are unbiased for a round with a success (the draws never depend on
+#: the trajectories); the paper's scale varies with the number that succeeded.
 WEIGHTS = aggregators.sync_weights
 
 
