@@ -281,7 +281,8 @@ class Algorithm(NamedTuple):
         step rolls out and when it ends, from time 0 (the planner uses it).
       trajectories_per_update: ``None`` when a step is one update (a round); otherwise the
         trajectories one server update takes (1: an update per arrival; IMPALA: its learner
-        batch), so that updates = trajectories / this.
+        batch), so that updates = trajectories / this; 0 when no fixed share of them is
+        (Ringleader: n updates a cycle, whatever the exchanges; the planner shows none).
       traits: its :class:`Traits`.
       events_per_step: the exchanges a step's clock processes one after another, each
         looking at every worker (so a step costs about this × n operations: the event

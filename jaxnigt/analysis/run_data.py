@@ -8,9 +8,10 @@ module of the analysis that reads files; ``jaxnigt compare``, ``jaxnigt tune`` a
 
 A seed's *updates*: its trajectories that entered updates (the sum of ``grads``) over
 ``trajectories_per_update`` for the methods whose ``summary.json`` entry has it (the
-per-arrival methods update every that many trajectories), the step count at its last step
-otherwise (a round is one update).  A seed is *diverged* when ``summary.json`` marks it
-(``on_nonfinite: mark``) or it stopped before the budget (and the step cap).  A seed's total
+per-arrival methods update every that many trajectories; NaN where no fixed share is,
+Ringleader's cycles), the step count at its last step otherwise (a round is one update).
+A seed is *diverged* when ``summary.json`` marks it (``on_nonfinite: mark``) or it stopped
+before the budget (and the step cap).  A seed's total
 worker time (``metrics.csv``'s ``worker_time``; absent in runs written before it) is read at
 each of its evaluations and at its last step.
 """
@@ -240,7 +241,11 @@ def _method(name, algorithm, grid, rows, seeds, per_type, summary, cfg, worker) 
     for r in rows:
         if np.isfinite(r["grads"]):
             used[r["seed"]] += r["grads"]
-    updates = [last[s]["round"] if per_update is None else used[s] / per_update for s in order]
+    # 0: no fixed share of the trajectories is an update (Ringleader's cycles): not known here
+    updates = [
+        last[s]["round"] if per_update is None else used[s] / per_update if per_update else np.nan
+        for s in order
+    ]
     end = np.array([last[s]["sim_time"] for s in order])
     # a seed that stopped before the budget (and the step cap) did not finish: diverged
     capped = np.array(

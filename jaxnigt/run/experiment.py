@@ -115,7 +115,7 @@ class _Results:
             if name in summary:
                 summary[name]["wall_seconds"] = round(wall, 2)
                 summary[name]["compile_seconds"] = round(compile_s, 2)
-                if per_update > 0:  # updates = trajectories / this (see Algorithm)
+                if per_update >= 0:  # updates = trajectories / this; 0: not a fixed share
                     summary[name]["trajectories_per_update"] = per_update
         for name, seeds in self.diverged.items():
             if name in summary:  # on_nonfinite: mark (their evaluations end at divergence)

@@ -333,7 +333,10 @@ def plan_algorithm(
         if config.max_rounds is not None:
             steps = min(steps, config.max_rounds)
         per_update = tr.algorithm.trajectories_per_update
-        updates = steps if per_update is None else steps * per_step / per_update
+        if per_update == 0:  # no fixed share of the trajectories (Ringleader's cycles)
+            updates = None
+        else:
+            updates = steps if per_update is None else steps * per_step / per_update
         env_steps = steps * per_step * tr.setup.horizon
     row.update(
         trajectories_per_step=per_step,

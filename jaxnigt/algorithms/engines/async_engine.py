@@ -201,7 +201,7 @@ def make(
         step=functools.partial(_block, setup, options, update.optimizer, estimator, rule),
         eval_params=update.eval_params,
         simulate_clock=functools.partial(_simulate_clock, setup, options.block, rule),
-        trajectories_per_update=1,
+        trajectories_per_update=1 if rule.table is None else 0,
         traits=traits.using(update),
         events_per_step=options.block,
     )
