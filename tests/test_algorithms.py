@@ -346,11 +346,11 @@ def test_afedpg_vanilla_with_eta_one_is_asynchronous_normalized_sgd():
 # --- ringmaster_pg: asynchronous SGD with a bounded delay ---------------------------------------
 
 
-def _ring_cfg(link="shared", **hparams):
+def _ring_cfg(link="shared", algorithms=("ringmaster_pg", "asgd"), **hparams):
     return config_lib.from_dict({
         "env": {"name": "timed_point_mass"},
         "cluster": {"n": 4, "h": "sqrt", "noise": "exponential", "kappa": 0.3, "link": link},
-        "algorithms": ["ringmaster_pg", "asgd"],
+        "algorithms": list(algorithms),
         "hparams": {"learning_rate": 1e-3, "async_block": 4, **hparams},
         "budget": 100.0,
     })  # fmt: skip
@@ -404,7 +404,8 @@ def test_ringmaster_bounds_the_delay_and_is_asgd_with_R_above_every_delay(stops)
 def test_ringleader_makes_n_updates_a_cycle_and_is_asgd_on_one_worker():
     """On 4 workers every gradient is rolled out and kept (grads = exchanges, nothing
     wasted), the updates are the rule's (each cycle n, a gradient at most 2n - 2 updates
-    old), and the worker time is the plain engine's (the same arrivals and draws).  On one
+    old), and the worker time is the plain engine's (the same arrivals and draws); with
+    ``ringleader_point: current`` the same arrivals are fresher.  On one
     worker every exchange fills and ends a cycle: ringleader_pg is asgd, update for update
     (two programs: floats to rounding)."""
     cfg = _ring_cfg(async_block=8)
@@ -422,6 +423,17 @@ def test_ringleader_makes_n_updates_a_cycle_and_is_asgd_on_one_worker():
         chex.assert_equal(int(rule.events), 40)
         assert int(rule.cycles) >= 2 and int(rule.clock.version) >= 4 * int(rule.cycles)
         assert np.isfinite(m["train_return"]).all()
+    # the authors' reading: every exchange's worker takes the server's point, so its
+    # gradients are fresher, on the same arrivals
+    _, held = _chunk(cfg, "ringleader_nigt")
+    ring = ("ringleader_nigt",)
+    _, current = _chunk(
+        _ring_cfg(algorithms=ring, async_block=8, ringleader_point="current"), "ringleader_nigt"
+    )
+    np.testing.assert_array_equal(current["grads"], held["grads"])
+    assert np.nanmean(current["staleness_mean"]) < np.nanmean(held["staleness_mean"])
+    with pytest.raises(config_lib.ConfigError, match=r"hparams\.ringleader_point"):
+        _ring_cfg(algorithms=ring, ringleader_point="fresh")
     one = config_lib.from_dict({**cfg.to_dict(), "cluster": {"n": 1, "h": 1.0, "kappa": 0.3}})
     (s_ring, m_ring), (s_asgd, m_asgd) = (_chunk(one, a) for a in ("ringleader_pg", "asgd"))
     np.testing.assert_allclose(m_ring["train_return"], m_asgd["train_return"], rtol=1e-5)

@@ -12,10 +12,10 @@ cycle's table.  A cycle makes exactly n updates, one per worker; nothing is disc
 worker waits.  Each update is one NIGT step on the table's mean (the paper's is a plain step:
 :mod:`jaxnigt.algorithms.ringleader_pg`).
 
-:func:`factory` makes the method on any update and either reading of the point a worker
-computes at after an exchange that is not its update (:data:`~jaxnigt.cluster.rules.
-ringleader.POINTS`).  Ringleader's rounds, the cycle collapsed to one update on the round
-engine: :mod:`jaxnigt.algorithms.ringleader_round_nigt`.
+:func:`factory` makes the method on any update; ``hparams.ringleader_point`` chooses the
+point a worker computes at after an exchange that is not its update (:data:`~jaxnigt.
+cluster.rules.ringleader.POINTS`).  Ringleader's rounds, the cycle collapsed to one update
+on the round engine: :mod:`jaxnigt.algorithms.ringleader_round_nigt`.
 """
 
 from __future__ import annotations
@@ -54,23 +54,21 @@ def event_rule(point: str = rule.POINTS[0]) -> async_engine.EventRule:
     )
 
 
-def factory(
-    update: updates.Update, point: str = rule.POINTS[0]
-) -> tuple[core.Traits, core.AlgorithmFactory]:
+def factory(update: updates.Update) -> tuple[core.Traits, core.AlgorithmFactory]:
     """``(TRAITS, make)`` of Ringleader's cycles under ``update``.
 
     Args:
       update: the server update (:data:`~jaxnigt.algorithms.updates.NIGT`, ``SGD``).
-      point: the point a worker computes at after an exchange that is not its update.
 
     Returns:
-      Its traits (the event engine's) and its ``make(setup, hparams)``.
+      Its traits (the event engine's, and ``ringleader_point`` read: the point a worker
+      computes at after an exchange that is not its update) and its ``make(setup, hparams)``.
     """
-    traits = async_engine.TRAITS.using(update)
-    event = event_rule(point)
+    traits = async_engine.TRAITS.reading("ringleader_point").using(update)
 
     def make(setup: core.Setup, hparams) -> core.Algorithm:
         options = async_engine.AsyncOptions.resolve(setup, hparams)
+        event = event_rule(hparams.ringleader_point)
         return async_engine.make(setup, options, update=update, traits=traits, rule=event)
 
     return traits, make

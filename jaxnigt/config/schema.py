@@ -45,7 +45,7 @@ from typing import Any
 
 from jaxnigt import algorithms
 from jaxnigt.cluster import model, power_sources, timing
-from jaxnigt.cluster.rules import mindflayer
+from jaxnigt.cluster.rules import mindflayer, ringleader
 from jaxnigt.cluster.schedules import MATCH_M
 from jaxnigt.config import checks
 from jaxnigt.config.checks import ConfigError
@@ -304,6 +304,9 @@ class HParams:
       mindflayer_empty: what their update does after a round in which no attempt succeeded:
         ``skip`` (the point and the optimizer's state stay; the clock goes on) or ``zero``
         (the update is applied to a zero gradient).
+      ringleader_point: the point ``ringleader_nigt``'s and ``ringleader_pg``'s workers compute
+        at after an exchange that is not their update: ``held`` (their own: the paper's, a
+        new point at most once a cycle) or ``current`` (the server's: the authors' code).
       ringmaster_R: ``ringmaster_pg``'s delay threshold R (default n): a gradient whose delay
         (server updates since its worker was dispatched) is at least R is not applied.
       ringmaster_stops: ``ringmaster_pg`` cancels a gradient as soon as its delay reaches R
@@ -354,6 +357,7 @@ class HParams:
         _rule_option(mindflayer.parse_attempts), "prescribed"
     )
     mindflayer_empty: str = _opt(_choice(mindflayer.EMPTY), "skip")
+    ringleader_point: str = _opt(_choice(ringleader.POINTS), "held")
     ringmaster_R: int | None = _opt(_optional(_int(1)))
     ringmaster_stops: bool = _opt(_bool, False)
     async_block: int | None = _opt(_optional(_int(1)))
