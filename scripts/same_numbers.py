@@ -3,7 +3,8 @@
 Runs the demo and short runs that cover every algorithm, both in-flight modes, both server
 links, both AllReduce models, a learning-rate grid and a heterogeneous task, each into
 ``OUT/<name>/``, then (with ``--compare REF``) checks that every result file equals the one in
-``REF/<name>/`` byte for byte::
+``REF/<name>/`` byte for byte, on the columns and summary fields both have (a column or field
+the newer commit added, such as ``worker_time``, is named and left out)::
 
     python scripts/same_numbers.py --out runs/same_before           # on the old commit
     python scripts/same_numbers.py --out runs/same_after --compare runs/same_before
@@ -18,7 +19,7 @@ the first file that differs.
 from __future__ import annotations
 
 import argparse
-import filecmp
+import csv
 import json
 import subprocess
 import sys
@@ -91,21 +92,60 @@ def _summary_numbers(path: Path) -> dict:
     return {a: {k: v for k, v in e.items() if k not in WALL_CLOCK} for a, e in summary.items()}
 
 
+def _common(a: dict, b: dict) -> tuple[dict, dict, set]:
+    """``a`` and ``b`` on the fields both entries have, and the fields only one has."""
+    out_a, out_b, only = {}, {}, set()
+    for key in a.keys() | b.keys():
+        if key not in a or key not in b:
+            only.add(key)
+            continue
+        ea, eb = a[key], b[key]
+        if isinstance(ea, dict) and isinstance(eb, dict):
+            shared = ea.keys() & eb.keys()
+            only |= {f"{key}.{k}" for k in ea.keys() ^ eb.keys()}
+            ea, eb = {k: ea[k] for k in shared}, {k: eb[k] for k in shared}
+        out_a[key], out_b[key] = ea, eb
+    return out_a, out_b, only
+
+
+def _columns(path: Path) -> tuple[list[str], list[list[str]]]:
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], rows[1:]
+
+
+def same_rows(a: Path, b: Path) -> tuple[bool, list[str]]:
+    """The two CSV files agree, byte for byte, on every column both have; and the columns
+    only one has."""
+    (ha, ra), (hb, rb) = _columns(a), _columns(b)
+    shared = [c for c in ha if c in hb]
+    ia, ib = [ha.index(c) for c in shared], [hb.index(c) for c in shared]
+    same = len(ra) == len(rb) and all(
+        [x[i] for i in ia] == [y[j] for j in ib] for x, y in zip(ra, rb, strict=True)
+    )
+    return same, sorted(set(ha) ^ set(hb))
+
+
 def compare(out: Path, ref: Path, names: list[str]) -> int:
     for name in names:
-        if _summary_numbers(out / name / "summary.json") != _summary_numbers(
-            ref / name / "summary.json"
-        ):
+        new, old, only = _common(
+            _summary_numbers(out / name / "summary.json"),
+            _summary_numbers(ref / name / "summary.json"),
+        )
+        if new != old:
             print(f"DIFFERENT: {name}/summary.json")
             return 1
+        if only:
+            print(f"left out of {name}/summary.json (one side only): {', '.join(sorted(only))}")
         for f in FILES:
             a, b = out / name / f, ref / name / f
             if not a.exists() and not b.exists():
                 continue
-            if not (a.exists() and b.exists() and filecmp.cmp(a, b, shallow=False)):
+            same, only = same_rows(a, b) if a.exists() and b.exists() else (False, [])
+            if not same:
                 print(f"DIFFERENT: {a} vs {b}")
                 return 1
-            print(f"same: {name}/{f}")
+            print(f"same: {name}/{f}" + (f" (left out: {', '.join(only)})" if only else ""))
     return 0
 
 
