@@ -27,4 +27,5 @@ SPEC = Rows(
         "primary": ("point_mass_heavy", "reacher_heavy"),
         "model": ("point_mass_heavy_cancel",),
     },
+    beside=("worker_time_to_80",),
 )

@@ -30,4 +30,5 @@ SPEC = Rows(
         "point_mass": ("point_mass_rivals_n2", "point_mass_rivals_n10"),
         "reacher": ("reacher_rivals_n2", "reacher_rivals_n10"),
     },
+    beside=("time_to_80", "worker_time_to_80"),
 )

@@ -36,6 +36,8 @@ class Rows:
       reference, baselines, statistic: the comparison (``jaxnigt compare``'s).
       rows: row (a config's name) -> (the tuning's grid flags, the seed cap).
       families: Holm at 10 % over each family's comparisons (row x baseline).
+      beside: statistics reported beside the verdict, not decided on (``jaxnigt compare`` on
+        every stored seed, at the tuning's target where it fixed one).
       root: the checkout the store and the runs are under.
     """
 
@@ -45,6 +47,7 @@ class Rows:
     statistic: str
     rows: dict[str, tuple[tuple[str, ...], int]]
     families: dict[str, tuple[str, ...]]
+    beside: tuple[str, ...] = ()
     root: Path = ROOT
 
     @property
@@ -126,16 +129,28 @@ def store(spec: Rows, row: str) -> list[Path]:
 
 
 def analyze(spec: Rows, row: str) -> dict:
-    """The registered comparison of ``row`` from its stored blocks."""
+    """The registered comparison of ``row`` from its stored blocks, and ``beside``: each of
+    :attr:`Rows.beside`'s comparisons (``beside_<statistic>.json``)."""
     out = spec.docs / row
     names = sorted((out / "store").iterdir(), key=lambda p: int(p.name.split("_")[1]))
+    written = [out / "sequential.json", out / "sequential.md"]
     with tempfile.TemporaryDirectory() as tmp:
         dirs = []
         for stored in names:
             results_store.restore(stored, Path(tmp) / stored.name)
             dirs.append(Path(tmp) / stored.name)
         result = _compare(spec, row, dirs, out / "sequential", out / "tune")
-        for path in (out / "sequential.json", out / "sequential.md"):
+        result["beside"] = {}
+        fixed = target(out / "tune")
+        for statistic in spec.beside:
+            argv = ["compare", *map(str, dirs), "--reference", spec.reference, "--baselines"]
+            argv += [",".join(spec.baselines), "--statistic", statistic]
+            argv += ["--out", str(out / f"beside_{statistic}")]
+            _cli(argv + (["--target", repr(fixed)] if fixed is not None else []))
+            found = json.loads((out / f"beside_{statistic}.json").read_text())
+            result["beside"][statistic] = found
+            written += [out / f"beside_{statistic}.json", out / f"beside_{statistic}.md"]
+        for path in written:
             text = path.read_text().replace(tmp, f"docs/results/{spec.name}/{row}/store")
             path.write_text(text)
     return result
