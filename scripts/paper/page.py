@@ -19,7 +19,7 @@ import json
 import re
 from pathlib import Path
 
-from paper import claims, fifth_page, fourth_page
+from paper import claims, fifth_page, fourth_page, heavy, hetero
 from paper import store as paper_store
 
 HERE = Path(__file__).resolve().parent
@@ -56,6 +56,10 @@ def page(docs: Path, template: Path = PAGE_TEMPLATE) -> str:
         text = text.replace("{{OUTAGE_SETTINGS}}", settings)
     if "{{PHYSICS_ROW}}" in text:
         text = text.replace("{{PHYSICS_ROW}}", physics_row(docs))
+    for module in (heavy, hetero):  # pages of registered rows: {{HEAVY_ROWS}}, {{HETERO_ROWS}}
+        key = "{{" + module.SPEC.name.upper() + "_ROWS}}"
+        if key in text:
+            text = text.replace(key, rows_table(docs, module.SPEC))
     left = re.findall(r"\{\{[^}]*\}\}", text)
     if left:
         raise SystemExit(f"results: unknown placeholders in {template}: {left}")
@@ -91,6 +95,58 @@ def physics_row(docs: Path) -> str:
         "",
         f"Median second-half return of type 0 / type 1 (not decided on): {per_type}.",
     ])  # fmt: skip
+
+
+def _effect(statistic: str, e: dict) -> str:
+    """A comparison's effect with its interval: a time ratio (baseline over reference) or a
+    difference of returns."""
+    what = "time ratio" if "time" in statistic else "Δ return"
+    return f"{what} {e['estimate']:.2f} [{e['low']:.2f}, {e['high']:.2f}]"
+
+
+def rows_table(docs: Path, spec) -> str:
+    """A page of registered rows (:class:`paper.rows.Rows`) from its analysis JSON: per row
+    and baseline, the rule's last look (effect, interval, p beside the smallest p its seeds
+    allow, seeds, verdict), Holm's adjusted p over the family, and the first side statistic
+    (effect over every stored seed); the rows not analyzed yet are named under it."""
+    base = docs / spec.name
+    family = (
+        json.loads((base / "family.json").read_text()) if (base / "family.json").is_file() else {}
+    )
+    holm = {k: v for f in family.values() for k, v in f["holm_p"].items()}
+    side = spec.beside[0] if spec.beside else None
+    head = "| row | comparison | effect [interval] | p (smallest) | seeds | verdict | Holm p |"
+    lines = [
+        head + (f" {side} |" if side else ""),
+        "|---|---|---|---|---:|---|---|" + ("---|" if side else ""),
+    ]
+    missing = []
+    for row in spec.rows:
+        path = base / row / "sequential.json"
+        if not path.is_file():
+            missing.append(f"`{row}`")
+            continue
+        found = json.loads(path.read_text())
+        beside = base / row / f"beside_{side}.json"
+        other = json.loads(beside.read_text())["comparisons"] if side and beside.is_file() else {}
+        for b, c in found["comparisons"].items():
+            last = c["looks"][-1]
+            h = holm.get(f"{row}/{b}")
+            cells = [
+                f"`{row}`",
+                f"{spec.reference} vs {b}",
+                _effect(spec.statistic, last["interval"]),
+                f"{last['p']:.2g} ({last['p_min']:.2g})",
+                str(c["seeds"]),
+                f"**{c['verdict']}**",
+                "–" if h is None else f"{h:.2g}",
+            ]
+            if side:
+                cells.append(_effect(side, other[b]["effect"]) if b in other else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+    if missing:
+        lines += ["", f"Not run yet: {', '.join(missing)}."]
+    return "\n".join(lines)
 
 
 def _simulation(docs: Path, name: str = "simulation.jsonl") -> str:
