@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from jaxnigt.analysis import stats, verdicts
+from jaxnigt.run import checkpoint
 from jaxnigt.studies import store as results_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +101,7 @@ def run(spec: Rows, row: str) -> dict:
     result: dict = {}
     for first, end in (b for b in BLOCKS if b[1] <= cap):
         block = spec.runs / row / f"seeds_{first}_{end}"
-        if not (block / "done.json").exists():
+        if not checkpoint.finished(block):
             argv = ["run", str(tune_dir / "tuned.yaml"), "--no-progress"]
             argv += ["--set", f"seeds={end - first}", "--set", f"first_seed={first}"]
             _cli(argv + (["--resume", str(block)] if block.exists() else ["--out", str(block)]))
@@ -122,7 +123,7 @@ def store(spec: Rows, row: str) -> list[Path]:
             shutil.copyfile(runs / "tune" / name, out / "tune" / name)
     kept = [out / "tune"]
     for block in sorted(runs.glob("seeds_*")):
-        if (block / "done.json").exists():
+        if checkpoint.finished(block):
             results_store.pack(block, out / "store" / block.name)
             kept.append(out / "store" / block.name)
     return kept
