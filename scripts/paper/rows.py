@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
+import re
 import tempfile
 from pathlib import Path
 
@@ -119,8 +119,10 @@ def store(spec: Rows, row: str) -> list[Path]:
     runs, out = spec.runs / row, spec.docs / row
     (out / "tune").mkdir(parents=True, exist_ok=True)
     for name in ("tune.json", "tuning.json", "tuned.yaml"):
-        if (runs / "tune" / name).exists():
-            shutil.copyfile(runs / "tune" / name, out / "tune" / name)
+        if (runs / "tune" / name).exists():  # the checkout's own paths, relative
+            text = (runs / "tune" / name).read_text()
+            text = re.sub(r"/[^\s\"']*?/(runs/results/|scripts/paper/configs/)", r"\1", text)
+            (out / "tune" / name).write_text(text)
     kept = [out / "tune"]
     for block in sorted(runs.glob("seeds_*")):
         if checkpoint.finished(block):
