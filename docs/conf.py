@@ -23,6 +23,8 @@ exclude_patterns = [
     "benchmarks_gpu/**",  # raw benchmark output, quoted by benchmarks.md
     "results/fourth/**",
     "results/physics/**",  # the physics row's comparison and store, quoted by results/physics.md
+    "results/heavy/**",  # the heavy-tailed rows' comparisons and store, quoted by results/heavy.md
+    "results/hetero/**",  # the heterogeneous rivals' rows, quoted by results/hetero.md
     "results/tuning.md",
     "results/verdicts.md",
 ]
