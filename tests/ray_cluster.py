@@ -1,10 +1,15 @@
-"""A real Ray cluster on this machine for tests/test_executors.py (run as a script, so Ray
-binds to 127.0.0.1 from its first import): a head and a second node, one CPU each, then
-``jaxnigt ARGS... --ray ADDRESS``; with ``--kill``, the worker that runs a program on the
-second node is killed (SIGKILL, by the pid its task.json names) while it runs; with
-``--term``, this driver sends itself SIGTERM once a program has checkpointed, then runs the
-same command again with ``--resume``.  Prints one
-JSON line: what was killed.  The cluster's processes end with it (Cluster.shutdown)."""
+"""A real Ray cluster on this machine for tests/test_executors.py, and the driver that runs
+the tests' commands on it (run as a script, so Ray binds to 127.0.0.1 from its first import):
+a head and a second node, one CPU each, started once for the test module; then, for each
+request, ``jaxnigt ARGS... --ray ADDRESS`` in this driver.
+
+A request is one JSON line on stdin: ``{"argv": [...], "kill": bool, "term": bool,
+"result": PATH}``.  With ``kill``, the worker that runs a program on the second node is
+killed (SIGKILL, by the pid its task.json names) while it runs; with ``term``, this driver
+sends itself SIGTERM once a program has checkpointed, then runs the same command again with
+``--resume``.  The answer, written to PATH (atomically): ``{"status", "first", "killed"}``
+(what was killed), or ``{"error"}`` (the traceback of what the command raised).  When stdin
+closes, the cluster's processes end with this driver (Cluster.shutdown)."""
 
 import json
 import os
@@ -12,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # listen on 127.0.0.1 only
@@ -37,33 +43,48 @@ def _term_once(out: Path) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _serve(request: dict, address: str, second: str) -> dict:
+    """One command of a test on the cluster (the module docstring)."""
+    from jaxnigt import cli
+
+    args, kill, term = request["argv"], request.get("kill"), request.get("term")
+    out = Path(args[args.index("--out") + 1])
+    killed: dict = {}
+    done = threading.Event()
+    if kill:
+        threading.Thread(target=_kill_one, args=(out, second, killed, done), daemon=True).start()
+    if term:
+        threading.Thread(target=_term_once, args=(out,), daemon=True).start()
+    try:
+        status = cli.main([*args, "--ray", address])
+        first = status
+        if term:
+            status = cli.main([*args, "--ray", address, "--resume"])
+    finally:
+        done.set()
+    return {"status": status, "first": first, "killed": killed}
+
+
 def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
-    kill, term = "--kill" in sys.argv, "--term" in sys.argv
-    args = [a for a in sys.argv[1:] if a not in ("--kill", "--term")]
-    out = Path(args[args.index("--out") + 1])
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
         second = cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address)
-        killed: dict = {}
-        done = threading.Event()
-        if kill:
-            threading.Thread(target=_kill_one, args=(out, second.node_id, killed, done),
-                             daemon=True).start()  # fmt: skip
-        if term:
-            threading.Thread(target=_term_once, args=(out,), daemon=True).start()
-        from jaxnigt import cli
-
-        status = cli.main([*args, "--ray", cluster.address])
-        first = status
-        if term:
-            status = cli.main([*args, "--ray", cluster.address, "--resume"])
-        done.set()
-        print(json.dumps({"status": status, "first": first, "killed": killed}), flush=True)
-        return status
+        print(json.dumps({"ready": cluster.address}), flush=True)
+        for line in sys.stdin:
+            request = json.loads(line)
+            try:
+                result = _serve(request, cluster.address, second.node_id)
+            except BaseException as e:  # the test fails with it; the next one may still run
+                result = {"error": "".join(traceback.format_exception(e))}
+            path = Path(request["result"])
+            path.with_suffix(".tmp").write_text(json.dumps(result))
+            path.with_suffix(".tmp").replace(path)
+            print(json.dumps({"answered": str(path)}), flush=True)
+        return 0
     finally:
         ray.shutdown()
         cluster.shutdown()
