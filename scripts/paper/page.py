@@ -97,11 +97,12 @@ def physics_row(docs: Path) -> str:
     ])  # fmt: skip
 
 
-def _effect(statistic: str, e: dict) -> str:
-    """A comparison's effect with its interval: a time ratio (baseline over reference) or a
-    difference of returns."""
-    what = "time ratio" if "time" in statistic else "Δ return"
-    return f"{what} {e['estimate']:.2f} [{e['low']:.2f}, {e['high']:.2f}]"
+def _effect(statistic: str, e: dict | None) -> str:
+    """A comparison's effect with its interval; with ``e`` None, what the effect is: a time
+    ratio (baseline over reference) or a difference of returns."""
+    if e is None:
+        return "time ratio" if "time" in statistic else "Δ return"
+    return f"{e['estimate']:.2f} [{e['low']:.2f}, {e['high']:.2f}]"
 
 
 def rows_table(docs: Path, spec) -> str:
@@ -115,9 +116,10 @@ def rows_table(docs: Path, spec) -> str:
     )
     holm = {k: v for f in family.values() for k, v in f["holm_p"].items()}
     side = spec.beside[0] if spec.beside else None
-    head = "| row | comparison | effect [interval] | p (smallest) | seeds | verdict | Holm p |"
+    kind = _effect(spec.statistic, None)
+    head = f"| row | baseline | {kind} [interval] | p (smallest) | seeds | verdict | Holm p |"
     lines = [
-        head + (f" {side} |" if side else ""),
+        head + (f" {side}: {_effect(side, None)} |" if side else ""),
         "|---|---|---|---|---:|---|---|" + ("---|" if side else ""),
     ]
     missing = []
@@ -134,7 +136,7 @@ def rows_table(docs: Path, spec) -> str:
             h = holm.get(f"{row}/{b}")
             cells = [
                 f"`{row}`",
-                f"{spec.reference} vs {b}",
+                b,
                 _effect(spec.statistic, last["interval"]),
                 f"{last['p']:.2g} ({last['p_min']:.2g})",
                 str(c["seeds"]),
