@@ -240,12 +240,12 @@ _NUM = r"(?:-?\d+\.\d+|−?∞)"
 def test_every_interval_and_p_value_on_the_page_is_in_the_analysis_json():
     """A number the page's prose quotes is its JSON's: every ``x [a, b]`` and every bare
     ``[a, b]`` of two-decimal bounds is an interval of the third, fourth or fifth edition's
-    JSON or the physics row's (the fourth's as it is, not as it was before its second
-    amendment), and every
+    JSON or the physics, heavy-tailed or heterogeneous-rival rows' (the fourth's as it is,
+    not as it was before its second amendment), and every
     ``p = x`` a value of that JSON or a Holm-adjusted p of the fourth edition's families."""
     docs = ROOT / "docs" / "results"
     intervals, numbers = set(), set()
-    for sub in ("third", "fourth", "fifth", "physics"):
+    for sub in ("third", "fourth", "fifth", "physics", "heavy", "hetero"):
         for path in (docs / sub).rglob("*.json"):
             if {"store", fourth_page.BEFORE} & set(path.parts):
                 continue
