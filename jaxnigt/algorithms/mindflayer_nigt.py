@@ -23,7 +23,6 @@ import jax.numpy as jnp
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.core import Algorithm, Setup
 from jaxnigt.algorithms.engines import round_engine
-from jaxnigt.cluster import rules
 from jaxnigt.cluster.rules import mindflayer as rule
 
 #: The ``hparams`` keys MindFlayer's methods read beyond the common ones.
@@ -44,18 +43,7 @@ def options_of(setup: Setup, hparams: Any) -> rule.Options:
 def schedule(options: rule.Options) -> round_engine.ScheduleFactory:
     """The schedule factory of the rule of ``options`` (a padded program's run reads its own
     sizes, as :func:`~jaxnigt.algorithms.engines.round_engine.schedule` gives every rule)."""
-    collect_round = rule.round_with(options)
-
-    def make_schedule(setup: Setup, base: round_engine.RoundOptions, M: int, size: str = "M"):
-        static = round_engine.round_size(setup, base, M)
-
-        def collect(model, key, t0, busy_until, sizes=None):
-            run = rules.run_values(sizes, size)
-            return collect_round(model, key, t0, busy_until, static._replace(run=run))
-
-        return collect
-
-    return make_schedule
+    return round_engine.schedule_with(rule.round_with(options))
 
 
 def skipping_empty(step):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from jaxnigt.algorithms import core, updates
 from jaxnigt.algorithms.engines import round_engine
-from jaxnigt.cluster import rules
 from jaxnigt.cluster.rules import ringleader as rule
 
 
@@ -28,18 +27,7 @@ def schedule(options: rule.Options) -> round_engine.ScheduleFactory:
     defaults, with its padding check; a padded program's run reads its own capacity)."""
     if options == rule.DEFAULT:
         return round_engine.schedule("ringleader")
-    collect_round = rule.round_with(options)
-
-    def make_schedule(setup, base: round_engine.RoundOptions, M: int, size: str = "M"):
-        static = round_engine.round_size(setup, base, M)
-
-        def collect(model, key, t0, busy_until, sizes=None):
-            run = rules.run_values(sizes, size)
-            return collect_round(model, key, t0, busy_until, static._replace(run=run))
-
-        return collect
-
-    return make_schedule
+    return round_engine.schedule_with(rule.round_with(options))
 
 
 def factory(

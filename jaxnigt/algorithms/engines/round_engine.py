@@ -102,15 +102,26 @@ def schedule(rule: str) -> ScheduleFactory:
     rule that is not the library's own and says it pads is held to its unpadded rounds
     (:func:`jaxnigt.cluster.rules.check_padding`, once a process) before its first use."""
     spec = rules.get_rule(rule)
+    check = spec.pads and not rules.builtin(rule)
+    return schedule_with(
+        spec.round, pads=spec.pads, check=(lambda: rules.check_padding(rule)) if check else None
+    )
+
+
+def schedule_with(round_rule, *, pads: bool = True, check=None) -> ScheduleFactory:
+    """The schedule factory of a round rule given as a function (``round_rule(model, key, t0,
+    busy_until, size) -> RoundSchedule``): a registered rule's, or one made with other
+    options (MindFlayer's and Ringleader's ``round_with``).  ``pads``: in a padded program
+    the rule reads the run's sizes (``size.run``); ``check``: called before the first use."""
 
     def make_schedule(setup: Setup, options: RoundOptions, M: int, size: str = "M"):
-        if spec.pads and not rules.builtin(rule):
-            rules.check_padding(rule)
+        if check is not None:
+            check()
         static = round_size(setup, options, M)
 
         def collect(model, key, t0, busy_until, sizes=None):
-            run = rules.run_values(sizes, size) if spec.pads else None
-            return spec.round(model, key, t0, busy_until, static._replace(run=run))
+            run = rules.run_values(sizes, size) if pads else None
+            return round_rule(model, key, t0, busy_until, static._replace(run=run))
 
         return collect
 
