@@ -363,7 +363,7 @@ def _apply_ready(opt, rule: EventRule, plan: _Plan, carry: _Carry) -> _Carry:
         j = c.applied
         w = plan.worker[j]
         g = jax.tree.map(lambda b: b[j], c.grads)
-        table, takes_point = c.table, jnp.bool_(True)
+        table, takes_point = c.table, None  # None: the worker takes the new point
         if rule.table is not None:
             extra = jax.tree.map(lambda e: e[j], plan.extra)
             table, g, takes_point = rule.table.put(c.table, w, g, extra)
@@ -374,9 +374,11 @@ def _apply_ready(opt, rule: EventRule, plan: _Plan, carry: _Carry) -> _Carry:
         else:
             params, opt_state = descend()
         # The exchange's worker is re-dispatched with the (new) server point, or keeps its own.
-        workers = jax.tree.map(
-            lambda ws, p: ws.at[w].set(jnp.where(takes_point, p, ws[w])), c.worker_params, params
-        )
+        point = params
+        if takes_point is not None:  # a table's rule: only some exchanges bring the point
+            keep_own = lambda ws, p: jnp.where(takes_point, p, ws[w])
+            point = jax.tree.map(keep_own, c.worker_params, params)
+        workers = jax.tree.map(lambda ws, p: ws.at[w].set(p), c.worker_params, point)
         return c._replace(
             applied=j + 1, params=params, opt_state=opt_state, worker_params=workers, table=table
         )
